@@ -1,0 +1,56 @@
+// swift-tools-version:6.0
+// SPDX-License-Identifier: Apache-2.0
+import PackageDescription
+
+// The one rule: dependencies point from the edges to the core, never back.
+// Tests/LocalAuthDaemonTests/ArchitectureTests.swift reads this file and fails on a back arrow.
+let package = Package(
+    name: "localauth",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "localauthd", targets: ["localauthd"]),
+        .executable(name: "localauthctl", targets: ["localauthctl"]),
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    ],
+    targets: [
+        // C, confined: each system library is reached from exactly one Swift target.
+        .systemLibrary(name: "CLibfprint", pkgConfig: "libfprint-2", providers: [.apt(["libfprint-2-dev", "libglib2.0-dev"])]),
+        .systemLibrary(name: "CCrypt", pkgConfig: "libcrypt", providers: [.apt(["libcrypt-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+
+        // The leaves: pure, no I/O.
+        .target(name: "LocalAuthProtocol"),
+        .target(name: "LocalAuthCore", dependencies: ["LocalAuthProtocol"]),
+
+        // The edges.
+        .target(name: "FingerprintReader", dependencies: ["CLibfprint"]),
+        .target(name: "LocalAuthStore", dependencies: ["LocalAuthCore", "CCrypt"]),
+        .target(
+            name: "LocalAuthDaemon",
+            dependencies: [
+                "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore", "CSystemd",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
+        .target(name: "LocalAuthClient", dependencies: ["LocalAuthProtocol"]),
+        .executableTarget(name: "localauthd", dependencies: ["LocalAuthDaemon"]),
+        .executableTarget(
+            name: "localauthctl",
+            dependencies: [
+                "LocalAuthClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+        .target(name: "LocalAuthentication", dependencies: ["LocalAuthClient"]),
+
+        .testTarget(name: "LocalAuthProtocolTests", dependencies: ["LocalAuthProtocol"], resources: []),
+        .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore"]),
+        .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader"]),
+        .testTarget(name: "LocalAuthStoreTests", dependencies: ["LocalAuthStore"]),
+        .testTarget(name: "LocalAuthDaemonTests", dependencies: ["LocalAuthDaemon"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["LocalAuthClient", "LocalAuthProtocol"]),
+    ]
+)

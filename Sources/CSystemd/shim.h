@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
+// libsystemd: socket activation, readiness notification, the journal, sd-login.
+#pragma once
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-login.h>
+#define SD_JOURNAL_SUPPRESS_LOCATION 1
+#include <systemd/sd-journal.h>
