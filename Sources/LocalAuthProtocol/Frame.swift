@@ -141,7 +141,11 @@ public struct Frame: Equatable, Sendable {
             guard bytes.endIndex - i >= size else { throw .malformed("field \(tag) runs past the frame") }
             let value = Array(bytes[i..<i + size])
             i += size
-            guard let kind = tag.kind else { continue }  // unknown tags are skipped
+            guard let kind = tag.kind else {
+                // Unknown tags are kept, unvalidated, and ignored by the typed readers: forward compatibility.
+                fields.append(Field(tag: tag, value: value))
+                continue
+            }
             if !tag.isRepeated {
                 guard seen.insert(tag.rawValue).inserted else { throw .malformed("field \(tag) repeated") }
             }

@@ -1,2 +1,326 @@
 // SPDX-License-Identifier: Apache-2.0
-print("localauthctl")
+import ArgumentParser
+import LocalAuthClient
+import LocalAuthProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Exit codes a script can rely on; listed in `--help`.
+enum Exit {
+    static let success: Int32 = 0
+    static let failed: Int32 = 1  // no match, wrong passcode, cancelled
+    static let unavailable: Int32 = 2  // no reader, nothing enrolled, locked out, no passcode
+    static let notAuthorized: Int32 = 3
+    static let unreachable: Int32 = 4  // daemon not running or not speaking the protocol
+    static let refused: Int32 = 5  // invalid request, not found, already enrolled, busy, timed out, internal error
+
+    static func code(for result: Int64) -> Int32 {
+        switch ResultCode(rawValue: result) {
+        case .success: success
+        case .authenticationFailed, .userCancel, .userFallback, .systemCancel, .appCancel: failed
+        case .biometryNotAvailable, .biometryNotEnrolled, .biometryLockout, .passcodeNotSet, .notInteractive, .invalidContext:
+            unavailable
+        case .notAuthorized: notAuthorized
+        case .invalidRequest, .notFound, .busy, .alreadyEnrolled, .internalError, .notSupported, .timedOut, nil: refused
+        }
+    }
+}
+
+struct ClientOptions: ParsableArguments {
+    @Option(help: "The daemon's socket (default: $LOCALAUTHD_SOCKET, else /run/localauthd/socket).")
+    var socket: String?
+
+    @Flag(name: [.short, .long], help: "Print nothing but errors.")
+    var quiet = false
+
+    /// Connects, runs `request`, prints its events and result, and exits with the documented code.
+    func run(_ request: Request, timeoutMs: Int64 = 330_000, print printResult: (LocalAuthProtocol.Result) -> Void = { _ in }) throws -> Never {
+        let connection: DaemonConnection
+        do {
+            connection = try DaemonConnection(socketPath: socket ?? DaemonConnection.defaultSocketPath, clientName: "localauthctl")
+        } catch {
+            fail("\(error)", code: Exit.unreachable)
+        }
+        let quiet = self.quiet
+        do {
+            let result = try connection.perform(request, timeoutMs: timeoutMs) { event in
+                if !quiet { show(event) }
+                switch event.kind {
+                case .passcodeNeeded: return readPasscode(prompt: "Passcode: ").map { .passcode($0) } ?? .cancel
+                default: return nil
+                }
+            }
+            if result.isSuccess {
+                if !quiet {
+                    print(result.message)
+                    printResult(result)
+                }
+            } else {
+                printError("localauthctl: \(result.message) (\(result.resultCode?.name ?? String(result.code)))")
+            }
+            Glibc.exit(Exit.code(for: result.code))
+        } catch {
+            fail("\(error)", code: Exit.unreachable)
+        }
+    }
+
+    private func show(_ event: Event) {
+        switch event.kind {
+        case .enrollStage:
+            let done = Int(event.stage ?? 0)
+            let all = max(Int(event.stages ?? 1), 1)
+            let bar = String(repeating: "#", count: done * 20 / all) + String(repeating: ".", count: 20 - done * 20 / all)
+            print("[\(bar)] stage \(done) of \(all)")
+        case .passcodeNeeded: break
+        default: print(event.message)
+        }
+    }
+}
+
+/// Writes a line to standard error.
+func printError(_ line: String) {
+    let text = line + "\n"
+    _ = text.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+}
+
+func fail(_ message: String, code: Int32) -> Never {
+    printError("localauthctl: \(message)")
+    Glibc.exit(code)
+}
+
+/// Reads a passcode from the terminal without echo, or a line from standard input when it is not a terminal.
+func readPasscode(prompt: String) -> String? {
+    let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
+    if isatty(STDIN_FILENO) != 0 && tty >= 0 {
+        defer { close(tty) }
+        var saved = termios()
+        tcgetattr(tty, &saved)
+        var silent = saved
+        silent.c_lflag &= ~tcflag_t(ECHO)
+        _ = prompt.withCString { write(tty, $0, strlen($0)) }
+        tcsetattr(tty, TCSAFLUSH, &silent)
+        defer {
+            tcsetattr(tty, TCSAFLUSH, &saved)
+            _ = write(tty, "\n", 1)
+        }
+        return readLine(fd: tty)
+    }
+    if tty >= 0 { close(tty) }
+    return readLine(strippingNewline: true)
+}
+
+private func readLine(fd: Int32) -> String? {
+    var bytes: [UInt8] = []
+    var c: UInt8 = 0
+    while read(fd, &c, 1) == 1 {
+        if c == 0x0A { break }
+        bytes.append(c)
+        if bytes.count > 1024 { return nil }
+    }
+    defer { for i in bytes.indices { bytes[i] = 0 } }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+@main
+struct LocalAuthCtl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "localauthctl",
+        abstract: "Enrol fingers and manage localauthd.",
+        discussion: """
+            Finds the daemon through $LOCALAUTHD_SOCKET, else /run/localauthd/socket.
+            Passcodes are read from the terminal without echo, or from standard input when it is not a terminal.
+
+            Exit codes:
+              0  success (for verify: the finger matched)
+              1  authentication failed: no match, wrong passcode, cancelled
+              2  biometrics unavailable: no reader, nothing enrolled, locked out, no passcode set
+              3  not authorised for this account or operation
+              4  the daemon cannot be reached or broke the protocol
+              5  refused: invalid request, not found, already enrolled, busy, timed out, internal error
+             64  invalid command line
+            """,
+        subcommands: [
+            Devices.self, Enroll.self, Verify.self, List.self, Delete.self, Status.self, Simulate.self, Passcode.self,
+            Lockout.self,
+        ])
+}
+
+struct UserOption: ParsableArguments {
+    @Option(help: "The account (default: your own).")
+    var user: String?
+}
+
+func fingerName(_ raw: String?) throws -> FingerName? {
+    guard let raw else { return nil }
+    guard let finger = FingerName(rawValue: raw) else {
+        throw ValidationError("'\(raw)' is not a finger name; use one of: \(FingerName.allCases.map(\.rawValue).joined(separator: ", "))")
+    }
+    return finger
+}
+
+struct Devices: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the fingerprint readers.")
+    @OptionGroup var connection: ClientOptions
+    func run() throws {
+        try connection.run(.devices) { result in
+            for raw in result.fields.allBytes(.device) {
+                guard let d = try? DeviceInfo(field: raw) else { continue }
+                var caps: [String] = []
+                if d.capabilities.contains(.identify) { caps.append("identify") }
+                if d.capabilities.contains(.storage) { caps.append("storage") }
+                if d.capabilities.contains(.swipe) { caps.append("swipe") }
+                print("\(d.name)\tdriver=\(d.driver) id=\(d.deviceId) stages=\(d.enrollStages) \(caps.joined(separator: ","))")
+            }
+        }
+    }
+}
+
+struct Enroll: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Enrol a finger.",
+        discussion: "A first finger needs root (sudo localauthctl enroll --user NAME); later ones need an enrolled finger first.")
+    @OptionGroup var connection: ClientOptions
+    @OptionGroup var user: UserOption
+    @Option(help: "right-index-finger, left-thumb, … (default: the first free one).")
+    var finger: String?
+    func validate() throws { _ = try fingerName(finger) }
+    func run() throws {
+        try connection.run(.enroll(user: user.user, finger: try fingerName(finger)))
+    }
+}
+
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Ask for a finger; exit 0 only on a match.")
+    @OptionGroup var connection: ClientOptions
+    @OptionGroup var user: UserOption
+    @Flag(help: "Allow the passcode as a fallback (deviceOwnerAuthentication).")
+    var passcode = false
+    @Option(help: "Seconds to wait for a finger.")
+    var timeout: Int64 = 30
+    func validate() throws {
+        guard (1...300).contains(timeout) else { throw ValidationError("--timeout takes 1 to 300 seconds") }
+    }
+    func run() throws {
+        let options = EvaluateOptions(
+            policy: passcode ? .deviceOwnerAuthentication : .deviceOwnerAuthenticationWithBiometrics, user: user.user,
+            service: "localauthctl", reason: "localauthctl verify", fallbackTitle: passcode ? nil : "",
+            flags: passcode ? [.passcodeCapable] : [], timeoutMs: timeout * 1000)
+        try connection.run(.evaluate(options))
+    }
+}
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List enrolled fingers.")
+    @OptionGroup var connection: ClientOptions
+    @OptionGroup var user: UserOption
+    func run() throws {
+        try connection.run(.list(user: user.user)) { result in
+            for finger in result.fields.strings(.finger) { print(finger) }
+        }
+    }
+}
+
+struct Delete: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete an enrolled finger, or all of them.")
+    @OptionGroup var connection: ClientOptions
+    @OptionGroup var user: UserOption
+    @Option(help: "The finger to delete.")
+    var finger: String?
+    @Flag(help: "Delete every finger.")
+    var all = false
+    func validate() throws {
+        _ = try fingerName(finger)
+        guard all != (finger != nil) else { throw ValidationError("name one --finger, or --all") }
+    }
+    func run() throws {
+        try connection.run(.delete(user: user.user, finger: try fingerName(finger), all: all))
+    }
+}
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the reader and an account's state.")
+    @OptionGroup var connection: ClientOptions
+    @OptionGroup var user: UserOption
+    func run() throws {
+        try connection.run(.status(user: user.user ?? PeerName.current)) { result in
+            let f = result.fields
+            print("reader present: \(f.bool(.readerPresent) == true ? "yes" : "no")")
+            if let n = f.int(.enrolledCount) { print("fingers enrolled: \(n)") }
+            if let locked = f.bool(.biometryLocked) { print("biometry locked: \(locked ? "yes" : "no")") }
+            if let set = f.bool(.passcodeSet) { print("passcode set: \(set ? "yes" : "no")") }
+        }
+    }
+}
+
+enum PeerName {
+    static var current: String? {
+        guard let pw = getpwuid(getuid()), let name = pw.pointee.pw_name else { return nil }
+        return String(cString: name)
+    }
+}
+
+struct Simulate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Drive the simulated reader of a daemon started with --virtual-reader (root only).",
+        discussion: "Actions: touch ID (a finger with print id ID), retry [CODE], error [CODE], unplug, finger-on, finger-off.")
+    @OptionGroup var connection: ClientOptions
+    @Argument(help: "touch, retry, error, unplug, finger-on or finger-off.")
+    var action: String
+    @Argument(help: "The print id for touch; the code for retry and error.")
+    var argument: String?
+    func run() throws {
+        try connection.run(.simulate(action: action, argument: argument))
+    }
+}
+
+struct Passcode: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Set, change or remove the passcode (the fallback of deviceOwnerAuthentication).",
+        subcommands: [Set.self, Change.self, Remove.self])
+
+    struct Set: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Set a passcode (the current one is asked for when one exists, unless you are root).")
+        @OptionGroup var connection: ClientOptions
+        @OptionGroup var user: UserOption
+        func run() throws {
+            guard let new = readPasscode(prompt: "New passcode: ") else { fail("no passcode given", code: Exit.refused) }
+            try connection.run(.passcodeSet(user: user.user, passcode: new, oldPasscode: nil))
+        }
+    }
+
+    struct Change: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Change the passcode: the current one, then the new one.")
+        @OptionGroup var connection: ClientOptions
+        @OptionGroup var user: UserOption
+        func run() throws {
+            let old = getuid() == 0 ? nil : readPasscode(prompt: "Current passcode: ")
+            guard let new = readPasscode(prompt: "New passcode: ") else { fail("no passcode given", code: Exit.refused) }
+            try connection.run(.passcodeSet(user: user.user, passcode: new, oldPasscode: old))
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove the passcode.")
+        @OptionGroup var connection: ClientOptions
+        @OptionGroup var user: UserOption
+        func run() throws {
+            let old = getuid() == 0 ? nil : readPasscode(prompt: "Current passcode: ")
+            try connection.run(.passcodeRemove(user: user.user, oldPasscode: old))
+        }
+    }
+}
+
+struct Lockout: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Lockouts.", subcommands: [Reset.self])
+    struct Reset: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Clear an account's lockouts and reuse windows (root only).")
+        @OptionGroup var connection: ClientOptions
+        @Option(help: "The account.")
+        var user: String
+        func run() throws {
+            try connection.run(.lockoutReset(user: user))
+        }
+    }
+}

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+// The reader layer's public face: a typed async API over libfprint. No C type crosses this file's API.
+
+import Synchronization
+
+/// One libfprint context per process: a second live `FingerprintReader` would run a second loop on the same global
+/// GLib context.
+private let readerIsLive = Atomic<Bool>(false)
+
+/// The present readers and the hotplug subscribers.
+private final class ReaderRegistry: Sendable {
+    private struct State {
+        var slots: [String: ReaderSlot] = [:]
+        var order: [String] = []
+        var byDevice: [ObjectIdentifier: String] = [:]
+        var subscribers: [UInt64: AsyncStream<HotplugEvent>.Continuation] = [:]
+        var nextSubscriber: UInt64 = 0
+        var closed = false
+    }
+    private let state = Mutex(State())
+    private let lingerMs: Int?
+
+    init(lingerMs: Int?) { self.lingerMs = lingerMs }
+
+    /// Follows libfprint's device-added / device-removed; runs on the GLib thread.
+    func handle(_ event: FprintContextEvent) {
+        switch event {
+        case .added(let device): add(device)
+        case .removed(let device): remove(device)
+        }
+    }
+
+    private func add(_ device: FprintDevice) {
+        let facts = device.facts
+        let (info, subscribers): (ReaderDeviceInfo?, [AsyncStream<HotplugEvent>.Continuation]) = state.withLock {
+            state in
+            if state.closed { return (nil, []) }
+            let base = ReaderDeviceInfo.storageKey(driver: facts.driver, deviceID: facts.deviceID)
+            var id = base
+            var suffix = 2
+            while state.slots[id] != nil {
+                id = "\(base)-\(suffix)"
+                suffix += 1
+            }
+            let info = ReaderDeviceInfo(
+                id: id, libfprintDeviceID: facts.deviceID, name: facts.name, driver: facts.driver,
+                enrollStages: facts.enrollStages, supportsIdentify: facts.supportsIdentify,
+                hasStorage: facts.hasStorage, isSwipe: facts.isSwipe)
+            let slot = ReaderSlot(info: info, device: device, lingerMs: lingerMs)
+            device.onRemoved { [weak slot] in slot?.deviceRemoved() }
+            state.slots[id] = slot
+            state.order.append(id)
+            state.byDevice[ObjectIdentifier(device)] = id
+            return (info, Array(state.subscribers.values))
+        }
+        guard let info else { return }
+        for subscriber in subscribers { subscriber.yield(.added(info)) }
+    }
+
+    private func remove(_ device: FprintDevice) {
+        let (info, subscribers): (ReaderDeviceInfo?, [AsyncStream<HotplugEvent>.Continuation]) = state.withLock {
+            state in
+            guard let id = state.byDevice.removeValue(forKey: ObjectIdentifier(device)),
+                let slot = state.slots.removeValue(forKey: id)
+            else { return (nil, []) }
+            state.order.removeAll { $0 == id }
+            return (slot.info, Array(state.subscribers.values))
+        }
+        guard let info else { return }
+        for subscriber in subscribers { subscriber.yield(.removed(info)) }
+    }
+
+    func slot(_ id: String) throws(ReaderError) -> ReaderSlot {
+        guard let slot = state.withLock({ $0.slots[id] }) else { throw .noDevice }
+        return slot
+    }
+
+    var allSlots: [ReaderSlot] { state.withLock { state in state.order.compactMap { state.slots[$0] } } }
+
+    var devices: [ReaderDeviceInfo] { allSlots.map(\.info) }
+
+    func subscribe() -> AsyncStream<HotplugEvent> {
+        let (stream, continuation) = AsyncStream<HotplugEvent>.makeStream()
+        let key: UInt64? = state.withLock { state in
+            if state.closed { return nil }
+            state.nextSubscriber += 1
+            state.subscribers[state.nextSubscriber] = continuation
+            return state.nextSubscriber
+        }
+        guard let key else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    /// Forgets every reader and ends every hotplug stream; returns the readers to close.
+    func close() -> [ReaderSlot] {
+        let (slots, subscribers) = state.withLock { state in
+            state.closed = true
+            let slots = state.order.compactMap { state.slots[$0] }
+            let subscribers = Array(state.subscribers.values)
+            state.slots.removeAll()
+            state.order.removeAll()
+            state.subscribers.removeAll()
+            return (slots, subscribers)
+        }
+        for subscriber in subscribers { subscriber.finish() }
+        return slots
+    }
+}
+
+/// Repeats a verify or identify that ended on a bad scan: libfprint ends those operations on a retry error, but for
+/// the person a bad swipe is not an answer (the hint already went to the progress handler), so the reader keeps
+/// waiting for a finger, on the same open device and without leaving the queue.
+private func untilNotRetry<Value: Sendable>(_ scan: () async -> Result<ScanResult<Value>, ReaderError>) async -> Result<
+    Value, ReaderError
+> {
+    while true {
+        switch await scan() {
+        case .failure(let error): return .failure(error)
+        case .success(.completed(let value)): return .success(value)
+        case .success(.retry): if Task.isCancelled { return .failure(.cancelled) }
+        }
+    }
+}
+
+/// The fingerprint readers of this machine, through libfprint.
+///
+/// One dedicated thread runs GLib's main loop and makes every libfprint call; this class's async methods post work to
+/// it and await the result. Work on one reader runs one operation at a time, first come first served. Cancelling the
+/// calling task cancels the operation (also one still waiting in the queue) with `ReaderError.cancelled`.
+/// Create one per process.
+public final class FingerprintReader: Sendable {
+    private let thread: GLibThread
+    private let context: FprintContext
+    private let registry: ReaderRegistry
+    private let isShutDown = Atomic<Bool>(false)
+
+    /// Starts the GLib thread and, on it, creates the `FpContext` (`fp_context_new`) and enumerates the readers
+    /// (`fp_context_enumerate`).
+    /// - Parameter lingerMs: how long a reader stays open after its last operation (nil: open until shutdown).
+    /// - Throws: `ReaderError.busy` when another `FingerprintReader` of this process has not been shut down.
+    public init(lingerMs: Int? = 2000) async throws {
+        precondition(lingerMs.map { $0 >= 0 } ?? true, "lingerMs must not be negative")
+        guard readerIsLive.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { throw ReaderError.busy }
+        let thread = GLibThread()
+        let registry = ReaderRegistry(lingerMs: lingerMs)
+        self.thread = thread
+        self.registry = registry
+        self.context = await FprintContext.start(on: thread) { registry.handle($0) }
+    }
+
+    /// The present readers, in the order they appeared; cheap, kept current by hotplug.
+    public func devices() async -> [ReaderDeviceInfo] {
+        registry.devices
+    }
+
+    /// Readers appearing and going from now on (libfprint's device-added / device-removed).
+    public func hotplugEvents() -> AsyncStream<HotplugEvent> {
+        registry.subscribe()
+    }
+
+    /// Enrols a new print: `fp_print_new` with finger and username set, handed to `fp_device_enroll`.
+    /// - Parameters:
+    ///   - finger: an `FpFinger` raw value, 1 (left thumb) … 10 (right little finger); others are `.dataInvalid`.
+    ///   - progress: each accepted stage (`enrollStage(done:of:)`), retry hints and "finger needed", on the GLib
+    ///     thread.
+    /// - Returns: the print as `fp_print_serialize` writes it.
+    public func enroll(
+        deviceID: String, finger: Int, username: String, progress: @escaping @Sendable (ReaderProgress) -> Void
+    ) async throws(ReaderError) -> [UInt8] {
+        try await registry.slot(deviceID).withOpenDevice { device in
+            await device.enroll(finger: finger, username: username, progress: progress)
+        }.get()
+    }
+
+    /// Checks one finger against `print` (`fp_device_verify`). Waits for a finger for as long as the caller's task
+    /// runs: callers own timeouts, by cancelling.
+    public func verify(deviceID: String, print: [UInt8], progress: @escaping @Sendable (ReaderProgress) -> Void)
+        async throws(ReaderError) -> VerifyOutcome
+    {
+        let matched = try await registry.slot(deviceID).withOpenDevice { device in
+            await untilNotRetry { await device.verify(print: print, progress: progress) }
+        }.get()
+        return matched ? .match : .noMatch
+    }
+
+    /// Looks for the finger among `prints` (`fp_device_identify`).
+    /// - Returns: the index in `prints` of the match, nil for no match.
+    /// - Throws: `.notSupported` for readers without identify support.
+    public func identify(deviceID: String, prints: [[UInt8]], progress: @escaping @Sendable (ReaderProgress) -> Void)
+        async throws(ReaderError) -> Int?
+    {
+        let slot = try registry.slot(deviceID)
+        guard slot.info.supportsIdentify else { throw .notSupported }
+        return try await slot.withOpenDevice { device in
+            await untilNotRetry { await device.identify(prints: prints, progress: progress) }
+        }.get()
+    }
+
+    /// The prints stored on the reader itself (`fp_device_list_prints`), serialised.
+    /// - Throws: `.notSupported` for readers without storage.
+    public func listStoredPrints(deviceID: String) async throws(ReaderError) -> [[UInt8]] {
+        let slot = try registry.slot(deviceID)
+        guard slot.info.hasStorage else { throw .notSupported }
+        return try await slot.withOpenDevice { device in await device.listPrints() }.get()
+    }
+
+    /// Deletes a print from the reader's own storage (`fp_device_delete_print`).
+    /// - Throws: `.notSupported` for readers without storage.
+    public func deleteStoredPrint(deviceID: String, print: [UInt8]) async throws(ReaderError) {
+        let slot = try registry.slot(deviceID)
+        guard slot.info.hasStorage else { throw .notSupported }
+        try await slot.withOpenDevice { device in await device.deletePrint(print) }.get()
+    }
+
+    /// Opens the reader now if it is closed (`fp_device_open`) and keeps it open for the linger period; for the
+    /// simulator, because libfprint's virtual drivers bind their socket only at open.
+    public func ensureOpen(deviceID: String) async throws(ReaderError) {
+        try await registry.slot(deviceID).withOpenDevice { _ in .success(()) }.get()
+    }
+
+    /// Prepares open readers for system suspend (`fp_device_suspend`); best effort, errors are ignored.
+    public func suspend() async {
+        for slot in registry.allSlots { await slot.suspend() }
+    }
+
+    /// Wakes open readers after system resume (`fp_device_resume`); best effort, errors are ignored.
+    public func resume() async {
+        for slot in registry.allSlots { await slot.resume() }
+    }
+
+    /// Cancels running operations, closes the readers (`fp_device_close`), releases the context and stops the GLib
+    /// thread. Later calls fail with `.noDevice`; hotplug streams end. Afterwards a new `FingerprintReader` may be
+    /// created.
+    public func shutdown() async {
+        guard isShutDown.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        for slot in registry.close() { await slot.shutdown() }
+        await context.close()
+        thread.stop()
+        readerIsLive.store(false, ordering: .releasing)
+    }
+}

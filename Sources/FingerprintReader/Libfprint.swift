@@ -1,0 +1,626 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one file through which every libfprint and GLib call passes (docs/adr/0001-reader-threading.md).
+//
+// Threading rule for everything below: a C pointer is dereferenced only on the GLib thread. The two exceptions are
+// thread-safe by GLib's contract: posting work (`g_source_attach`) and cancelling (`g_cancellable_cancel`).
+
+import CLibfprint
+import Glibc
+import Synchronization
+
+// MARK: - The GLib thread
+
+/// A closure posted to the GLib thread, boxed so it can travel through a `gpointer`.
+private final class PostedWork {
+    let body: () -> Void
+    init(_ body: @escaping () -> Void) { self.body = body }
+}
+
+/// The dedicated thread that runs `g_main_loop_run` on GLib's global default main context.
+///
+/// It must be the global default context: `fp_context_enumerate` iterates that context itself, so a private context
+/// pushed as thread-default deadlocks. It must be one thread: libfprint is not thread-safe.
+final class GLibThread: @unchecked Sendable {
+    // `GMainLoop *`; `g_main_loop_quit` is thread-safe, nothing else is called off the thread.
+    private let loop: OpaquePointer
+    // `GThread *`, taken by `stop()`.
+    private let thread: Mutex<UnsafeMutablePointer<GThread>?>
+
+    /// Wraps `g_main_loop_new(NULL, FALSE)` and `g_thread_new`, whose thread calls `g_main_loop_run`.
+    init() {
+        loop = g_main_loop_new(nil, 0)
+        // g_thread_new aborts the process if it cannot create a thread; there is no reader without it anyway.
+        let handle = g_thread_new(
+            "localauth-glib",
+            { argument in
+                g_main_loop_run(OpaquePointer(argument!))
+                return nil
+            }, UnsafeMutableRawPointer(loop))
+        thread = Mutex(handle)
+    }
+
+    /// Posts `body` to the GLib thread with `g_idle_source_new` + `g_source_attach` (never `g_main_context_invoke`,
+    /// which may run inline on the caller's thread).
+    func post(_ body: @escaping @Sendable () -> Void) {
+        let work = Unmanaged.passRetained(PostedWork(body)).toOpaque()
+        let source = g_idle_source_new()
+        // Default rather than idle priority, so reader requests are not starved by libfprint's own busy sources.
+        g_source_set_priority(source, G_PRIORITY_DEFAULT)
+        g_source_set_callback(
+            source,
+            { data in
+                Unmanaged<PostedWork>.fromOpaque(data!).takeUnretainedValue().body()
+                return 0  // G_SOURCE_REMOVE: run once
+            }, work, { data in Unmanaged<PostedWork>.fromOpaque(data!).release() })
+        g_source_attach(source, nil)
+        g_source_unref(source)
+    }
+
+    /// Runs `body` on the GLib thread and returns its result.
+    func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            post { continuation.resume(returning: body()) }
+        }
+    }
+
+    /// Wraps `g_main_loop_quit` and `g_thread_join`. Never call it from the GLib thread.
+    func stop() {
+        guard let handle = thread.withLock({ value in defer { value = nil }; return value }) else { return }
+        g_main_loop_quit(loop)
+        g_thread_join(handle)
+        g_main_loop_unref(loop)
+    }
+}
+
+// MARK: - Errors: the one place a GError becomes a Swift error
+
+/// Converts a `GError` into a `ReaderError` and frees it (`g_error_free`). The only function that maps libfprint's
+/// and GIO's error codes; a nil error (a C API that failed without saying why) becomes `.failed`.
+private func readerError(consuming error: UnsafeMutablePointer<GError>?) -> ReaderError {
+    guard let error else { return .failed("libfprint reported a failure without an error") }
+    defer { g_error_free(error) }
+    let domain = error.pointee.domain
+    let code = error.pointee.code
+    let message = error.pointee.message.map { String(cString: $0) } ?? "unknown error"
+    if domain == clibfprint_device_error_quark() {
+        switch FpDeviceError(rawValue: UInt32(code)) {
+        case FP_DEVICE_ERROR_REMOVED: return .removed
+        case FP_DEVICE_ERROR_BUSY: return .busy
+        case FP_DEVICE_ERROR_NOT_SUPPORTED: return .notSupported
+        case FP_DEVICE_ERROR_DATA_INVALID: return .dataInvalid
+        case FP_DEVICE_ERROR_DATA_NOT_FOUND: return .dataNotFound
+        case FP_DEVICE_ERROR_DATA_FULL: return .dataFull
+        default: return .failed(message)  // GENERAL, PROTO, NOT_OPEN, ALREADY_OPEN, DATA_DUPLICATE, TOO_HOT
+        }
+    }
+    if domain == clibfprint_io_error_quark() {
+        switch GIOErrorEnum(rawValue: UInt32(code)) {
+        case G_IO_ERROR_CANCELLED: return .cancelled
+        case G_IO_ERROR_NOT_SUPPORTED: return .notSupported
+        case G_IO_ERROR_INVALID_DATA: return .dataInvalid  // what fp_print_deserialize reports for bad bytes
+        case G_IO_ERROR_NOT_FOUND: return .noDevice
+        default: return .failed(message)
+        }
+    }
+    return .failed(message)
+}
+
+/// Maps an `FP_DEVICE_RETRY` error from a progress or match callback to a hint; nil for any other error.
+/// The error is borrowed (libfprint passes it transfer-none).
+private func readerRetry(_ error: UnsafeMutablePointer<GError>) -> ReaderRetry? {
+    guard error.pointee.domain == clibfprint_device_retry_quark() else { return nil }
+    switch FpDeviceRetry(rawValue: UInt32(error.pointee.code)) {
+    case FP_DEVICE_RETRY_TOO_SHORT: return .tooShort
+    case FP_DEVICE_RETRY_CENTER_FINGER: return .centerFinger
+    case FP_DEVICE_RETRY_REMOVE_FINGER: return .removeFinger
+    default: return .general
+    }
+}
+
+/// How a verify or identify ended: with an answer, or with a bad scan that libfprint reports as the operation's
+/// error (its match callback already carried the hint) and that the caller answers by scanning again.
+enum ScanResult<Value: Sendable>: Sendable {
+    case completed(Value)
+    case retry
+}
+
+/// The failure of a verify or identify: a retry error (`FP_DEVICE_RETRY`) becomes `.retry`, anything else goes to
+/// `readerError(consuming:)`.
+private func scanFailure<Value>(consuming error: UnsafeMutablePointer<GError>?) -> Result<ScanResult<Value>, ReaderError>
+{
+    if let error, error.pointee.domain == clibfprint_device_retry_quark() {
+        g_error_free(error)
+        return .success(.retry)
+    }
+    return .failure(readerError(consuming: error))
+}
+
+// MARK: - One asynchronous libfprint call
+
+/// One asynchronous libfprint call in flight: its `GCancellable`, its progress sink and its completion.
+/// Everything but `cancel()` runs on the GLib thread.
+private final class AsyncCall: @unchecked Sendable {
+    let cancellable: UnsafeMutablePointer<GCancellable>
+    let progress: (@Sendable (ReaderProgress) -> Void)?
+    /// The device's enrol stage count, so stage progress can say "n of m".
+    var stages = 0
+    /// Reads the `GAsyncResult`; set by the operation before it calls libfprint, cleared once it ran.
+    var onReady: ((OpaquePointer?) -> Void)?
+
+    /// Wraps `g_cancellable_new`.
+    init(progress: (@Sendable (ReaderProgress) -> Void)?) {
+        cancellable = g_cancellable_new()
+        self.progress = progress
+    }
+
+    deinit { g_object_unref(cancellable) }
+
+    /// Wraps `g_cancellable_cancel`; safe from any thread, as Swift's cancellation handlers need.
+    func cancel() { g_cancellable_cancel(cancellable) }
+
+    /// A +1 reference for a C `user_data`; balanced by `asyncReady` or `releaseCall`.
+    var retained: UnsafeMutableRawPointer { Unmanaged.passRetained(self).toOpaque() }
+}
+
+/// `GAsyncReadyCallback` for every call: hands the result to the call's completion exactly once.
+private let asyncReady: GAsyncReadyCallback = { _, result, data in
+    let call = Unmanaged<AsyncCall>.fromOpaque(data!).takeRetainedValue()
+    let ready = call.onReady
+    call.onReady = nil
+    ready?(result)
+}
+
+/// `GDestroyNotify` for the progress `user_data` of enrol, verify and identify.
+private let releaseCall: GDestroyNotify = { data in Unmanaged<AsyncCall>.fromOpaque(data!).release() }
+
+/// `FpEnrollProgress`: a completed stage, or a retry hint when `error` is set.
+private let enrollProgress: FpEnrollProgress = { _, completed, _, data, error in
+    let call = Unmanaged<AsyncCall>.fromOpaque(data!).takeUnretainedValue()
+    if let error {
+        if let retry = readerRetry(error) { call.progress?(.retry(retry)) }
+    } else {
+        call.progress?(.enrollStage(done: Int(completed), of: call.stages))
+    }
+}
+
+/// `FpMatchCb`: only retry hints matter here; the match itself arrives through the finish call.
+private let matchProgress: FpMatchCb = { _, _, _, data, error in
+    guard let error else { return }
+    let call = Unmanaged<AsyncCall>.fromOpaque(data!).takeUnretainedValue()
+    if let retry = readerRetry(error) { call.progress?(.retry(retry)) }
+}
+
+/// `GDestroyNotify` that drops a GObject reference (`g_object_unref`), for `GPtrArray`s of prints.
+private let unrefObject: GDestroyNotify = { object in g_object_unref(object) }
+
+// MARK: - Prints
+
+/// Wraps `fp_print_serialize`: the bytes the store keeps.
+private func serialize(_ print: OpaquePointer) -> Result<[UInt8], ReaderError> {
+    var data: UnsafeMutablePointer<guchar>?
+    var length: gsize = 0
+    var error: UnsafeMutablePointer<GError>?
+    guard fp_print_serialize(print, &data, &length, &error) != 0, let data else {
+        return .failure(readerError(consuming: error))
+    }
+    defer { g_free(data) }
+    return .success(Array(UnsafeBufferPointer(start: data, count: Int(length))))
+}
+
+/// Wraps `fp_print_deserialize` and `fp_print_compatible`; returns a full reference the caller must unref.
+/// A print made by another reader is refused as `.dataInvalid`, so it is never offered to this one.
+private func deserialize(_ bytes: [UInt8], for device: UnsafeMutablePointer<FpDevice>) -> Result<OpaquePointer, ReaderError>
+{
+    // fp_print_deserialize g_asserts (aborting the process) on fewer than 4 bytes; anything longer it checks itself.
+    guard bytes.count > 3 else { return .failure(.dataInvalid) }
+    var error: UnsafeMutablePointer<GError>?
+    let print = bytes.withUnsafeBufferPointer { buffer in
+        fp_print_deserialize(buffer.baseAddress, gsize(buffer.count), &error)
+    }
+    guard let print else { return .failure(readerError(consuming: error)) }
+    guard fp_print_compatible(print, device) != 0 else {
+        g_object_unref(UnsafeMutableRawPointer(print))
+        return .failure(.dataInvalid)
+    }
+    return .success(print)
+}
+
+// MARK: - Devices
+
+/// What libfprint says about a device, read once on the GLib thread when it appears.
+struct FprintDeviceFacts: Sendable, Equatable {
+    var deviceID: String
+    var name: String
+    var driver: String
+    var enrollStages: Int
+    var supportsIdentify: Bool
+    var hasStorage: Bool
+    var isSwipe: Bool
+}
+
+/// One libfprint `FpDevice`, with a reference held until the context reports it gone; every method posts to the
+/// GLib thread and awaits the asynchronous libfprint API. Callers serialise operations (libfprint answers a second
+/// concurrent one with BUSY).
+final class FprintDevice: @unchecked Sendable {
+    let facts: FprintDeviceFacts
+    private let thread: GLibThread
+    // GLib-thread-only state.
+    private var device: UnsafeMutablePointer<FpDevice>?
+    private var current: AsyncCall?
+    private var unplugged = false
+    private var cancelling = false
+    private var fingerNeeded = false
+    /// Called on the GLib thread once libfprint emits FpDevice::removed (no operation pending any more); the owner
+    /// must then close the device so the context can drop it.
+    private let removedHandler: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
+
+    /// Wraps `g_object_ref` and the `fp_device_get_*` getters; GLib thread only.
+    fileprivate init(_ device: UnsafeMutablePointer<FpDevice>, thread: GLibThread) {
+        g_object_ref(device)
+        self.device = device
+        self.thread = thread
+        let features = fp_device_get_features(device)
+        facts = FprintDeviceFacts(
+            deviceID: String(cString: fp_device_get_device_id(device)),
+            name: String(cString: fp_device_get_name(device)),
+            driver: String(cString: fp_device_get_driver(device)),
+            enrollStages: Int(fp_device_get_nr_enroll_stages(device)),
+            supportsIdentify: features.rawValue & FP_DEVICE_FEATURE_IDENTIFY.rawValue != 0,
+            hasStorage: features.rawValue & FP_DEVICE_FEATURE_STORAGE.rawValue != 0,
+            isSwipe: fp_device_get_scan_type(device) == FP_SCAN_TYPE_SWIPE)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        // notify::removed fires the moment the device goes; FpDevice::removed only after the pending operation ended.
+        clibfprint_connect_notify(
+            device, "notify::removed",
+            { _, _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().deviceWentAway() }, me)
+        clibfprint_connect_device(
+            device, "removed",
+            { _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().deviceRemovedSignal() }, me)
+        clibfprint_connect_notify(
+            device, "notify::finger-status",
+            { _, _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().fingerStatusChanged() }, me)
+    }
+
+    /// Sets the closure run when libfprint reports the device removed.
+    func onRemoved(_ handler: @escaping @Sendable () -> Void) {
+        removedHandler.withLock { $0 = handler }
+    }
+
+    /// A removed device's current operation would otherwise wait for a finger forever (virtual readers never fail a
+    /// pending scan): cancel it, and libfprint completes it with FP_DEVICE_ERROR_REMOVED.
+    private func deviceWentAway() {
+        unplugged = true
+        current?.cancel()
+    }
+
+    private func deviceRemovedSignal() {
+        let handler = removedHandler.withLock { $0 }
+        handler?()
+    }
+
+    /// Wraps `fp_device_get_finger_status`; reports "place a finger" when the reader starts waiting for one.
+    private func fingerStatusChanged() {
+        guard let device else { return }
+        let needed = fp_device_get_finger_status(device).rawValue & FP_FINGER_STATUS_NEEDED.rawValue != 0
+        if needed && !fingerNeeded { current?.progress?(.fingerNeeded) }
+        fingerNeeded = needed
+    }
+
+    /// Drops the signal handlers and the reference (`g_signal_handlers_disconnect_by_data`, `g_object_unref`);
+    /// GLib thread only. Later operations fail with `.noDevice`.
+    fileprivate func release() {
+        guard let device else { return }
+        clibfprint_disconnect_by_data(device, Unmanaged.passUnretained(self).toOpaque())
+        g_object_unref(device)
+        self.device = nil
+    }
+
+    fileprivate var pointer: UnsafeMutablePointer<FpDevice>? { device }
+
+    /// Runs one asynchronous libfprint call: posts `start` to the GLib thread with a fresh `GCancellable`, and
+    /// cancels that cancellable (`g_cancellable_cancel`) when the calling Swift task is cancelled.
+    private func perform<T: Sendable>(
+        progress: (@Sendable (ReaderProgress) -> Void)? = nil,
+        _ start:
+            @escaping @Sendable (
+                _ device: UnsafeMutablePointer<FpDevice>, _ call: AsyncCall,
+                _ done: @escaping @Sendable (Result<T, ReaderError>) -> Void
+            ) -> Void
+    ) async -> Result<T, ReaderError> {
+        let call = AsyncCall(progress: progress)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, ReaderError>, Never>) in
+                thread.post { [self] in
+                    guard let device else {
+                        continuation.resume(returning: .failure(.noDevice))
+                        return
+                    }
+                    current = call
+                    fingerNeeded = false
+                    start(device, call) { [self] result in
+                        if current === call { current = nil }
+                        continuation.resume(returning: result)
+                    }
+                    if unplugged || cancelling { call.cancel() }
+                }
+            }
+        } onCancel: {
+            call.cancel()
+        }
+    }
+
+    /// Wraps `fp_device_open` / `fp_device_open_finish`.
+    func open() async -> Result<Void, ReaderError> {
+        await perform { device, call, done in
+            call.onReady = { result in
+                var error: UnsafeMutablePointer<GError>?
+                let ok = fp_device_open_finish(device, result, &error) != 0
+                done(ok ? .success(()) : .failure(readerError(consuming: error)))
+            }
+            fp_device_open(device, call.cancellable, asyncReady, call.retained)
+        }
+    }
+
+    /// Wraps `fp_device_close` / `fp_device_close_finish`. Not cancellable: a half-closed reader is worse than a wait.
+    func close() async -> Result<Void, ReaderError> {
+        await perform { device, call, done in
+            call.onReady = { result in
+                var error: UnsafeMutablePointer<GError>?
+                let ok = fp_device_close_finish(device, result, &error) != 0
+                done(ok ? .success(()) : .failure(readerError(consuming: error)))
+            }
+            fp_device_close(device, nil, asyncReady, call.retained)
+        }
+    }
+
+    /// Wraps `fp_device_suspend` / `fp_device_suspend_finish`.
+    func suspend() async -> Result<Void, ReaderError> {
+        await perform { device, call, done in
+            call.onReady = { result in
+                var error: UnsafeMutablePointer<GError>?
+                let ok = fp_device_suspend_finish(device, result, &error) != 0
+                done(ok ? .success(()) : .failure(readerError(consuming: error)))
+            }
+            fp_device_suspend(device, call.cancellable, asyncReady, call.retained)
+        }
+    }
+
+    /// Wraps `fp_device_resume` / `fp_device_resume_finish`.
+    func resume() async -> Result<Void, ReaderError> {
+        await perform { device, call, done in
+            call.onReady = { result in
+                var error: UnsafeMutablePointer<GError>?
+                let ok = fp_device_resume_finish(device, result, &error) != 0
+                done(ok ? .success(()) : .failure(readerError(consuming: error)))
+            }
+            fp_device_resume(device, call.cancellable, asyncReady, call.retained)
+        }
+    }
+
+    /// Wraps `fp_print_new` (floating, handed straight to enrol), `fp_print_set_finger`, `fp_print_set_username`,
+    /// `fp_print_set_enroll_date`, `fp_device_enroll` / `fp_device_enroll_finish` and `fp_print_serialize`.
+    func enroll(finger: Int, username: String, progress: @escaping @Sendable (ReaderProgress) -> Void) async -> Result<
+        [UInt8], ReaderError
+    > {
+        await perform(progress: progress) { device, call, done in
+            guard (Int(FP_FINGER_FIRST.rawValue)...Int(FP_FINGER_LAST.rawValue)).contains(finger) else {
+                done(.failure(.dataInvalid))
+                return
+            }
+            call.stages = Int(fp_device_get_nr_enroll_stages(device))
+            let template = fp_print_new(device)
+            fp_print_set_finger(template, FpFinger(rawValue: UInt32(finger)))
+            fp_print_set_username(template, username)
+            let today = g_date_new()
+            g_date_set_time_t(today, time(nil))
+            fp_print_set_enroll_date(template, today)
+            g_date_free(today)
+            call.onReady = { result in
+                var error: UnsafeMutablePointer<GError>?
+                guard let print = fp_device_enroll_finish(device, result, &error) else {
+                    done(.failure(readerError(consuming: error)))
+                    return
+                }
+                defer { g_object_unref(UnsafeMutableRawPointer(print)) }
+                done(serialize(print))
+            }
+            fp_device_enroll(
+                device, template, call.cancellable, enrollProgress, call.retained, releaseCall, asyncReady, call.retained)
+        }
+    }
+
+    /// Wraps `fp_print_deserialize`, `fp_device_verify` / `fp_device_verify_finish`; true for a match.
+    func verify(print bytes: [UInt8], progress: @escaping @Sendable (ReaderProgress) -> Void) async -> Result<
+        ScanResult<Bool>, ReaderError
+    > {
+        await perform(progress: progress) { device, call, done in
+            let print: OpaquePointer
+            switch deserialize(bytes, for: device) {
+            case .failure(let error): return done(.failure(error))
+            case .success(let value): print = value
+            }
+            call.onReady = { result in
+                var matched: gboolean = 0
+                var error: UnsafeMutablePointer<GError>?
+                if fp_device_verify_finish(device, result, &matched, nil, &error) != 0 {
+                    done(.success(.completed(matched != 0)))
+                } else {
+                    done(scanFailure(consuming: error))
+                }
+            }
+            fp_device_verify(
+                device, print, call.cancellable, matchProgress, call.retained, releaseCall, asyncReady, call.retained)
+            // fp_device_verify holds its own reference for as long as it needs the print.
+            g_object_unref(UnsafeMutableRawPointer(print))
+        }
+    }
+
+    /// Wraps `fp_device_identify` / `fp_device_identify_finish`; the index in `prints` of the match, nil for none.
+    func identify(prints: [[UInt8]], progress: @escaping @Sendable (ReaderProgress) -> Void) async -> Result<
+        ScanResult<Int?>, ReaderError
+    > {
+        await perform(progress: progress) { device, call, done in
+            let gallery = g_ptr_array_new_with_free_func(unrefObject)!
+            var members: [OpaquePointer] = []
+            for bytes in prints {
+                switch deserialize(bytes, for: device) {
+                case .failure(let error):
+                    g_ptr_array_unref(gallery)
+                    return done(.failure(error))
+                case .success(let print):
+                    members.append(print)
+                    g_ptr_array_add(gallery, UnsafeMutableRawPointer(print))
+                }
+            }
+            call.onReady = { [members] result in
+                defer { g_ptr_array_unref(gallery) }
+                var match: OpaquePointer?
+                var error: UnsafeMutablePointer<GError>?
+                guard fp_device_identify_finish(device, result, &match, nil, &error) != 0 else {
+                    done(scanFailure(consuming: error))
+                    return
+                }
+                guard let match else { return done(.success(.completed(nil))) }
+                defer { g_object_unref(UnsafeMutableRawPointer(match)) }
+                // libfprint hands back the gallery's own object; fp_print_equal covers a driver that copies it.
+                let index = members.firstIndex(of: match) ?? members.firstIndex { fp_print_equal($0, match) != 0 }
+                done(.success(.completed(index)))
+            }
+            fp_device_identify(
+                device, gallery, call.cancellable, matchProgress, call.retained, releaseCall, asyncReady,
+                call.retained)
+        }
+    }
+
+    /// Wraps `fp_device_list_prints` / `fp_device_list_prints_finish`; each print serialised.
+    func listPrints() async -> Result<[[UInt8]], ReaderError> {
+        await perform { device, call, done in
+            call.onReady = { result in
+                var error: UnsafeMutablePointer<GError>?
+                guard let prints = fp_device_list_prints_finish(device, result, &error) else {
+                    done(.failure(readerError(consuming: error)))
+                    return
+                }
+                defer { g_ptr_array_unref(prints) }
+                var serialised: [[UInt8]] = []
+                for index in 0..<prints.pointee.len {
+                    let print = OpaquePointer(clibfprint_ptr_array_index(prints, index)!)
+                    switch serialize(print) {
+                    case .success(let bytes): serialised.append(bytes)
+                    case .failure(let error): return done(.failure(error))
+                    }
+                }
+                done(.success(serialised))
+            }
+            fp_device_list_prints(device, call.cancellable, asyncReady, call.retained)
+        }
+    }
+
+    /// Wraps `fp_print_deserialize`, `fp_device_delete_print` / `fp_device_delete_print_finish`.
+    func deletePrint(_ bytes: [UInt8]) async -> Result<Void, ReaderError> {
+        await perform { device, call, done in
+            let print: OpaquePointer
+            switch deserialize(bytes, for: device) {
+            case .failure(let error): return done(.failure(error))
+            case .success(let value): print = value
+            }
+            call.onReady = { result in
+                var error: UnsafeMutablePointer<GError>?
+                let ok = fp_device_delete_print_finish(device, result, &error) != 0
+                done(ok ? .success(()) : .failure(readerError(consuming: error)))
+            }
+            fp_device_delete_print(device, print, call.cancellable, asyncReady, call.retained)
+            g_object_unref(UnsafeMutableRawPointer(print))
+        }
+    }
+
+    /// Cancels what runs on the device now and everything started later (`g_cancellable_cancel`); for shutdown.
+    func cancelAll() async {
+        await thread.run { [self] in
+            cancelling = true
+            current?.cancel()
+        }
+    }
+}
+
+// MARK: - The context
+
+/// A device appearing or going, as libfprint's `FpContext` reports it.
+enum FprintContextEvent: Sendable {
+    case added(FprintDevice)
+    case removed(FprintDevice)
+}
+
+/// The process's one libfprint `FpContext`, created, enumerated and listened to on the GLib thread.
+final class FprintContext: @unchecked Sendable {
+    private let thread: GLibThread
+    private let events: @Sendable (FprintContextEvent) -> Void
+    // GLib-thread-only state.
+    private var context: UnsafeMutablePointer<FpContext>?
+    private var devices: [UnsafeMutablePointer<FpDevice>: FprintDevice] = [:]
+
+    private init(thread: GLibThread, events: @escaping @Sendable (FprintContextEvent) -> Void) {
+        self.thread = thread
+        self.events = events
+    }
+
+    /// Wraps `fp_context_new`, connects FpContext::device-added / device-removed and runs `fp_context_enumerate`
+    /// (which iterates the global main context until every device is probed), all on the GLib thread.
+    /// `events` is called on the GLib thread, also for the devices found by the enumeration.
+    static func start(on thread: GLibThread, events: @escaping @Sendable (FprintContextEvent) -> Void) async
+        -> FprintContext
+    {
+        let instance = FprintContext(thread: thread, events: events)
+        await thread.run {
+            instance.create()
+        }
+        return instance
+    }
+
+    private func create() {
+        let context = fp_context_new()!
+        self.context = context
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        // The context lives as long as the process (one libfprint context per process), so `me` stays valid.
+        clibfprint_connect_context_device(
+            context, "device-added",
+            { _, device, data in Unmanaged<FprintContext>.fromOpaque(data!).takeUnretainedValue().added(device!) }, me)
+        clibfprint_connect_context_device(
+            context, "device-removed",
+            { _, device, data in Unmanaged<FprintContext>.fromOpaque(data!).takeUnretainedValue().removed(device!) },
+            me)
+        fp_context_enumerate(context)
+        // Devices libfprint already knew before our handler was connected (none today; cheap to be sure).
+        let known = fp_context_get_devices(context)!
+        for index in 0..<known.pointee.len {
+            let device = clibfprint_ptr_array_index(known, index)!.assumingMemoryBound(to: FpDevice.self)
+            added(device)
+        }
+    }
+
+    private func added(_ device: UnsafeMutablePointer<FpDevice>) {
+        guard devices[device] == nil else { return }
+        let wrapper = FprintDevice(device, thread: thread)
+        devices[device] = wrapper
+        events(.added(wrapper))
+    }
+
+    private func removed(_ device: UnsafeMutablePointer<FpDevice>) {
+        guard let wrapper = devices.removeValue(forKey: device) else { return }
+        events(.removed(wrapper))
+        wrapper.release()
+    }
+
+    /// Releases every device and the context (`g_object_unref`), on the GLib thread; for shutdown.
+    func close() async {
+        await thread.run { [self] in
+            for wrapper in devices.values { wrapper.release() }
+            devices.removeAll()
+            if let context {
+                clibfprint_disconnect_by_data(context, Unmanaged.passUnretained(self).toOpaque())
+                g_object_unref(context)
+                self.context = nil
+            }
+        }
+    }
+}

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// One present reader: its queue, its open/closed state and its linger timer.
+
+import Synchronization
+
+/// One present reader. Operations run one at a time in arrival order; the device is opened on demand and closed
+/// `lingerMs` after the last operation, so a USB reader can autosuspend between uses.
+final class ReaderSlot: Sendable {
+    let info: ReaderDeviceInfo
+    let device: FprintDevice
+    private let queue = ReaderQueue()
+    private let lingerMs: Int?
+
+    private struct State {
+        var isOpen = false
+        /// libfprint reported the device gone; it only waits to be closed.
+        var removed = false
+        /// The reader is shutting down; nothing new starts.
+        var closing = false
+        /// Counts operations, so a linger timer armed by an older one does not close under a newer one.
+        var generation: UInt64 = 0
+        var linger: Task<Void, Never>?
+    }
+    private let state = Mutex(State())
+
+    init(info: ReaderDeviceInfo, device: FprintDevice, lingerMs: Int?) {
+        self.info = info
+        self.device = device
+        self.lingerMs = lingerMs
+    }
+
+    var isOpen: Bool { state.withLock { $0.isOpen } }
+
+    /// Runs `body` with the device open, after every operation queued before it.
+    func withOpenDevice<T: Sendable>(_ body: (FprintDevice) async -> Result<T, ReaderError>) async -> Result<
+        T, ReaderError
+    > {
+        do {
+            try await queue.acquire()
+        } catch {
+            return .failure(error)
+        }
+        defer { queue.release() }
+        let generation = state.withLock { state in
+            state.linger?.cancel()
+            state.linger = nil
+            state.generation &+= 1
+            return state.generation
+        }
+        let result = await runOpen(body)
+        scheduleLinger(after: generation)
+        return result
+    }
+
+    private func runOpen<T: Sendable>(_ body: (FprintDevice) async -> Result<T, ReaderError>) async -> Result<
+        T, ReaderError
+    > {
+        let (removed, closing, isOpen) = state.withLock { ($0.removed, $0.closing, $0.isOpen) }
+        if closing { return .failure(.noDevice) }
+        if removed { return .failure(.removed) }
+        // A waiter cancelled just as it was granted the reader must not start a scan nobody waits for.
+        if Task.isCancelled { return .failure(.cancelled) }
+        if !isOpen {
+            if case .failure(let error) = await device.open() { return .failure(error) }
+            state.withLock { $0.isOpen = true }
+        }
+        return await body(device)
+    }
+
+    private func scheduleLinger(after generation: UInt64) {
+        guard let lingerMs else { return }
+        let task = Task { [self] in
+            try? await Task.sleep(for: .milliseconds(lingerMs))
+            if Task.isCancelled { return }
+            await closeIfIdle(since: generation)
+        }
+        state.withLock { $0.linger = task }
+    }
+
+    /// Closes the device if no operation ran since `generation`; waits its turn like any operation.
+    private func closeIfIdle(since generation: UInt64) async {
+        do {
+            try await queue.acquire()
+        } catch {
+            return  // cancelled in the queue: an operation arrived, it re-arms the timer
+        }
+        defer { queue.release() }
+        let idle = state.withLock { $0.generation == generation && $0.isOpen && !$0.closing }
+        guard idle else { return }
+        _ = await device.close()
+        // libfprint considers a device closed after close, even when close reports an error.
+        state.withLock { $0.isOpen = false }
+    }
+
+    /// libfprint emitted FpDevice::removed: no operation is pending any more. Close the device, which lets the
+    /// context drop it and emit device-removed. Called on the GLib thread, so the close runs in a new task.
+    func deviceRemoved() {
+        state.withLock { state in
+            state.removed = true
+            state.linger?.cancel()
+            state.linger = nil
+        }
+        Task { await closeNow() }
+    }
+
+    /// Stops new work, cancels the running operation, and closes the device.
+    func shutdown() async {
+        state.withLock { state in
+            state.closing = true
+            state.linger?.cancel()
+            state.linger = nil
+        }
+        await device.cancelAll()
+        await closeNow()
+    }
+
+    private func closeNow() async {
+        // Not cancellable: this runs in its own unstructured task or during shutdown.
+        try? await queue.acquire()
+        defer { queue.release() }
+        guard state.withLock({ $0.isOpen }) else { return }
+        _ = await device.close()
+        state.withLock { $0.isOpen = false }
+    }
+
+    /// Best-effort `fp_device_suspend` of an open reader, outside the queue: libfprint suspends a running
+    /// operation itself.
+    func suspend() async {
+        guard isOpen else { return }
+        _ = await device.suspend()
+    }
+
+    /// Best-effort `fp_device_resume` of an open reader.
+    func resume() async {
+        guard isOpen else { return }
+        _ = await device.resume()
+    }
+}

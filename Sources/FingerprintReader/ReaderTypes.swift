@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// The reader layer's public vocabulary: plain Swift values, no C type.
+
+/// A fingerprint reader as libfprint describes it (`fp_device_get_*`).
+public struct ReaderDeviceInfo: Sendable, Equatable, Hashable {
+    /// The handle to pass to `FingerprintReader`'s operations; unique among present readers.
+    ///
+    /// libfprint's own `fp_device_get_device_id` is "0" for most drivers (all three virtual ones included), so it
+    /// cannot tell readers apart: the id is `storageKey`, with "-2", "-3"… added if two identical readers are present.
+    public let id: String
+    /// `fp_device_get_device_id`: the id libfprint stores in a print and checks in `fp_print_compatible`.
+    public let libfprintDeviceID: String
+    /// `fp_device_get_name`.
+    public let name: String
+    /// `fp_device_get_driver`.
+    public let driver: String
+    /// `fp_device_get_nr_enroll_stages`.
+    public let enrollStages: Int
+    /// `FP_DEVICE_FEATURE_IDENTIFY`.
+    public let supportsIdentify: Bool
+    /// `FP_DEVICE_FEATURE_STORAGE`: prints live on the reader (list and delete work).
+    public let hasStorage: Bool
+    /// `fp_device_get_scan_type` is `FP_SCAN_TYPE_SWIPE`.
+    public let isSwipe: Bool
+
+    public init(
+        id: String, libfprintDeviceID: String, name: String, driver: String, enrollStages: Int,
+        supportsIdentify: Bool, hasStorage: Bool, isSwipe: Bool
+    ) {
+        self.id = id
+        self.libfprintDeviceID = libfprintDeviceID
+        self.name = name
+        self.driver = driver
+        self.enrollStages = enrollStages
+        self.supportsIdentify = supportsIdentify
+        self.hasStorage = hasStorage
+        self.isSwipe = isSwipe
+    }
+
+    /// Filename-safe key "driver-deviceid" ([A-Za-z0-9._-] only) under which the store files prints, so a print is
+    /// never offered to another reader. Two readers share a key exactly when libfprint considers their prints
+    /// compatible (same driver, same device id).
+    public var storageKey: String { Self.storageKey(driver: driver, deviceID: libfprintDeviceID) }
+
+    /// The storage key for a driver and libfprint device id; every other character becomes "_".
+    public static func storageKey(driver: String, deviceID: String) -> String {
+        let raw = "\(driver)-\(deviceID)"
+        var key = ""
+        for scalar in raw.unicodeScalars {
+            switch scalar {
+            case "A"..."Z", "a"..."z", "0"..."9", ".", "_", "-": key.unicodeScalars.append(scalar)
+            default: key.append("_")
+            }
+        }
+        return key
+    }
+}
+
+/// Why a scan did not count (libfprint's `FP_DEVICE_RETRY_*`); the person should simply try again.
+public enum ReaderRetry: Sendable, Equatable {
+    /// `FP_DEVICE_RETRY_GENERAL`: poor scan quality.
+    case general
+    /// `FP_DEVICE_RETRY_TOO_SHORT`: the swipe was too short.
+    case tooShort
+    /// `FP_DEVICE_RETRY_CENTER_FINGER`: the finger was not centred.
+    case centerFinger
+    /// `FP_DEVICE_RETRY_REMOVE_FINGER`: lift the finger and try again.
+    case removeFinger
+}
+
+/// Progress of an enrol, verify or identify, reported on the reader's GLib thread: handlers must return quickly.
+public enum ReaderProgress: Sendable, Equatable {
+    /// An enrol stage was accepted (`FpEnrollProgress` without an error).
+    case enrollStage(done: Int, of: Int)
+    /// A scan did not count; the operation goes on.
+    case retry(ReaderRetry)
+    /// The reader is now waiting for a finger (`FP_FINGER_STATUS_NEEDED` became set): the moment to prompt.
+    case fingerNeeded
+}
+
+/// How a reader operation failed; libfprint's errors are mapped to these in exactly one function.
+public enum ReaderError: Error, Sendable, Equatable {
+    /// No such reader, or none present.
+    case noDevice
+    /// The reader was unplugged (`FP_DEVICE_ERROR_REMOVED`).
+    case removed
+    /// The reader is busy (`FP_DEVICE_ERROR_BUSY`); not expected, since operations are queued.
+    case busy
+    /// The caller's task was cancelled (`G_IO_ERROR_CANCELLED`), while waiting in the queue or during the operation.
+    case cancelled
+    /// A print that is not a valid serialised print or belongs to another reader (`FP_DEVICE_ERROR_DATA_INVALID`).
+    case dataInvalid
+    /// `FP_DEVICE_ERROR_DATA_NOT_FOUND`: the print is not on the reader.
+    case dataNotFound
+    /// `FP_DEVICE_ERROR_DATA_FULL`: the reader's storage is full.
+    case dataFull
+    /// The reader cannot do this (`FP_DEVICE_ERROR_NOT_SUPPORTED`, or no identify support).
+    case notSupported
+    /// Anything else, with GError's message.
+    case failed(String)
+}
+
+/// A reader appeared or went away.
+public enum HotplugEvent: Sendable, Equatable {
+    case added(ReaderDeviceInfo)
+    case removed(ReaderDeviceInfo)
+}
+
+/// The result of a completed verify.
+public enum VerifyOutcome: Sendable, Equatable {
+    case match
+    case noMatch
+}

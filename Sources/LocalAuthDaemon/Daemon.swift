@@ -1,0 +1,621 @@
+// SPDX-License-Identifier: Apache-2.0
+import CSystemd
+import FingerprintReader
+import LocalAuthCore
+import LocalAuthProtocol
+import LocalAuthStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What a running request may receive from its client besides the request itself.
+public enum ClientSignal: Sendable, Equatable {
+    case passcode(String)
+    case fallback
+    case cancel
+}
+
+/// The I/O of one request: events go out, client signals come in.
+public struct RequestIO: Sendable {
+    public let send: @Sendable (Event) -> Void
+    public let signals: AsyncStream<ClientSignal>
+    public init(send: @escaping @Sendable (Event) -> Void, signals: AsyncStream<ClientSignal>) {
+        self.send = send
+        self.signals = signals
+    }
+}
+
+/// Wall-clock milliseconds; the policy core takes time as a parameter, the daemon reads it here.
+@Sendable public func wallClockMs() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+}
+
+/// Answers every request: authorisation, the store, the reader and the policy evaluator.
+public actor Daemon {
+    public struct Settings: Sendable {
+        public var lockout = LockoutConfig()
+        /// Set when started with `--virtual-reader`: the virtual device's control socket.
+        public var virtualReaderSocket: String?
+        public var enrollTimeoutMs: Int64 = 60_000
+        public init() {}
+    }
+
+    let reader: FingerprintReader?
+    let store: EnrollmentStore
+    let settings: Settings
+    let audit: AuditLog
+    let clock: @Sendable () -> Int64
+    /// Last success per reuse scope (user, service, session): memory only, so a restart or a
+    /// suspend never extends a reuse window.
+    var lastSuccess: [ReuseScope: Int64] = [:]
+    /// Requests that read and write one user's state run one at a time.
+    var userQueues: [String: [CheckedContinuation<Void, Never>]] = [:]
+
+    struct ReuseScope: Hashable {
+        var user: String
+        var service: String
+        var session: String
+    }
+
+    public init(
+        reader: FingerprintReader?, store: EnrollmentStore, settings: Settings, audit: AuditLog,
+        clock: @escaping @Sendable () -> Int64 = wallClockMs
+    ) {
+        self.reader = reader
+        self.store = store
+        self.settings = settings
+        self.audit = audit
+        self.clock = clock
+    }
+
+    // MARK: Dispatch
+
+    /// Handles one request to its RESULT.
+    public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO) async -> LocalAuthProtocol.Result {
+        let operation = Operation(request)
+        let target: String?
+        switch request {
+        case .devices, .simulate: target = nil
+        default: target = request.user ?? caller.userName
+        }
+        if case .refused(let why) = Authorization.decide(operation, caller: caller, target: target) {
+            audit.decision(operation, user: target, caller: caller, result: .notAuthorized, detail: why)
+            return Result(.notAuthorized, "Not allowed: \(why)")
+        }
+        if let target, !EnrollmentStore.isValidUserName(target) {
+            return Result(.invalidRequest, "'\(target)' is not a valid user name")
+        }
+        guard target != nil || request.user == nil else { return Result(.invalidRequest, "no user") }
+        let result: LocalAuthProtocol.Result
+        switch request {
+        case .devices: result = await devices()
+        case .simulate(let action, let argument): result = await simulate(action: action, argument: argument)
+        case .status: result = await status(user: target!)
+        default:
+            guard let user = target else {
+                return Result(.invalidRequest, "uid \(caller.uid) has no account name; name the user")
+            }
+            result = await withUserQueue(user) {
+                switch request {
+                case .canEvaluate(let policy, _): await self.canEvaluate(policy: policy, user: user)
+                case .evaluate(let options): await self.evaluate(options, user: user, caller: caller, io: io)
+                case .enroll(_, let finger): await self.enroll(user: user, finger: finger, caller: caller, io: io)
+                case .list: await self.list(user: user)
+                case .delete(_, let finger, let all): await self.delete(user: user, finger: finger, all: all)
+                case .passcodeSet(_, let passcode, let old):
+                    await self.setPasscode(user: user, new: passcode, old: old, caller: caller)
+                case .passcodeRemove(_, let old): await self.setPasscode(user: user, new: nil, old: old, caller: caller)
+                case .lockoutReset: self.lockoutReset(user: user)
+                case .status, .devices, .simulate: Result(.internalError, "unreachable")
+                }
+            }
+        }
+        if operation != .status && operation != .devices && operation != .canEvaluate {
+            audit.decision(operation, user: target, caller: caller, result: result.resultCode ?? .internalError, detail: result.message)
+        }
+        return result
+    }
+
+    private func withUserQueue(_ user: String, _ body: () async -> LocalAuthProtocol.Result) async -> LocalAuthProtocol.Result {
+        if userQueues[user] != nil {
+            await withCheckedContinuation { userQueues[user, default: []].append($0) }
+        } else {
+            userQueues[user] = []
+        }
+        defer {
+            if var waiters = userQueues[user], !waiters.isEmpty {
+                let next = waiters.removeFirst()
+                userQueues[user] = waiters
+                next.resume()
+            } else {
+                userQueues[user] = nil
+            }
+        }
+        return await body()
+    }
+
+    // MARK: Reader facts
+
+    /// The reader biometrics use: the first one libfprint reports.
+    private func currentDevice() async -> ReaderDeviceInfo? {
+        await reader?.devices().first
+    }
+
+    private func loadState(_ user: String) -> (state: UserAuthState, readable: Bool, why: String?) {
+        do {
+            switch try store.loadState(user: user) {
+            case .absent: return (UserAuthState(), true, nil)
+            case .ok(let state): return (state, true, nil)
+            case .corrupt(let why):
+                audit.notice("stored state of \(user) is unreadable (\(why)); biometrics refused until `localauthctl lockout reset --user \(user)`")
+                return (UserAuthState(), false, why)
+            }
+        } catch {
+            audit.notice("cannot read the state of \(user): \(error)")
+            return (UserAuthState(), false, "\(error)")
+        }
+    }
+
+    private func enrolledPrints(_ user: String, on device: ReaderDeviceInfo?) -> [StoredPrint] {
+        guard let device else { return [] }
+        return (try? store.prints(user: user, deviceKey: device.storageKey)) ?? []
+    }
+
+    private func facts(user: String, caller: PeerCredentials?, service: String?) async -> (EvaluationFacts, UserAuthState, ReaderDeviceInfo?, [StoredPrint]) {
+        let device = await currentDevice()
+        let (state, readable, _) = loadState(user)
+        let prints = enrolledPrints(user, on: device)
+        var unavailable: String? = device == nil ? "no fingerprint reader is connected" : nil
+        if let caller, let remote = Self.remoteSessionReason(pid: caller.pid) {
+            unavailable = remote
+        }
+        let facts = EvaluationFacts(
+            readerAvailable: unavailable == nil, readerUnavailableReason: unavailable,
+            enrolledFingers: prints.map(\.finger), stateReadable: readable, lastSuccessMs: nil)
+        return (facts, state, unavailable == nil ? device : nil, prints)
+    }
+
+    /// logind's view of the caller's session: biometrics are refused for remote ones.
+    static func remoteSessionReason(pid: Int32) -> String? {
+        var session: UnsafeMutablePointer<CChar>?
+        guard sd_pid_get_session(pid_t(pid), &session) >= 0, let session else { return nil }
+        defer { free(session) }
+        return sd_session_is_remote(session) > 0 ? "the request comes from a remote session" : nil
+    }
+
+    // MARK: Requests
+
+    func devices() async -> LocalAuthProtocol.Result {
+        let devices = await reader?.devices() ?? []
+        let extra = devices.map {
+            var caps: DeviceCapabilities = []
+            if $0.supportsIdentify { caps.insert(.identify) }
+            if $0.hasStorage { caps.insert(.storage) }
+            if $0.isSwipe { caps.insert(.swipe) }
+            return DeviceInfo(name: $0.name, driver: $0.driver, deviceId: $0.id, enrollStages: Int64($0.enrollStages), capabilities: caps).field
+        }
+        return Result(.success, devices.count == 1 ? "1 reader" : "\(devices.count) readers", extra: extra)
+    }
+
+    func status(user: String?) async -> LocalAuthProtocol.Result {
+        let device = await currentDevice()
+        var extra = Frame(.result)
+        extra.append(.readerPresent, bool: device != nil)
+        extra.append(.biometryType, int: PolicyEvaluator.biometryType(readerAvailable: device != nil).rawValue)
+        guard let user else {
+            return Result(.success, device.map { "reader: \($0.name)" } ?? "no reader", extra: extra.fields)
+        }
+        let (state, readable, _) = loadState(user)
+        let count = enrolledPrints(user, on: device).count
+        extra.append(.enrolledCount, int: Int64(count))
+        extra.append(.biometryLocked, bool: state.biometryLocked || !readable)
+        extra.append(.passcodeSet, bool: state.passcodeHash != nil)
+        let reader = device.map { "reader: \($0.name)" } ?? "no reader"
+        return Result(.success, "\(reader); \(user): \(count) finger\(count == 1 ? "" : "s") enrolled", extra: extra.fields)
+    }
+
+    func canEvaluate(policy: PolicyKind, user: String) async -> LocalAuthProtocol.Result {
+        let (facts, state, device, _) = await facts(user: user, caller: nil, service: nil)
+        var result = PolicyEvaluator.canEvaluate(policy: policy, state: state, facts: facts, config: settings.lockout, nowMs: clock())
+        var extra = Frame(.result, result.extra)
+        if result.fields.int(.biometryType) == nil {
+            extra.append(.biometryType, int: PolicyEvaluator.biometryType(readerAvailable: device != nil).rawValue)
+        }
+        if !facts.enrolledFingers.isEmpty && !state.domainState.isEmpty && result.fields.bytes(.domainState) == nil {
+            extra.append(.domainState, bytes: state.domainState)
+        }
+        extra.append(.biometryLocked, bool: state.biometryLocked || !facts.stateReadable)
+        extra.append(.passcodeSet, bool: state.passcodeHash != nil)
+        result.extra = extra.fields
+        return result
+    }
+
+    func evaluate(_ options: EvaluateOptions, user: String, caller: PeerCredentials, io: RequestIO) async -> LocalAuthProtocol.Result {
+        var (facts, state, device, prints) = await facts(user: user, caller: caller, service: options.service)
+        let scope = ReuseScope(user: user, service: options.service ?? "", session: Self.sessionKey(caller: caller, tty: options.tty))
+        facts.lastSuccessMs = lastSuccess[scope]
+        var evaluator = PolicyEvaluator(options: options, state: state, facts: facts, config: settings.lockout)
+        let (inputs, feed) = AsyncStream.makeStream(of: PolicyInput.self)
+        let deadline = Task {
+            try? await Task.sleep(for: .milliseconds(options.timeoutMs))
+            if !Task.isCancelled { feed.yield(.timedOut) }
+        }
+        let forwarder = Task { [store = self.store] in
+            for await signal in io.signals {
+                switch signal {
+                case .cancel: feed.yield(.cancelled(.userCancel))
+                case .fallback: feed.yield(.fallbackChosen)
+                case .passcode(let passcode):
+                    let hash = state.passcodeHash
+                    let (correct, token) = await Task.detached {
+                        guard let hash else { return (false, "") }
+                        return (PasscodeHasher.verify(passcode, hash: hash), PasscodeHasher.attemptToken(passcode, hash: hash))
+                    }.value
+                    _ = store
+                    feed.yield(.passcodeEntered(correct: correct, attemptToken: token))
+                }
+            }
+        }
+        defer {
+            deadline.cancel()
+            forwarder.cancel()
+        }
+        let outputs = evaluator.start(nowMs: clock())
+        let result = await withTaskCancellationHandler {
+            await runEvaluation(
+                evaluator, first: outputs, inputs: inputs, feed: feed, user: user, scope: scope, device: device,
+                prints: prints, io: io)
+        } onCancel: {
+            feed.yield(.cancelled(.systemCancel))
+        }
+        return result
+    }
+
+    /// Executes the evaluator's outputs in order and feeds it inputs until it finishes.
+    private func runEvaluation(
+        _ evaluator: PolicyEvaluator, first: [PolicyOutput], inputs: AsyncStream<PolicyInput>,
+        feed: AsyncStream<PolicyInput>.Continuation, user: String, scope: ReuseScope, device: ReaderDeviceInfo?,
+        prints: [StoredPrint], io: RequestIO
+    ) async -> LocalAuthProtocol.Result {
+        var evaluator = evaluator
+        var outputs = first
+        var scan: Task<Void, Never>?
+        var acceptsPasscode = false
+        var result: LocalAuthProtocol.Result?
+        defer { scan?.cancel() }
+        var pending = inputs.makeAsyncIterator()
+        while true {
+            for output in outputs {
+                switch output {
+                case .persist(let newState):
+                    do {
+                        try store.saveState(newState, user: user)
+                    } catch {
+                        // A failure that cannot be recorded must not be forgotten: end the evaluation.
+                        audit.notice("cannot record the state of \(user): \(error)")
+                        result = Result(.internalError, "The daemon could not record the attempt")
+                    }
+                case .event(let event):
+                    if event.kind == .passcodeNeeded { acceptsPasscode = true }
+                    io.send(event)
+                case .scanFinger:
+                    scan?.cancel()
+                    scan = startScan(device: device, prints: prints, io: io, feed: feed)
+                case .stopScan:
+                    scan?.cancel()
+                    scan = nil
+                case .requestPasscode:
+                    acceptsPasscode = true
+                case .recordSuccess:
+                    lastSuccess[scope] = clock()
+                case .finish(let r):
+                    if result == nil { result = r }
+                }
+                if result != nil { break }
+            }
+            if result != nil || evaluator.isFinished { break }
+            guard let input = await pending.next() else { break }
+            // A passcode the evaluator did not ask for is dropped, never checked.
+            if case .passcodeEntered = input, !acceptsPasscode { continue }
+            outputs = evaluator.handle(input, nowMs: clock())
+        }
+        return result ?? Result(.systemCancel, "The request was cancelled")
+    }
+
+    /// Verifies (one print) or identifies (several) on the reader; the outcome becomes policy input.
+    private func startScan(device: ReaderDeviceInfo?, prints: [StoredPrint], io: RequestIO, feed: AsyncStream<PolicyInput>.Continuation) -> Task<Void, Never> {
+        let reader = self.reader
+        return Task {
+            guard let reader, let device, !prints.isEmpty else {
+                feed.yield(.readerFailed("no fingerprint reader is connected"))
+                return
+            }
+            let progress: @Sendable (ReaderProgress) -> Void = { p in
+                if case .retry(let r) = p { feed.yield(.fingerRetry(RetryHint(r))) }
+            }
+            do {
+                if prints.count > 1 && device.supportsIdentify {
+                    if let index = try await reader.identify(deviceID: device.id, prints: prints.map(\.data), progress: progress) {
+                        feed.yield(.fingerMatched(finger: prints[index].finger))
+                    } else {
+                        feed.yield(.fingerNotMatched)
+                    }
+                } else {
+                    switch try await reader.verify(deviceID: device.id, print: prints[0].data, progress: progress) {
+                    case .match: feed.yield(.fingerMatched(finger: prints[0].finger))
+                    case .noMatch: feed.yield(.fingerNotMatched)
+                    }
+                }
+            } catch ReaderError.cancelled {
+                // The evaluation stopped the scan: nothing to report.
+            } catch {
+                feed.yield(.readerFailed(ReaderError.describe(error)))
+            }
+        }
+    }
+
+    /// The login session of the caller (logind), else its terminal, else its uid: reuse never crosses it.
+    static func sessionKey(caller: PeerCredentials, tty: String?) -> String {
+        var session: UnsafeMutablePointer<CChar>?
+        if sd_pid_get_session(pid_t(caller.pid), &session) >= 0, let session {
+            defer { free(session) }
+            return "session:" + String(cString: session)
+        }
+        return "tty:\(tty ?? "none"):uid:\(caller.uid)"
+    }
+
+    func enroll(user: String, finger requested: FingerName?, caller: PeerCredentials, io: RequestIO) async -> LocalAuthProtocol.Result {
+        guard let reader, let device = await currentDevice() else {
+            return Result(.biometryNotAvailable, "No fingerprint reader is connected")
+        }
+        let all = (try? store.allPrints(user: user)) ?? []
+        let onDevice = all.filter { $0.deviceKey == device.storageKey }
+        if !caller.isRoot {
+            guard !all.isEmpty else {
+                return Result(.notAuthorized, "A first finger can only be enrolled by root: sudo localauthctl enroll --user \(user)")
+            }
+            // Proof of presence: an already enrolled finger, now.
+            io.send(Event(.placeFinger, "Touch an enrolled finger to confirm it is you"))
+            let proof = await verifyPresence(device: device, prints: onDevice, io: io)
+            guard proof else { return Result(.authenticationFailed, "An enrolled finger is needed before adding another") }
+        }
+        let taken = Set(onDevice.map(\.finger))
+        let finger: FingerName
+        if let requested {
+            guard !taken.contains(requested.rawValue) else {
+                return Result(.alreadyEnrolled, "\(requested.rawValue) is enrolled already; delete it first")
+            }
+            finger = requested
+        } else {
+            let order: [FingerName] = [.rightIndex, .leftIndex, .rightMiddle, .leftMiddle, .rightThumb, .leftThumb, .rightRing, .leftRing, .rightLittle, .leftLittle]
+            guard let free = order.first(where: { !taken.contains($0.rawValue) }) else {
+                return Result(.alreadyEnrolled, "All ten fingers are enrolled")
+            }
+            finger = free
+        }
+        io.send(Event(.placeFinger, "Place your \(finger.spoken) on the fingerprint reader", finger: finger.rawValue))
+        let timeout = settings.enrollTimeoutMs
+        let enrolment = Task {
+            try await reader.enroll(deviceID: device.id, finger: finger.fingerNumber, username: user) { progress in
+                switch progress {
+                case .enrollStage(let done, let of):
+                    io.send(Event(.enrollStage, "Enrolling: stage \(done) of \(of)", stage: Int64(done), stages: Int64(of)))
+                case .retry(let r):
+                    let hint = RetryHint(r)
+                    io.send(Event(.retry, hint.message, hint: hint))
+                case .fingerNeeded:
+                    break
+                }
+            }
+        }
+        let timer = Task {
+            try? await Task.sleep(for: .milliseconds(timeout))
+            if !Task.isCancelled { enrolment.cancel() }
+        }
+        let data: [UInt8]
+        do {
+            data = try await withTaskCancellationHandler { try await enrolment.value } onCancel: { enrolment.cancel() }
+            timer.cancel()
+        } catch {
+            timer.cancel()
+            if Task.isCancelled { return Result(.systemCancel, "Enrolment cancelled") }
+            if ReaderError.cancelled == error as? ReaderError {
+                return Result(.timedOut, "No finger was presented within \(timeout / 1000) s")
+            }
+            return readerFailure(error)
+        }
+        do {
+            let state = try store.addPrint(StoredPrint(finger: finger.rawValue, deviceKey: device.storageKey, data: data, enrolledAtMs: clock()), user: user)
+            var extra = Frame(.result)
+            extra.append(.finger, string: finger.rawValue)
+            extra.append(.domainState, bytes: state.domainState)
+            return Result(.success, "Enrolled \(finger.spoken) for \(user)", extra: extra.fields)
+        } catch {
+            audit.notice("cannot store the print of \(user): \(error)")
+            return Result(.internalError, "The print could not be stored")
+        }
+    }
+
+    /// One verify against the enrolled prints, used as proof of presence.
+    private func verifyPresence(device: ReaderDeviceInfo, prints: [StoredPrint], io: RequestIO) async -> Bool {
+        let (stream, feed) = AsyncStream.makeStream(of: PolicyInput.self)
+        let scan = startScan(device: device, prints: prints, io: io, feed: feed)
+        let timer = Task {
+            try? await Task.sleep(for: .milliseconds(settings.enrollTimeoutMs))
+            if !Task.isCancelled { feed.yield(.timedOut) }
+        }
+        defer {
+            scan.cancel()
+            timer.cancel()
+        }
+        for await input in stream {
+            switch input {
+            case .fingerMatched: return true
+            case .fingerRetry(let hint): io.send(Event(.retry, hint.message, hint: hint))
+            default: return false
+            }
+        }
+        return false
+    }
+
+    func list(user: String) async -> LocalAuthProtocol.Result {
+        let device = await currentDevice()
+        let prints = device != nil ? enrolledPrints(user, on: device) : ((try? store.allPrints(user: user)) ?? [])
+        var extra = Frame(.result)
+        var seen = Set<String>()
+        for p in prints where seen.insert(p.finger).inserted { extra.append(.finger, string: p.finger) }
+        let n = seen.count
+        return Result(.success, n == 0 ? "No fingers enrolled for \(user)" : "\(n) finger\(n == 1 ? "" : "s") enrolled for \(user)", extra: extra.fields)
+    }
+
+    func delete(user: String, finger: FingerName?, all: Bool) async -> LocalAuthProtocol.Result {
+        guard all || finger != nil else { return Result(.invalidRequest, "Name a finger or ask for all") }
+        let prints = (try? store.allPrints(user: user)) ?? []
+        let doomed = prints.filter { all || $0.finger == finger?.rawValue }
+        guard !doomed.isEmpty else { return Result(.notFound, all ? "No fingers enrolled for \(user)" : "\(finger!.rawValue) is not enrolled for \(user)") }
+        // Prints kept on the reader's own storage go too, best effort: the store is the truth.
+        if let reader, let device = await currentDevice(), device.hasStorage {
+            for p in doomed where p.deviceKey == device.storageKey {
+                try? await reader.deleteStoredPrint(deviceID: device.id, print: p.data)
+            }
+        }
+        do {
+            var state = UserAuthState()
+            for p in doomed { state = try store.removePrint(user: user, deviceKey: p.deviceKey, finger: p.finger) }
+            var extra = Frame(.result)
+            extra.append(.domainState, bytes: state.domainState)
+            return Result(.success, "Deleted \(doomed.count) print\(doomed.count == 1 ? "" : "s") of \(user)", extra: extra.fields)
+        } catch {
+            audit.notice("cannot delete prints of \(user): \(error)")
+            return Result(.internalError, "The prints could not be deleted")
+        }
+    }
+
+    func setPasscode(user: String, new: String?, old: String?, caller: PeerCredentials) async -> LocalAuthProtocol.Result {
+        var (state, readable, _) = loadState(user)
+        guard readable else { return Result(.biometryLockout, "The stored state of \(user) is unreadable; ask an administrator") }
+        if let hash = state.passcodeHash, !caller.isRoot {
+            let now = max(clock(), state.lastSeenMs)
+            if state.passcodeLockedUntilMs > now {
+                return Result(.authenticationFailed, "Passcode locked: try again in \(PasscodeDelay.describe(ms: state.passcodeLockedUntilMs - now))")
+            }
+            guard let old else { return Result(.authenticationFailed, "The current passcode is needed") }
+            let ok = await Task.detached { PasscodeHasher.verify(old, hash: hash) }.value
+            guard ok else {
+                state.passcodeFailures += 1
+                state.lastSeenMs = now
+                let delay = PasscodeDelay.schedule(failures: state.passcodeFailures, config: settings.lockout)
+                if delay > 0 { state.passcodeLockedUntilMs = now + delay * 1000 }
+                try? store.saveState(state, user: user)
+                return Result(.authenticationFailed, "The current passcode is wrong")
+            }
+        }
+        if let new {
+            if let problem = PasscodeHasher.problem(with: new) {
+                return Result(.invalidRequest, problem)
+            }
+            do {
+                state.passcodeHash = try await Task.detached { try PasscodeHasher.hash(new) }.value
+            } catch {
+                return Result(.internalError, "The passcode could not be hashed")
+            }
+        } else {
+            guard state.passcodeHash != nil else { return Result(.notFound, "\(user) has no passcode") }
+            state.passcodeHash = nil
+        }
+        state.passcodeFailures = 0
+        state.passcodeLockedUntilMs = 0
+        do {
+            try store.saveState(state, user: user)
+        } catch {
+            return Result(.internalError, "The passcode could not be stored")
+        }
+        return Result(.success, new == nil ? "Passcode removed for \(user)" : "Passcode set for \(user)")
+    }
+
+    func lockoutReset(user: String) -> LocalAuthProtocol.Result {
+        do {
+            try store.resetState(user: user)
+        } catch {
+            return Result(.internalError, "The lockout of \(user) could not be reset: \(error)")
+        }
+        lastSuccess = lastSuccess.filter { $0.key.user != user }
+        return Result(.success, "Lockouts and reuse windows of \(user) cleared")
+    }
+
+    /// Forgets every reuse window (suspend, administrator's request).
+    public func clearReuseWindows() { lastSuccess.removeAll() }
+
+    func simulate(action: String, argument: String?) async -> LocalAuthProtocol.Result {
+        guard let socket = settings.virtualReaderSocket else {
+            return Result(.notSupported, "Simulation needs a daemon started with --virtual-reader")
+        }
+        let command: String
+        switch (action, argument) {
+        case ("touch", let id?) where Self.isSafeWord(id): command = "SCAN \(id)"
+        case ("retry", let code): command = "RETRY \(Int(code ?? "0") ?? 0)"
+        case ("error", let code): command = "ERROR \(Int(code ?? "0") ?? 0)"
+        case ("unplug", nil): command = "UNPLUG"
+        case ("finger-on", nil): command = "FINGER 1"
+        case ("finger-off", nil): command = "FINGER 0"
+        default:
+            return Result(.invalidRequest, "Unknown simulation '\(action)\(argument.map { " " + $0 } ?? "")'; try touch ID, retry [CODE], error [CODE], unplug, finger-on, finger-off")
+        }
+        // libfprint's virtual driver binds its socket only while the device is open; an operation
+        // in flight holds it open, and opening would queue behind that operation.
+        if access(socket, F_OK) != 0, let reader, let device = await currentDevice() {
+            try? await reader.ensureOpen(deviceID: device.id)
+        }
+        let control = VirtualReaderControl(socketPath: socket)
+        do {
+            _ = try await Task.detached { try control.send(command) }.value
+        } catch {
+            return Result(.biometryNotAvailable, "The simulated reader did not take '\(command)': \(error)")
+        }
+        return Result(.success, "Simulated: \(command)")
+    }
+
+    static func isSafeWord(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 64 && s.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F || $0 == 0x2E }
+    }
+
+    private func readerFailure(_ error: Error) -> LocalAuthProtocol.Result {
+        Result(.biometryNotAvailable, "The fingerprint reader failed: \(ReaderError.describe(error))")
+    }
+}
+
+extension RetryHint {
+    init(_ retry: ReaderRetry) {
+        switch retry {
+        case .general: self = .general
+        case .tooShort: self = .tooShort
+        case .centerFinger: self = .centerFinger
+        case .removeFinger: self = .removeFinger
+        }
+    }
+}
+
+extension FingerName {
+    /// libfprint's `FpFinger` value: left thumb 1 … right little 10.
+    var fingerNumber: Int { FingerName.allCases.firstIndex(of: self)! + 1 }
+}
+
+extension ReaderError {
+    static func describe(_ error: Error) -> String {
+        guard let e = error as? ReaderError else { return "\(error)" }
+        switch e {
+        case .noDevice: return "no fingerprint reader is connected"
+        case .removed: return "the fingerprint reader was unplugged"
+        case .busy: return "the fingerprint reader is busy"
+        case .cancelled: return "cancelled"
+        case .dataInvalid: return "the stored print does not fit this reader"
+        case .dataNotFound: return "the print is not on the reader"
+        case .dataFull: return "the reader's storage is full"
+        case .notSupported: return "the reader cannot do this"
+        case .failed(let why): return why
+        }
+    }
+}

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+import LocalAuthProtocol
+import NIOCore
+import NIOPosix
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The Unix socket: one `Connection` per client, the daemon behind them all.
+public final class Server: Sendable {
+    public struct Limits: Sendable {
+        /// Connections one non-root uid may hold at once.
+        public var connectionsPerUID = 32
+        /// Connections in all.
+        public var connections = 4096
+        /// A connection with no request running is closed after this.
+        public var idleTimeoutMs: Int64 = 30_000
+        public init() {}
+    }
+
+    let daemon: Daemon
+    let group: MultiThreadedEventLoopGroup
+    let limits: Limits
+    let counter: ConnectionCounter
+    let audit: AuditLog
+    let channel: any Channel
+
+    /// Binds `socketPath` (mode 0666: every peer is authorised by its credentials), or adopts
+    /// `adoptedFD` from systemd.
+    public init(daemon: Daemon, socketPath: String, adoptedFD: Int32?, limits: Limits = Limits(), audit: AuditLog) async throws {
+        self.daemon = daemon
+        self.limits = limits
+        self.audit = audit
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        self.group = group
+        let counter = ConnectionCounter()
+        self.counter = counter
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        Connection(daemon: daemon, limits: limits, counter: counter, audit: audit))
+                }
+            }
+        if let adoptedFD {
+            channel = try await bootstrap.withBoundSocket(adoptedFD).get()
+        } else {
+            channel = try await bootstrap.bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true).get()
+            chmod(socketPath, 0o666)
+        }
+    }
+
+    /// Stops accepting, closes every connection (their requests end as systemCancel).
+    public func shutdown() async {
+        try? await channel.close()
+        try? await group.shutdownGracefully()
+    }
+
+    /// Completes when the listening socket closes.
+    public func waitUntilClosed() async {
+        try? await channel.closeFuture.get()
+    }
+}
+
+/// Live connections per uid, for the per-uid limit.
+final class ConnectionCounter: Sendable {
+    private struct Counts {
+        var perUID: [UInt32: Int] = [:]
+        var total = 0
+    }
+    private let counts = Mutex(Counts())
+
+    func acquire(uid: UInt32, limits: Server.Limits) -> Bool {
+        counts.withLock { c in
+            guard c.total < limits.connections else { return false }
+            if uid != 0 && c.perUID[uid, default: 0] >= limits.connectionsPerUID { return false }
+            c.perUID[uid, default: 0] += 1
+            c.total += 1
+            return true
+        }
+    }
+
+    func release(uid: UInt32) {
+        counts.withLock { c in
+            c.perUID[uid, default: 1] -= 1
+            if c.perUID[uid] == 0 { c.perUID[uid] = nil }
+            c.total -= 1
+        }
+    }
+}
+
+/// One client: HELLO first, then requests one at a time; bad bytes get one ERROR and a close.
+final class Connection: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    enum State {
+        case awaitingHello
+        case idle
+        case busy(Task<Void, Never>, AsyncStream<ClientSignal>.Continuation)
+        case closed
+    }
+
+    let daemon: Daemon
+    let limits: Server.Limits
+    let counter: ConnectionCounter
+    let audit: AuditLog
+    var state = State.awaitingHello
+    var reader = FrameReader()
+    var caller: PeerCredentials?
+    var idleTimer: Scheduled<Void>?
+
+    init(daemon: Daemon, limits: Server.Limits, counter: ConnectionCounter, audit: AuditLog) {
+        self.daemon = daemon
+        self.limits = limits
+        self.counter = counter
+        self.audit = audit
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        guard let credentials = Self.peerCredentials(context.channel) else {
+            fail(context, .malformed, "cannot read the peer's credentials")
+            return
+        }
+        guard counter.acquire(uid: credentials.uid, limits: limits) else {
+            audit.notice("refused a connection from \(credentials): too many connections")
+            caller = nil
+            fail(context, .tooManyConnections, "too many connections from uid \(credentials.uid)")
+            return
+        }
+        caller = credentials
+        armIdleTimer(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if case .busy(let task, let signals) = state {
+            signals.finish()
+            task.cancel()  // the request ends as systemCancel; the reader is freed
+        }
+        state = .closed
+        idleTimer?.cancel()
+        if let caller { counter.release(uid: caller.uid) }
+        caller = nil
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case let buffer = unwrapInboundIn(data), !isClosed else { return }
+        reader.append(buffer.readableBytesView)
+        do {
+            while let frame = try reader.next() {
+                try dispatch(frame, context: context)
+                if isClosed { return }
+            }
+        } catch let error as ProtocolError {
+            fail(context, error.code, error.description)
+        } catch {
+            fail(context, .malformed, "\(error)")
+        }
+    }
+
+    private var isClosed: Bool { if case .closed = state { true } else { false } }
+
+    private func dispatch(_ frame: Frame, context: ChannelHandlerContext) throws {
+        switch state {
+        case .closed: return
+        case .awaitingHello:
+            let hello = try Hello(frame: frame)
+            guard hello.version >= 1 else { throw ProtocolError.unsupportedVersion(hello.version) }
+            write(.welcome(version: min(hello.version, Wire.version), server: "localauthd 0.1"), context: context)
+            state = .idle
+        case .busy(_, let signals):
+            switch frame.type {
+            case .cancel: signals.yield(.cancel)
+            case .fallback: signals.yield(.fallback)
+            case .passcode:
+                guard let passcode = frame.string(.passcode), passcode.utf8.count <= 256 else {
+                    throw ProtocolError.malformed("PASSCODE without a passcode of at most 256 bytes")
+                }
+                signals.yield(.passcode(passcode))
+            default:
+                throw frame.type.isKnown ? ProtocolError.unexpectedMessage(frame.type) : ProtocolError.unknownMessage(frame.type)
+            }
+        case .idle:
+            guard frame.type.isKnown else { throw ProtocolError.unknownMessage(frame.type) }
+            let request: Request
+            do {
+                request = try Request(frame: frame)
+            } catch .notARequest(let type) {
+                throw ProtocolError.unexpectedMessage(type)
+            } catch {
+                write(.result(Result(.invalidRequest, "Invalid request: \(error)")), context: context)
+                return
+            }
+            start(request, context: context)
+        }
+    }
+
+    private func start(_ request: Request, context: ChannelHandlerContext) {
+        guard let caller else {
+            fail(context, .malformed, "no peer credentials")
+            return
+        }
+        idleTimer?.cancel()
+        let (signals, continuation) = AsyncStream.makeStream(of: ClientSignal.self)
+        let channel = context.channel
+        let loop = context.eventLoop
+        let send: @Sendable (Event) -> Void = { event in
+            let bytes = event.frame.encoded()
+            channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
+        }
+        let daemon = self.daemon
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        let task = Task {
+            let result = await daemon.handle(request, caller: caller, io: RequestIO(send: send, signals: signals))
+            loop.execute {
+                let (connection, context) = bound.value
+                connection.finish(result, context: context)
+            }
+        }
+        state = .busy(task, continuation)
+    }
+
+    /// The request's RESULT; the connection takes the next request.
+    private func finish(_ result: LocalAuthProtocol.Result, context: ChannelHandlerContext) {
+        guard case .busy = state else { return }
+        state = .idle
+        write(.result(result), context: context)
+        armIdleTimer(context)
+    }
+
+    private func armIdleTimer(_ context: ChannelHandlerContext) {
+        idleTimer?.cancel()
+        idleTimer = context.eventLoop.scheduleTask(in: .milliseconds(limits.idleTimeoutMs)) { [weak self] in
+            guard let self, !self.isClosed else { return }
+            if case .busy = self.state { return }
+            self.fail(context, .timeout, "no request for \(self.limits.idleTimeoutMs / 1000) s")
+        }
+    }
+
+    private func write(_ message: ServerMessage, context: ChannelHandlerContext) {
+        write(message, channel: context.channel)
+    }
+
+    private func write(_ message: ServerMessage, channel: any Channel) {
+        channel.writeAndFlush(channel.allocator.buffer(bytes: message.frame.encoded()), promise: nil)
+    }
+
+    /// One ERROR frame, then the connection closes; the daemon serves on.
+    private func fail(_ context: ChannelHandlerContext, _ code: ProtocolErrorCode, _ message: String) {
+        guard !isClosed else { return }
+        if case .busy(let task, let signals) = state {
+            signals.finish()
+            task.cancel()
+        }
+        state = .closed
+        if let caller { audit.notice("closing connection of \(caller): \(message)") }
+        let frame = ServerMessage.error(code: code.rawValue, message: message).frame.encoded()
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: frame))).whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+
+    /// `SO_PEERCRED` of the client.
+    static func peerCredentials(_ channel: any Channel) -> PeerCredentials? {
+        guard let provider = channel as? SocketOptionProvider else { return nil }
+        typealias UCred = (pid: Int32, uid: UInt32, gid: UInt32)  // layout of struct ucred
+        let future: EventLoopFuture<UCred> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
+        // On the channel's own loop the option is read at once and the future is already complete.
+        var credentials: UCred?
+        future.whenSuccess { credentials = $0 }
+        guard let cred = credentials else { return nil }
+        return PeerCredentials(pid: cred.pid, uid: cred.uid, gid: cred.gid, userName: PeerCredentials.userName(of: cred.uid))
+    }
+}

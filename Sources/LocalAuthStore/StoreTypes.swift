@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+import LocalAuthCore
+
+/// Why a store operation failed. Messages carry paths and user names, never passcodes or print bytes.
+public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The user name is not `[A-Za-z0-9._-]{1,64}` or starts with `-` or `.`.
+    case invalidUserName(String)
+    /// A device key, finger name, print size or record field the store refuses to write.
+    case invalidArgument(String)
+    /// The state directory (or a directory inside it) is group/world writable, not ours, or not a directory.
+    case unsafeStateDirectory(String)
+    /// A system call failed: what was being done, and `errno`.
+    case io(String, errno: Int32)
+    /// The user's record is corrupt; the store refuses to change it until `resetState(user:)`.
+    case corruptState(String)
+    /// No such print.
+    case notFound
+    /// That finger on that device is already enrolled.
+    case alreadyExists
+
+    public var description: String {
+        switch self {
+        case .invalidUserName(let name): return "invalid user name \(Validation.quoted(name))"
+        case .invalidArgument(let why): return "invalid argument: \(why)"
+        case .unsafeStateDirectory(let why): return "unsafe state directory: \(why)"
+        case .io(let what, let code): return "\(what): \(Sys.describe(errno: code))"
+        case .corruptState(let why): return "corrupt user record: \(why)"
+        case .notFound: return "not found"
+        case .alreadyExists: return "already exists"
+        }
+    }
+}
+
+/// The outcome of reading a user's record: a corrupt record is never mistaken for a new user.
+public enum StateLoad: Equatable, Sendable {
+    /// No record and no prints: a new user, whose state is `UserAuthState()`.
+    case absent
+    /// The record, checked.
+    case ok(UserAuthState)
+    /// Unreadable, truncated, garbage, a bad checksum, a foreign owner or a loose mode. The daemon must
+    /// refuse biometrics (and passcodes) for this user until an administrator runs `resetState(user:)`.
+    case corrupt(String)
+}
+
+/// One enrolled finger: libfprint's own serialisation of the print, for one reader.
+public struct StoredPrint: Equatable, Sendable {
+    /// One of `StoredPrint.fingerNames` (fprintd's names).
+    public let finger: String
+    /// The reader's storage key, e.g. `virtual_device-0`; a print is only ever offered to this reader.
+    public let deviceKey: String
+    /// `fp_print_serialize` output; opaque to the store.
+    public let data: [UInt8]
+    /// When it was enrolled, milliseconds since the Unix epoch (the daemon's clock).
+    public let enrolledAtMs: Int64
+
+    public init(finger: String, deviceKey: String, data: [UInt8], enrolledAtMs: Int64) {
+        self.finger = finger
+        self.deviceKey = deviceKey
+        self.data = data
+        self.enrolledAtMs = enrolledAtMs
+    }
+
+    /// fprintd's finger names, in fprintd's order.
+    public static let fingerNames: [String] = [
+        "left-thumb", "left-index-finger", "left-middle-finger", "left-ring-finger", "left-little-finger",
+        "right-thumb", "right-index-finger", "right-middle-finger", "right-ring-finger", "right-little-finger",
+    ]
+
+    /// The largest print the store accepts; real sensors' prints are up to ~100 KB.
+    public static let maximumDataSize = 1 << 20
+}
+
+/// The points inside a durable write where a test may simulate a crash (see `EnrollmentStore`'s
+/// internal `writeHook`). A hook that throws stops the write there, leaving files as a crash would.
+enum WriteStep: Equatable, Sendable {
+    /// The temporary file holds the new bytes (not yet fsynced).
+    case tempWritten
+    /// The temporary file is fsynced.
+    case tempSynced
+    /// The temporary file has been renamed over the target (directory not yet fsynced).
+    case renamed
+    /// A file has been unlinked (directory not yet fsynced).
+    case removed
+    /// The directory is fsynced: the change is durable.
+    case directorySynced
+}
+
+/// Name checks shared by user names and device keys: both become file names.
+enum Validation {
+    /// `[A-Za-z0-9._-]`, 1…64 bytes, not starting with `-` (option-like) or `.` (hidden, `.`/`..`, temp files).
+    static func isSafeName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...64).contains(bytes.count), bytes[0] != UInt8(ascii: "-"), bytes[0] != UInt8(ascii: ".") else {
+            return false
+        }
+        return bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                return true
+            default:
+                return false
+            }
+        }
+    }
+
+    static func user(_ name: String) throws(StoreError) {
+        guard isSafeName(name) else { throw .invalidUserName(name) }
+    }
+
+    static func deviceKey(_ key: String) throws(StoreError) {
+        guard isSafeName(key) else { throw .invalidArgument("device key \(quoted(key)) is not a safe file name") }
+    }
+
+    static func finger(_ finger: String) throws(StoreError) {
+        guard StoredPrint.fingerNames.contains(finger) else {
+            throw .invalidArgument("unknown finger name \(quoted(finger))")
+        }
+    }
+
+    /// A name for a message: printable ASCII only, bounded, so a hostile name cannot forge log lines.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars.prefix(80) {
+            if scalar.isASCII, scalar.value >= 0x20, scalar.value < 0x7f, scalar != "\"", scalar != "\\" {
+                out.unicodeScalars.append(scalar)
+            } else {
+                out += "\\u{\(String(scalar.value, radix: 16))}"
+            }
+        }
+        if text.unicodeScalars.count > 80 { out += "…" }
+        return out + "\""
+    }
+}

@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: Apache-2.0
+// FingerprintReader against libfprint's real virtual drivers (virtual_device, virtual_device_storage, virtual_image).
+
+import FingerprintReader
+import Glibc
+import Testing
+
+/// All tests share the process's one reader; serialised because each driver runs one operation at a time and queued
+/// socket commands carry over to the next operation.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct FingerprintReaderTests {
+    let sockets = Shared.sockets
+
+    // MARK: Enumeration
+
+    @Test func devices_withThreeVirtualDrivers_enumeratesAllWithCapabilities() async throws {
+        let devices = await Shared.reader().devices()
+        #expect(Set(devices.map(\.driver)) == ["virtual_device", "virtual_device_storage", "virtual_image"])
+        #expect(Set(devices.map(\.id)).count == devices.count)
+
+        let plain = try await Shared.device("virtual_device")
+        #expect(plain.enrollStages == 5)
+        #expect(!plain.supportsIdentify)
+        #expect(!plain.hasStorage)
+        #expect(plain.isSwipe)  // the virtual driver's default scan type
+        #expect(plain.storageKey == "virtual_device-\(plain.libfprintDeviceID)")
+
+        let storage = try await Shared.device("virtual_device_storage")
+        #expect(storage.supportsIdentify)
+        #expect(storage.hasStorage)
+
+        let image = try await Shared.device("virtual_image")
+        #expect(image.enrollStages == 5)
+        #expect(image.supportsIdentify)
+        #expect(!image.hasStorage)
+    }
+
+    @Test func storageKey_withUnsafeCharacters_keepsOnlyFilenameSafeOnes() {
+        #expect(ReaderDeviceInfo.storageKey(driver: "synaptics", deviceID: "1-2/3 x") == "synaptics-1-2_3_x")
+        #expect(ReaderDeviceInfo.storageKey(driver: "elan.spi", deviceID: "0") == "elan.spi-0")
+    }
+
+    @Test func init_whenAReaderIsAlreadyLive_throwsBusy() async throws {
+        _ = await Shared.reader()
+        await #expect(throws: ReaderError.busy) { _ = try await FingerprintReader() }
+    }
+
+    // MARK: Enrol and verify
+
+    @Test func enroll_whenFiveScansArrive_reportsStagesOneToFiveAndReturnsPrint() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        try await reader.ensureOpen(deviceID: device.id)
+        for _ in 0..<5 { try sendCommand("SCAN enrol-a", to: sockets.device) }
+        let log = EventLog<ReaderProgress>()
+        let print = try await reader.enroll(deviceID: device.id, finger: 7, username: "alice", progress: log.record)
+
+        let stages = log.events.filter { if case .enrollStage = $0 { true } else { false } }
+        #expect(stages == (1...5).map { ReaderProgress.enrollStage(done: $0, of: 5) })
+        #expect(print.starts(with: Array("FP3".utf8)))
+    }
+
+    @Test func verify_whenScanMatches_returnsMatch() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "match-me")
+        try sendCommand("SCAN match-me", to: sockets.device)
+        #expect(try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) == .match)
+    }
+
+    @Test func verify_whenScanDiffers_returnsNoMatch() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "owner")
+        try sendCommand("SCAN stranger", to: sockets.device)
+        #expect(try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) == .noMatch)
+    }
+
+    @Test(arguments: [
+        (0, ReaderRetry.general), (1, .tooShort), (2, .centerFinger), (3, .removeFinger),
+    ])
+    func verify_whenRetryQueued_reportsHintAndKeepsWaiting(code: Int, hint: ReaderRetry) async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "retry-\(code)")
+        try sendCommand("RETRY \(code)", to: sockets.device)
+        try sendCommand("SCAN retry-\(code)", to: sockets.device)
+        let log = EventLog<ReaderProgress>()
+        #expect(try await reader.verify(deviceID: device.id, print: print, progress: log.record) == .match)
+        #expect(log.events.contains(.retry(hint)))
+    }
+
+    @Test func enroll_whenRetryQueued_reportsHintAndCompletes() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        try await reader.ensureOpen(deviceID: device.id)
+        try sendCommand("SCAN enrol-r", to: sockets.device)
+        try sendCommand("RETRY 2", to: sockets.device)
+        for _ in 0..<4 { try sendCommand("SCAN enrol-r", to: sockets.device) }
+        let log = EventLog<ReaderProgress>()
+        _ = try await reader.enroll(deviceID: device.id, finger: 1, username: "bob", progress: log.record)
+        #expect(log.events.contains(.retry(.centerFinger)))
+        #expect(log.events.last == .enrollStage(done: 5, of: 5))
+    }
+
+    // MARK: Prints
+
+    @Test func print_serialisedByEnroll_deserialisesAndVerifiesAgain() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "round-trip")
+        // A copy of the bytes, as the store would read them back from disk.
+        let stored = Array(print)
+        for scan in ["round-trip", "other"] {
+            try sendCommand("SCAN \(scan)", to: sockets.device)
+            let outcome = try await reader.verify(deviceID: device.id, print: stored, progress: { _ in })
+            #expect(outcome == (scan == "round-trip" ? .match : .noMatch))
+        }
+    }
+
+    @Test(arguments: [[], [0x00], Array("FP3".utf8), Array("FP3 not a print".utf8), [UInt8](repeating: 0xFF, count: 61)])
+    func verify_withGarbagePrint_throwsDataInvalid(garbage: [UInt8]) async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        await #expect(throws: ReaderError.dataInvalid) {
+            try await reader.verify(deviceID: device.id, print: garbage, progress: { _ in })
+        }
+    }
+
+    @Test func verify_withPrintOfAnotherReader_throwsDataInvalid() async throws {
+        let reader = await Shared.reader()
+        let plain = try await Shared.device("virtual_device")
+        let storage = try await Shared.device("virtual_device_storage")
+        let print = try await enrollVirtual(reader, plain, socket: sockets.device, scanID: "foreign")
+        await #expect(throws: ReaderError.dataInvalid) {
+            try await reader.verify(deviceID: storage.id, print: print, progress: { _ in })
+        }
+    }
+
+    @Test func verify_withUnknownDevice_throwsNoDevice() async throws {
+        let reader = await Shared.reader()
+        await #expect(throws: ReaderError.noDevice) {
+            try await reader.verify(deviceID: "no-such-reader", print: [1, 2, 3], progress: { _ in })
+        }
+    }
+
+    // MARK: Identify and on-reader storage
+
+    @Test func identify_amongTwoPrints_returnsIndexOfScannedOne() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device_storage")
+        let first = try await enrollVirtual(reader, device, socket: sockets.storage, scanID: "identify-1")
+        let second = try await enrollVirtual(reader, device, socket: sockets.storage, scanID: "identify-2")
+
+        try sendCommand("SCAN identify-2", to: sockets.storage)
+        #expect(try await reader.identify(deviceID: device.id, prints: [first, second], progress: { _ in }) == 1)
+        try sendCommand("SCAN identify-1", to: sockets.storage)
+        #expect(try await reader.identify(deviceID: device.id, prints: [first, second], progress: { _ in }) == 0)
+        try sendCommand("SCAN identify-1", to: sockets.storage)
+        #expect(try await reader.identify(deviceID: device.id, prints: [second], progress: { _ in }) == nil)
+    }
+
+    @Test func identify_onReaderWithoutIdentify_throwsNotSupported() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        await #expect(throws: ReaderError.notSupported) {
+            try await reader.identify(deviceID: device.id, prints: [], progress: { _ in })
+        }
+    }
+
+    @Test func listStoredPrints_afterEnrolAndDelete_followsTheReadersStorage() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device_storage")
+        let print = try await enrollVirtual(reader, device, socket: sockets.storage, scanID: "stored-1")
+
+        // `CONT ` lets list/delete proceed at once instead of after the driver's 500 ms wait for commands.
+        try sendCommand("CONT ", to: sockets.storage)
+        let listed = try await reader.listStoredPrints(deviceID: device.id)
+        #expect(listed.count >= 1)
+        #expect(try sendCommand("LIST", to: sockets.storage).split(separator: "\n").contains("stored-1"))
+
+        try sendCommand("CONT ", to: sockets.storage)
+        try await reader.deleteStoredPrint(deviceID: device.id, print: print)
+        #expect(!(try sendCommand("LIST", to: sockets.storage).split(separator: "\n").contains("stored-1")))
+
+        try sendCommand("CONT ", to: sockets.storage)
+        await #expect(throws: ReaderError.dataNotFound) {
+            try await reader.deleteStoredPrint(deviceID: device.id, print: print)
+        }
+    }
+
+    @Test func listStoredPrints_onReaderWithoutStorage_throwsNotSupported() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        await #expect(throws: ReaderError.notSupported) { try await reader.listStoredPrints(deviceID: device.id) }
+    }
+
+    // MARK: Cancellation and queueing
+
+    @Test func verify_whenCancelledWhileWaitingForFinger_throwsCancelledAndFreesReaderWithin100ms() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "cancel-me")
+        let log = EventLog<ReaderProgress>()
+        let waiting = startTask { try await reader.verify(deviceID: device.id, print: print, progress: log.record) }
+        await log.waitForFingerNeeded()
+
+        let clock = ContinuousClock()
+        let cancelledAt = clock.now
+        waiting.cancel()
+        #expect(await waiting.value == .failure(.cancelled))
+        try sendCommand("SCAN cancel-me", to: sockets.device)
+        #expect(try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) == .match)
+        let elapsed = clock.now - cancelledAt
+        #expect(elapsed < .milliseconds(100), "reader free again after \(elapsed)")
+    }
+
+    @Test func queue_whenWaiterIsCancelled_leavesQueueAndRunningVerifyContinues() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "queued")
+        let firstLog = EventLog<ReaderProgress>()
+        let first = startTask { try await reader.verify(deviceID: device.id, print: print, progress: firstLog.record) }
+        await firstLog.waitForFingerNeeded()
+
+        let secondLog = EventLog<ReaderProgress>()
+        let second = startTask {
+            try await reader.verify(deviceID: device.id, print: print, progress: secondLog.record)
+        }
+        second.cancel()
+        #expect(await second.value == .failure(.cancelled))
+        #expect(secondLog.events.isEmpty, "a cancelled waiter never reached the reader")
+
+        try sendCommand("SCAN queued", to: sockets.device)
+        #expect(await first.value == .success(.match))
+    }
+
+    @Test func queue_withTwoVerifies_runsThemInOrder() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "fifo")
+        let firstLog = EventLog<ReaderProgress>()
+        let first = startTask { try await reader.verify(deviceID: device.id, print: print, progress: firstLog.record) }
+        await firstLog.waitForFingerNeeded()
+        let secondLog = EventLog<ReaderProgress>()
+        let second = startTask {
+            try await reader.verify(deviceID: device.id, print: print, progress: secondLog.record)
+        }
+        // Without the queue libfprint would answer the second verify with BUSY.
+        try sendCommand("SCAN fifo", to: sockets.device)
+        #expect(await first.value == .success(.match))
+        await secondLog.waitForFingerNeeded()
+        try sendCommand("SCAN someone-else", to: sockets.device)
+        #expect(await second.value == .success(.noMatch))
+    }
+
+    // MARK: Real NBIS matching through virtual_image
+
+    @Test func verify_onVirtualImage_matchesWhorlAndRejectsArch() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_image")
+        let fixtures = "/work/shared/fixtures/prints/"
+        let whorl = try readFixture(fixtures + "whorl.raw")
+        let arch = try readFixture(fixtures + "arch.raw")
+
+        try await reader.ensureOpen(deviceID: device.id)
+        let connection = try ImageConnection(path: sockets.image)
+
+        let log = EventLog<ReaderProgress>()
+        let enrolling = startTask {
+            try await reader.enroll(deviceID: device.id, finger: 2, username: "nbis", progress: log.record)
+        }
+        for stage in 1...device.enrollStages {
+            // Send each frame once the previous stage is done and the reader asks for the finger again: a frame that
+            // arrives while the reader is not capturing is dropped by the driver.
+            await log.wait { events in
+                events.filter { $0 == .fingerNeeded }.count >= stage
+                    && (stage == 1 || events.contains(.enrollStage(done: stage - 1, of: device.enrollStages)))
+            }
+            try connection.send(frame: whorl)
+        }
+        let print = try await enrolling.value.get()
+
+        for (frame, expected) in [(whorl, VerifyOutcome.match), (arch, .noMatch)] {
+            let verifyLog = EventLog<ReaderProgress>()
+            let verifying = startTask {
+                try await reader.verify(deviceID: device.id, print: print, progress: verifyLog.record)
+            }
+            await verifyLog.waitForFingerNeeded()
+            try connection.send(frame: frame)
+            #expect(await verifying.value == .success(expected))
+        }
+    }
+
+    // MARK: Performance
+
+    @Test func verify_roundTripWithQueuedScan_isWellUnderAMillisecond() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        let enrolled = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "speed")
+        let clock = ContinuousClock()
+        var samples: [Duration] = []
+        for _ in 0..<200 {
+            try sendCommand("SCAN speed", to: sockets.device)
+            let start = clock.now
+            let outcome = try await reader.verify(deviceID: device.id, print: enrolled, progress: { _ in })
+            samples.append(clock.now - start)
+            #expect(outcome == .match)
+        }
+        samples.sort()
+        let median = samples[samples.count / 2]
+        print("verify round trip over \(samples.count) runs: median \(median), p90 \(samples[samples.count * 9 / 10])")
+        #expect(median < .milliseconds(5))
+    }
+}

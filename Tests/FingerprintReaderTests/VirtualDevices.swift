@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test support: the one shared reader over libfprint's three virtual drivers, and their socket protocols.
+
+import FingerprintReader
+import Glibc
+import Synchronization
+
+/// Socket paths for the virtual drivers, in a fresh temporary directory.
+struct VirtualSockets: Sendable {
+    let directory: String
+    var device: String { directory + "/device" }
+    var storage: String { directory + "/storage" }
+    var image: String { directory + "/image" }
+
+    /// Makes the directory (`mkdtemp`).
+    static func make() -> VirtualSockets {
+        var template = Array("/tmp/fpreader-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed: \(errno)")
+        return VirtualSockets(directory: String(cString: made!))
+    }
+
+    /// Points libfprint's virtual drivers at these sockets; must run before the process's one FpContext exists.
+    func export(device: Bool = true, storage: Bool = true, image: Bool = true) {
+        if device { setenv("FP_VIRTUAL_DEVICE", self.device, 1) }
+        if storage { setenv("FP_VIRTUAL_DEVICE_STORAGE", self.storage, 1) }
+        if image { setenv("FP_VIRTUAL_IMAGE", self.image, 1) }
+    }
+}
+
+/// The process's one reader (one libfprint context per process), created on first use with all three virtual drivers.
+enum Shared {
+    static let sockets: VirtualSockets = VirtualSockets.make()
+
+    private static let instance = Task { () -> FingerprintReader in
+        sockets.export()
+        do {
+            return try await FingerprintReader(lingerMs: 2000)
+        } catch {
+            fatalError("cannot create the shared FingerprintReader: \(error)")
+        }
+    }
+
+    static func reader() async -> FingerprintReader { await instance.value }
+
+    /// The present reader whose driver is `driver`.
+    static func device(_ driver: String) async throws -> ReaderDeviceInfo {
+        guard let info = await reader().devices().first(where: { $0.driver == driver }) else {
+            throw TestFailure("no \(driver) among \(await reader().devices())")
+        }
+        return info
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Connects to a Unix socket, retrying while it is not there yet (the driver binds it at open), for at most `timeoutMs`.
+func connectUnixSocket(_ path: String, timeoutMs: Int = 2000) throws -> Int32 {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    precondition(bytes.count < MemoryLayout.size(ofValue: address.sun_path), "socket path too long: \(path)")
+    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+        buffer.copyBytes(from: bytes)
+        buffer[bytes.count] = 0
+    }
+    var waitedMs = 0
+    while true {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        if connected == 0 { return fd }
+        let reason = errno
+        close(fd)
+        // Bounded polling for the socket to appear: there is no event to await from outside the driver.
+        guard waitedMs < timeoutMs, reason == ENOENT || reason == ECONNREFUSED else {
+            throw TestFailure("connect \(path): errno \(reason)")
+        }
+        usleep(5000)
+        waitedMs += 5
+    }
+}
+
+/// Writes all of `bytes` to `fd`.
+func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws {
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            throw TestFailure("write: errno \(errno)")
+        }
+        offset += written
+    }
+}
+
+/// Sends one command to a virtual_device / virtual_device_storage socket as the driver expects: one command per
+/// connection, no trailing newline, `shutdown(SHUT_WR)`, then read to EOF (EOF means the driver consumed it, so the
+/// next command cannot overtake it). Returns what the driver answered (`LIST`).
+@discardableResult
+func sendCommand(_ command: String, to path: String) throws -> String {
+    let fd = try connectUnixSocket(path)
+    defer { close(fd) }
+    try writeAll(fd, Array(command.utf8))
+    shutdown(fd, Int32(SHUT_WR))
+    var reply: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0 {
+            if errno == EINTR { continue }
+            throw TestFailure("read: errno \(errno)")
+        }
+        if count == 0 { break }
+        reply += buffer[0..<count]
+    }
+    return String(decoding: reply, as: UTF8.self)
+}
+
+/// The one persistent connection virtual_image reads frames from (a new connection would drop the previous one).
+final class ImageConnection {
+    private let fd: Int32
+
+    init(path: String) throws { fd = try connectUnixSocket(path) }
+
+    deinit { close(fd) }
+
+    /// Sends one frame as stored in the fixtures: int32 width, int32 height (little-endian), then the pixels.
+    func send(frame: [UInt8]) throws { try writeAll(fd, frame) }
+}
+
+/// Reads a fixture file whole.
+func readFixture(_ path: String) throws -> [UInt8] {
+    guard let file = fopen(path, "rb") else { throw TestFailure("cannot open \(path)") }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+        if count == 0 { break }
+        bytes += buffer[0..<count]
+    }
+    return bytes
+}
+
+/// Records events from a callback on any thread and lets a test await a condition over them.
+final class EventLog<Event: Sendable>: Sendable {
+    private struct Waiter {
+        let condition: @Sendable ([Event]) -> Bool
+        let continuation: CheckedContinuation<Void, Never>
+    }
+    private struct State {
+        var events: [Event] = []
+        var waiters: [Waiter] = []
+    }
+    private let state = Mutex(State())
+
+    var events: [Event] { state.withLock { $0.events } }
+
+    /// Appends `event` and wakes the waiters whose condition now holds.
+    @Sendable func record(_ event: Event) {
+        let ready: [CheckedContinuation<Void, Never>] = state.withLock { state in
+            state.events.append(event)
+            let events = state.events
+            var ready: [CheckedContinuation<Void, Never>] = []
+            state.waiters.removeAll { waiter in
+                guard waiter.condition(events) else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// Returns once `condition` holds for the events recorded so far.
+    func wait(until condition: @escaping @Sendable ([Event]) -> Bool) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let holds = state.withLock { state in
+                if condition(state.events) { return true }
+                state.waiters.append(Waiter(condition: condition, continuation: continuation))
+                return false
+            }
+            if holds { continuation.resume() }
+        }
+    }
+}
+
+extension EventLog where Event == ReaderProgress {
+    /// Waits until the reader has asked for a finger `count` times in total.
+    func waitForFingerNeeded(count: Int = 1) async {
+        await wait { events in events.filter { $0 == .fingerNeeded }.count >= count }
+    }
+}
+
+/// Runs `body` in a task, catching its typed error, so a test can cancel it and look at how it ended.
+func startTask<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) -> Task<Result<T, ReaderError>, Never> {
+    Task {
+        do {
+            return .success(try await body())
+        } catch let error as ReaderError {
+            return .failure(error)
+        } catch {
+            return .failure(.failed("not a ReaderError: \(error)"))
+        }
+    }
+}
+
+/// Enrols `scanID` on a virtual_device-type reader by queuing one `SCAN` per stage before the enrol starts.
+func enrollVirtual(_ reader: FingerprintReader, _ info: ReaderDeviceInfo, socket: String, scanID: String) async throws
+    -> [UInt8]
+{
+    try await reader.ensureOpen(deviceID: info.id)
+    for _ in 0..<info.enrollStages { try sendCommand("SCAN \(scanID)", to: socket) }
+    return try await reader.enroll(deviceID: info.id, finger: 2, username: "tester", progress: { _ in })
+}

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import LocalAuthClient
+import LocalAuthProtocol
+import Testing
+
+/// The real `localauthd` binary on a temporary socket and state directory, with libfprint's
+/// virtual device (`--virtual-reader`), driven by the tests through the protocol and `localauthctl`.
+final class DaemonHarness: @unchecked Sendable {
+    static var binDirectory: String {
+        if let dir = ProcessInfo.processInfo.environment["LOCALAUTH_BIN"] { return dir }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug").path
+    }
+
+    let directory: String
+    let socketPath: String
+    let stateDirectory: String
+    private(set) var process: Process?
+    let stderrPath: String
+
+    init(extraArguments: [String] = []) throws {
+        // Short paths: a Unix socket path has at most 107 bytes.
+        var template = Array("/tmp/la-XXXXXX".utf8CString)
+        guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
+        directory = String(cString: dir)
+        chmod(directory, 0o755)  // unprivileged test clients must reach the socket
+        socketPath = directory + "/socket"
+        stateDirectory = directory + "/state"
+        stderrPath = directory + "/daemon.log"
+        try start(extraArguments: extraArguments)
+    }
+
+    func start(extraArguments: [String] = []) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.binDirectory + "/localauthd")
+        p.arguments = ["--socket", socketPath, "--state-dir", stateDirectory, "--virtual-reader"] + extraArguments
+        // A clean environment: the test process may carry other FP_VIRTUAL_* variables.
+        p.environment = ["PATH": "/usr/bin:/bin"]
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        let log = FileHandle(forWritingAtPath: stderrPath)!
+        log.seekToEndOfFile()
+        p.standardError = log
+        p.standardOutput = log
+        unlink(socketPath)
+        try p.run()
+        process = p
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            if (try? DaemonConnection(socketPath: socketPath, clientName: "harness", timeoutMs: 1000)) != nil { return }
+            guard p.isRunning else { break }
+            usleep(10_000)
+        }
+        throw HarnessError.setup("localauthd did not start: \(daemonLog)")
+    }
+
+    var daemonLog: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// SIGTERM and wait; returns the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        guard let p = process, p.isRunning else { return process?.terminationStatus ?? -1 }
+        p.terminate()
+        p.waitUntilExit()
+        return p.terminationStatus
+    }
+
+    func kill9() {
+        guard let p = process, p.isRunning else { return }
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func connect(_ name: String = "test") throws -> DaemonConnection {
+        try DaemonConnection(socketPath: socketPath, clientName: name)
+    }
+
+    /// One request on a fresh connection, with its events.
+    func perform(_ request: Request, onEvent: @escaping (Event) -> EventReply? = { _ in nil }) throws -> (LocalAuthProtocol.Result, [Event]) {
+        let c = try connect()
+        var events: [Event] = []
+        let result = try c.perform(request, timeoutMs: 60_000) { e in
+            events.append(e)
+            return onEvent(e)
+        }
+        return (result, events)
+    }
+
+    /// `localauthctl simulate …` through the daemon, as root.
+    func simulate(_ action: String, _ argument: String? = nil) throws {
+        let (r, _) = try perform(.simulate(action: action, argument: argument))
+        guard r.isSuccess else { throw HarnessError.setup("simulate \(action) failed: \(r.message)") }
+    }
+
+    /// Enrols `finger` for `user` with five touches of print id `printID`.
+    @discardableResult
+    func enroll(user: String, finger: FingerName = .rightIndex, printID: String) async throws -> (LocalAuthProtocol.Result, [Event]) {
+        let socket = socketPath
+        let task = Task.detached {
+            let c = try DaemonConnection(socketPath: socket, clientName: "enroll")
+            var events: [Event] = []
+            let r = try c.perform(.enroll(user: user, finger: finger), timeoutMs: 60_000) { events.append($0); return nil }
+            return (r, events)
+        }
+        for _ in 0..<5 { try simulate("touch", printID) }
+        return try await task.value
+    }
+
+    /// Runs `localauthctl` with this daemon's socket; `asUser` runs it through `setpriv` as that account.
+    func ctl(_ arguments: [String], asUser: String? = nil, stdin: String? = nil) throws -> (status: Int32, out: String, err: String) {
+        let p = Process()
+        let ctl = Self.binDirectory + "/localauthctl"
+        if let asUser {
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            p.arguments = ["--reuid", asUser, "--regid", asUser, "--clear-groups", ctl] + arguments
+        } else {
+            p.executableURL = URL(fileURLWithPath: ctl)
+            p.arguments = arguments
+        }
+        p.environment = ["LOCALAUTHD_SOCKET": socketPath, "PATH": "/usr/bin:/bin"]
+        let out = Pipe()
+        let err = Pipe()
+        let input = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = input
+        try p.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    /// Raw bytes on a fresh socket; returns what the daemon sent until it closed (or 2 s passed).
+    func raw(_ bytes: [UInt8]) throws -> [UInt8] {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(socketPath.utf8)) }
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard ok == 0 else { throw HarnessError.setup("connect failed") }
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 2000) > 0 else { break }
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            reply += buffer[0..<n]
+        }
+        return reply
+    }
+}
+
+enum HarnessError: Error { case setup(String) }
+
+/// Frames in `bytes`, decoded.
+func frames(in bytes: [UInt8]) throws -> [Frame] {
+    var reader = FrameReader()
+    reader.append(bytes)
+    var out: [Frame] = []
+    while let f = try reader.next() { out.append(f) }
+    return out
+}

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import LocalAuthClient
+import LocalAuthProtocol
+import Testing
+
+/// The real daemon binary with libfprint's virtual_device.
+@Suite(.timeLimit(.minutes(2)))
+struct DaemonIntegrationTests {
+    let biometrics = EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", service: "test", tries: 1)
+
+    @Test func enroll_whenFiveTouches_reportsEachStageAndListsFinger() async throws {
+        let d = try DaemonHarness()
+        let (result, events) = try await d.enroll(user: "alice", printID: "alice-1")
+        #expect(result.isSuccess, "\(result.message)")
+        let stages = events.filter { $0.kind == .enrollStage }.map { $0.stage ?? 0 }
+        #expect(stages == [1, 2, 3, 4, 5])
+        #expect(events.first?.kind == .placeFinger)
+        #expect(result.fields.bytes(.domainState)?.count == 32)
+        let (list, _) = try d.perform(.list(user: "alice"))
+        #expect(list.fields.strings(.finger) == ["right-index-finger"])
+    }
+
+    @Test func evaluate_whenEnrolledFingerTouches_matches() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: "alice", printID: "alice-1")
+        try d.simulate("touch", "alice-1")
+        let (result, events) = try d.perform(.evaluate(biometrics))
+        #expect(result.resultCode == .success, "\(result.message)")
+        #expect(result.fields.string(.finger) == "right-index-finger")
+        #expect(events.contains { $0.kind == .placeFinger })
+    }
+
+    @Test func evaluate_whenOtherFingerTouches_failsWithAuthenticationFailed() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: "alice", printID: "alice-1")
+        try d.simulate("touch", "mallory")
+        let (result, _) = try d.perform(.evaluate(biometrics))
+        #expect(result.resultCode == .authenticationFailed, "\(result.message)")
+    }
+
+    @Test func evaluate_whenReaderAsksToRetry_hintReachesClient() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: "alice", printID: "alice-1")
+        try d.simulate("retry", "1")
+        try d.simulate("touch", "alice-1")
+        let (result, events) = try d.perform(.evaluate(biometrics))
+        #expect(result.isSuccess, "\(result.message)")
+        #expect(events.contains { $0.kind == .retry && $0.hint == .tooShort })
+    }
+
+    @Test func evaluate_whenTwoFingersEnrolled_identifiesEither() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: "alice", finger: .rightIndex, printID: "alice-1")
+        try await d.enroll(user: "alice", finger: .leftThumb, printID: "alice-2")
+        try d.simulate("touch", "alice-2")
+        let (result, _) = try d.perform(.evaluate(biometrics))
+        #expect(result.isSuccess, "\(result.message)")
+        #expect(result.fields.string(.finger) == "left-thumb")
+    }
+
+    @Test func delete_whenFingerEnrolled_removesItAndChangesDomainState() async throws {
+        let d = try DaemonHarness()
+        let (enrolled, _) = try await d.enroll(user: "alice", printID: "alice-1")
+        let (deleted, _) = try d.perform(.delete(user: "alice", finger: .rightIndex, all: false))
+        #expect(deleted.isSuccess, "\(deleted.message)")
+        #expect(deleted.fields.bytes(.domainState) != enrolled.fields.bytes(.domainState))
+        let (list, _) = try d.perform(.list(user: "alice"))
+        #expect(list.fields.strings(.finger).isEmpty)
+        let (again, _) = try d.perform(.delete(user: "alice", finger: .rightIndex, all: false))
+        #expect(again.resultCode == .notFound)
+    }
+
+    @Test func disconnect_whileVerifying_freesReaderForNextClient() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: "alice", printID: "alice-1")
+        let c = try d.connect()
+        try c.send(Request.evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice")).frame)
+        guard case .event(let e) = try c.receive(deadline: DaemonConnection.now() + 5000) else {
+            Issue.record("expected a prompt")
+            return
+        }
+        #expect(e.kind == .placeFinger)
+        c.interrupt()
+        let start = DaemonConnection.now()
+        try d.simulate("touch", "alice-1")
+        let (result, _) = try d.perform(.evaluate(biometrics))
+        #expect(result.isSuccess, "\(result.message)")
+        #expect(DaemonConnection.now() - start < 2000)
+    }
+
+    @Test func unplug_whileVerifying_givesBiometryNotAvailableAndDaemonServesOn() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: "alice", printID: "alice-1")
+        let socket = d.socketPath
+        let verify = Task.detached {
+            let c = try DaemonConnection(socketPath: socket, clientName: "t")
+            return try c.perform(.evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", timeoutMs: 20_000)))
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        try d.simulate("unplug")
+        let result = try await verify.value
+        #expect(result.resultCode == .biometryNotAvailable, "\(result.message)")
+        let (status, _) = try d.perform(.status(user: "alice"))
+        #expect(status.isSuccess)
+    }
+
+    @Test func evaluate_whenNothingEnrolled_failsWithBiometryNotEnrolled() throws {
+        let d = try DaemonHarness()
+        let (result, _) = try d.perform(.evaluate(biometrics))
+        #expect(result.resultCode == .biometryNotEnrolled, "\(result.message)")
+    }
+
+    @Test func status_whileAVerifyWaits_isAnsweredAtOnce() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: "alice", printID: "alice-1")
+        let c = try d.connect()
+        try c.send(Request.evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice")).frame)
+        _ = try c.receive(deadline: DaemonConnection.now() + 5000)
+        let start = DaemonConnection.now()
+        let (status, _) = try d.perform(.status(user: "alice"))
+        #expect(status.isSuccess)
+        #expect(status.fields.int(.enrolledCount) == 1)
+        #expect(DaemonConnection.now() - start < 1000)
+        c.interrupt()
+    }
+
+    @Test func sigterm_stopsDaemonCleanly() throws {
+        let d = try DaemonHarness()
+        #expect(d.stop() == 0)
+        #expect(access(d.socketPath, F_OK) != 0)
+    }
+}
+
+/// Bytes that break the protocol get one ERROR frame and a close; the daemon serves on.
+@Suite(.timeLimit(.minutes(1)))
+struct HostileInputTests {
+    @Test(arguments: [
+        ("garbage", Array("GET / HTTP/1.1\r\n\r\n".utf8), ProtocolErrorCode.tooLarge),
+        ("request before hello", Request.devices.frame.encoded(), .unexpectedMessage),
+        ("unknown message", Frame(MessageType(rawValue: 0x0777)).encoded(), .unexpectedMessage),
+        ("oversized length", [0, 0x10, 0, 0], .tooLarge),
+        ("bad utf8", [0, 0, 0, 9, 0, 1, 0, 2, 0, 3, 0x61, 0xFF, 0xFE], .malformed),
+    ])
+    func badFrame_getsErrorFrameAndDaemonServesOn(name: String, bytes: [UInt8], expected: ProtocolErrorCode) throws {
+        let d = try DaemonHarness()
+        let reply = try frames(in: try d.raw(bytes))
+        #expect(reply.count == 1)
+        #expect(reply.first?.type == .error)
+        #expect(reply.first?.int(.code) == expected.rawValue)
+        let (status, _) = try d.perform(.devices)
+        #expect(status.isSuccess)
+    }
+
+    @Test func frame_whenUnexpectedDuringRequest_closesAndCancels() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: "alice", printID: "alice-1")
+        let c = try d.connect()
+        try c.send(Request.evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice")).frame)
+        _ = try c.receive(deadline: DaemonConnection.now() + 5000)
+        try c.send(Request.devices.frame)
+        var sawError = false
+        while true {
+            guard let m = try? c.receive(deadline: DaemonConnection.now() + 3000) else { break }
+            if case .error(let code, _) = m { sawError = code == ProtocolErrorCode.unexpectedMessage.rawValue }
+        }
+        #expect(sawError)
+        try d.simulate("touch", "alice-1")
+        let (r, _) = try d.perform(.evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", tries: 1)))
+        #expect(r.isSuccess, "\(r.message)")
+    }
+}
+
+/// Peer credentials decide: a non-root user acts only for itself, and never enrols a first finger.
+@Suite(.timeLimit(.minutes(1)))
+struct AuthorizationIntegrationTests {
+    @Test func unprivilegedClient_cannotListAnotherUsersFingers() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: "alice", printID: "alice-1")
+        let r = try d.ctl(["list", "--user", "alice"], asUser: "nobody")
+        #expect(r.status == 3, "\(r.err)")
+        #expect(r.err.contains("not 'alice'"))
+    }
+
+    @Test func unprivilegedClient_cannotDeleteAnotherUsersFingers() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: "alice", printID: "alice-1")
+        let r = try d.ctl(["delete", "--user", "alice", "--all"], asUser: "nobody")
+        #expect(r.status == 3, "\(r.err)")
+        let (list, _) = try d.perform(.list(user: "alice"))
+        #expect(list.fields.strings(.finger) == ["right-index-finger"])
+    }
+
+    @Test func unprivilegedClient_cannotEnrolItsFirstFinger() throws {
+        let d = try DaemonHarness()
+        let r = try d.ctl(["enroll"], asUser: "nobody")
+        #expect(r.status == 3, "\(r.err)")
+        #expect(r.err.contains("root"))
+    }
+
+    @Test func unprivilegedClient_cannotSimulate() throws {
+        let d = try DaemonHarness()
+        let r = try d.ctl(["simulate", "touch", "x"], asUser: "nobody")
+        #expect(r.status == 3, "\(r.err)")
+    }
+
+    @Test func unprivilegedClient_mayListItsOwnFingers() throws {
+        let d = try DaemonHarness()
+        let r = try d.ctl(["list"], asUser: "nobody")
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.contains("No fingers enrolled for nobody"))
+    }
+}
+
+/// The CLI's exit codes, as documented in `localauthctl --help`.
+@Suite(.timeLimit(.minutes(1)))
+struct CLITests {
+    @Test func verify_whenFingerMatches_exitsZero() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: "alice", printID: "alice-1")
+        try d.simulate("touch", "alice-1")
+        let r = try d.ctl(["verify", "--user", "alice"])
+        #expect(r.status == 0, "\(r.err)")
+    }
+
+    @Test func verify_whenNothingEnrolled_exitsTwo() throws {
+        let d = try DaemonHarness()
+        let r = try d.ctl(["verify", "--user", "alice"])
+        #expect(r.status == 2, "\(r.err)")
+    }
+
+    @Test func ctl_whenDaemonIsNotRunning_exitsFourWithAHint() throws {
+        let d = try DaemonHarness()
+        d.stop()
+        let r = try d.ctl(["status"])
+        #expect(r.status == 4)
+        #expect(r.err.contains("cannot reach localauthd"))
+    }
+
+    @Test func enroll_whenFingerNameIsWrong_failsValidation() throws {
+        let d = try DaemonHarness()
+        let r = try d.ctl(["enroll", "--finger", "sixth-finger"])
+        #expect(r.status == 64)
+        #expect(r.err.contains("not a finger name"))
+    }
+
+    @Test func help_listsTheExitCodes() throws {
+        let d = try DaemonHarness()
+        let r = try d.ctl(["--help"])
+        #expect(r.out.contains("Exit codes"))
+        #expect(r.out.contains("simulate"))
+    }
+}

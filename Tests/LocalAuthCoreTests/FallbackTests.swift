@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+
+import LocalAuthCore
+import LocalAuthProtocol
+import Testing
+
+/// Rows B1–B8 of docs/policy.md: the fallback button.
+@Suite struct FallbackTests {
+    @Test(arguments: PolicyKind.allCases)
+    func evaluate_fallback_isHiddenBeforeFirstFailure(policy: PolicyKind) {
+        var (evaluator, out) = started(options(policy))
+        #expect(!out.eventKinds.contains(.fallbackAvailable))
+        // A FALLBACK the daemon never offered changes nothing.
+        #expect(evaluator.handle(.fallbackChosen, nowMs: t0).isEmpty)
+        #expect(evaluator.phase == .scanning)
+    }
+
+    @Test(arguments: PolicyKind.allCases)
+    func evaluate_fallback_isOfferedOnceAfterFirstFailure(policy: PolicyKind) {
+        var (evaluator, _) = started(options(policy, tries: 5))
+        let first = evaluator.handle(.fingerNotMatched, nowMs: t0)
+        #expect(first.eventKinds == [.noMatch, .fallbackAvailable])
+        let second = evaluator.handle(.fingerNotMatched, nowMs: t0)
+        #expect(second.eventKinds == [.noMatch])
+    }
+
+    @Test(arguments: PolicyKind.allCases)
+    func evaluate_fallback_isHiddenWithEmptyTitle(policy: PolicyKind) {
+        var (evaluator, _) = started(options(policy, fallbackTitle: ""))
+        let out = evaluator.handle(.fingerNotMatched, nowMs: t0)
+        #expect(out.eventKinds == [.noMatch])
+        #expect(evaluator.handle(.fallbackChosen, nowMs: t0).isEmpty)
+    }
+
+    @Test func evaluate_fallback_usesCustomTitle() {
+        var (evaluator, _) = started(options(fallbackTitle: "Use my PIN"))
+        let out = evaluator.handle(.fingerNotMatched, nowMs: t0)
+        #expect(out.events.last == Event(.fallbackAvailable, "Use my PIN"))
+    }
+
+    @Test func evaluate_fallback_biometrics_failsUserFallback() {
+        var (evaluator, _) = started(options())
+        _ = evaluator.handle(.fingerNotMatched, nowMs: t0)
+        let out = evaluator.handle(.fallbackChosen, nowMs: t0)
+        #expect(out == [.stopScan, .finish(Result(.userFallback, "The user chose the fallback"))])
+    }
+
+    @Test func evaluate_fallback_deviceOwner_stopsScanAndAsksPasscode() {
+        var (evaluator, first) = started(options(.deviceOwnerAuthentication))
+        #expect(first.first == .scanFinger)
+        let miss = evaluator.handle(.fingerNotMatched, nowMs: t0)
+        #expect(miss.events.last == Event(.fallbackAvailable, "Use passcode"))
+        let out = evaluator.handle(.fallbackChosen, nowMs: t0)
+        #expect(out == [.stopScan, .requestPasscode, .event(Event(.passcodeNeeded, "Enter your passcode"))])
+    }
+
+    @Test func evaluate_fallback_deviceOwnerWithoutPasscode_isHidden() {
+        var (evaluator, _) = started(options(.deviceOwnerAuthentication), state: UserAuthState())
+        let out = evaluator.handle(.fingerNotMatched, nowMs: t0)
+        #expect(out.eventKinds == [.noMatch])
+    }
+
+    @Test func evaluate_whenScanResultArrivesAfterFallback_ignoresIt() {
+        var (evaluator, _) = started(options(.deviceOwnerAuthentication))
+        _ = evaluator.handle(.fingerNotMatched, nowMs: t0)
+        _ = evaluator.handle(.fallbackChosen, nowMs: t0)
+        // The scan raced the stopScan: neither outcome counts once the passcode is asked for.
+        #expect(evaluator.handle(.fingerNotMatched, nowMs: t0).isEmpty)
+        #expect(evaluator.handle(.fingerMatched(finger: rightIndex), nowMs: t0).isEmpty)
+        #expect(evaluator.state.fingerFailures == 1)
+        #expect(evaluator.phase == .awaitingPasscode)
+    }
+}

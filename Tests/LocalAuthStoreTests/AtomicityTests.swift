@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+import Glibc
+import LocalAuthCore
+import Testing
+
+@testable import LocalAuthStore
+
+/// Crashes simulated at every step of every durable write: afterwards (after a restart, i.e. a new
+/// store on the same directory) each file holds the old or the new content, and the domain state
+/// differs from the old one whenever the set of prints differs.
+@Suite struct AtomicityTests {
+    let old = UserAuthState(fingerFailures: 1, lastSeenMs: 100, passcodeHash: sampleHash)
+    let new = UserAuthState(fingerFailures: 4, biometryLocked: true, passcodeFailures: 2, lastSeenMs: 200)
+
+    @Test(arguments: [
+        (WriteStep.tempWritten, false), (WriteStep.tempSynced, false), (WriteStep.renamed, true),
+        (WriteStep.directorySynced, true),
+    ])
+    func saveState_whenCrashAfterStep_holdsExactlyOldOrNewRecord(step: WriteStep, expectNew: Bool) throws {
+        try withTemporaryDirectory { tmp in
+            try EnrollmentStore(stateDirectory: tmp).saveState(old, user: "alice")
+            let crash = CrashAfter(
+                steps: [.tempWritten, .tempSynced, .renamed, .directorySynced].firstIndex(of: step)! + 1)
+            let crashing = try EnrollmentStore(stateDirectory: tmp, onNotice: nil, writeHook: crash.hook)
+            #expect(throws: CrashAfter.crash) { try crashing.saveState(new, user: "alice") }
+            #expect(crash.steps.last == step)
+
+            let restarted = try EnrollmentStore(stateDirectory: tmp)
+            #expect(try restarted.loadState(user: "alice") == .ok(expectNew ? new : old))
+            #expect(try names(in: tmp + "/users/alice") == ["state"], "stale temporary files are removed on open")
+        }
+    }
+
+    @Test func saveState_whenCrashBeforeRename_leavesTempFileThatOpenRemoves() throws {
+        try withTemporaryDirectory { tmp in
+            let crash = CrashAfter(steps: 2)
+            let crashing = try EnrollmentStore(stateDirectory: tmp, onNotice: nil, writeHook: crash.hook)
+            #expect(throws: CrashAfter.crash) { try crashing.saveState(new, user: "alice") }
+            #expect(try names(in: tmp + "/users/alice").filter { $0.hasPrefix(".tmp-state-") }.count == 1)
+            let log = NoticeLog()
+            let restarted = try EnrollmentStore(stateDirectory: tmp, onNotice: log.sink)
+            #expect(try names(in: tmp + "/users/alice") == [])
+            #expect(try restarted.loadState(user: "alice") == .absent)
+            #expect(log.all.contains { $0.contains("temporary files") })
+        }
+    }
+
+    @Test func init_removesStaleTemporaryFilesEverywhereButNothingElse() throws {
+        try withTemporaryDirectory { tmp in
+            let store = try EnrollmentStore(stateDirectory: tmp)
+            try store.saveState(old, user: "alice")
+            try writeRaw([1, 2], to: tmp + "/.tmp-x-1")
+            try writeRaw([1, 2], to: tmp + "/users/.tmp-y-2")
+            try writeRaw(Array("torn".utf8), to: tmp + "/users/alice/.tmp-state-abcdef")
+            try writeRaw([3], to: tmp + "/users/alice/state.corrupt-1")
+            _ = try EnrollmentStore(stateDirectory: tmp)
+            #expect(try names(in: tmp) == ["users"])
+            #expect(try names(in: tmp + "/users") == ["alice"])
+            #expect(try names(in: tmp + "/users/alice") == ["state", "state.corrupt-1"])
+        }
+    }
+
+    /// The number of hook steps a full `operation` takes, measured without crashing.
+    func stepCount(_ operation: (EnrollmentStore) throws -> Void, prepare: (EnrollmentStore) throws -> Void) throws
+        -> Int
+    {
+        try withTemporaryDirectory { tmp in
+            try prepare(EnrollmentStore(stateDirectory: tmp))
+            let counter = CrashAfter(steps: Int.max)
+            try operation(EnrollmentStore(stateDirectory: tmp, onNotice: nil, writeHook: counter.hook))
+            return counter.steps.count
+        }
+    }
+
+    /// Crashes `operation` after each of its steps in turn and checks, after a restart, that the
+    /// print set is the old or the new one and that a changed set always has a changed domain state.
+    func checkCrashesAtEveryStep(
+        prepare: (EnrollmentStore) throws -> Void, operation: (EnrollmentStore) throws -> Void,
+        newFingers: [String]
+    ) throws {
+        let total = try stepCount(operation, prepare: prepare)
+        #expect(total >= 6)
+        for crashAt in 1...total {
+            try withTemporaryDirectory { tmp in
+                let setup = try EnrollmentStore(stateDirectory: tmp)
+                try prepare(setup)
+                let oldFingers = try setup.allPrints(user: "alice").map(\.finger)
+                let oldDomain: [UInt8]
+                switch try setup.loadState(user: "alice") {
+                case .ok(let state): oldDomain = state.domainState
+                default: oldDomain = []
+                }
+
+                let crashing = try EnrollmentStore(
+                    stateDirectory: tmp, onNotice: nil, writeHook: CrashAfter(steps: crashAt).hook)
+                #expect(throws: CrashAfter.crash) { try operation(crashing) }
+
+                let restarted = try EnrollmentStore(stateDirectory: tmp)
+                let fingers = try restarted.allPrints(user: "alice").map(\.finger)
+                #expect(fingers == oldFingers || fingers == newFingers, "crash at step \(crashAt)")
+                guard case .ok(let state) = try restarted.loadState(user: "alice") else {
+                    Issue.record("record not ok after crash at step \(crashAt)")
+                    return
+                }
+                if fingers != oldFingers {
+                    #expect(state.domainState != oldDomain, "set changed under the old domain state at step \(crashAt)")
+                }
+                #expect(try names(in: tmp + "/users/alice").allSatisfy { !$0.hasPrefix(".tmp-") })
+            }
+        }
+    }
+
+    @Test func addPrint_whenCrashAtAnyStep_neverChangesSetWithoutDomainState() throws {
+        try checkCrashesAtEveryStep(
+            prepare: { store in
+                try store.saveState(old, user: "alice")
+                _ = try store.addPrint(samplePrint("left-thumb"), user: "alice")
+            },
+            operation: { store in _ = try store.addPrint(samplePrint(), user: "alice") },
+            newFingers: ["left-thumb", "right-index-finger"])
+    }
+
+    @Test func firstAddPrint_whenCrashAtAnyStep_neverChangesSetWithoutDomainState() throws {
+        try checkCrashesAtEveryStep(
+            prepare: { store in try store.saveState(old, user: "alice") },
+            operation: { store in _ = try store.addPrint(samplePrint(), user: "alice") },
+            newFingers: ["right-index-finger"])
+    }
+
+    @Test func removePrint_whenCrashAtAnyStep_neverChangesSetWithoutDomainState() throws {
+        try checkCrashesAtEveryStep(
+            prepare: { store in
+                _ = try store.addPrint(samplePrint("left-thumb"), user: "alice")
+                _ = try store.addPrint(samplePrint(), user: "alice")
+            },
+            operation: { store in
+                _ = try store.removePrint(user: "alice", deviceKey: virtualDevice, finger: "left-thumb")
+            },
+            newFingers: ["right-index-finger"])
+    }
+
+    @Test func removeAllPrints_whenCrashAtAnyStep_neverChangesSetWithoutDomainState() throws {
+        // A crash between two unlinks leaves a set that is neither old nor new; the domain state
+        // has still changed, which is the property that matters.
+        let prepare: (EnrollmentStore) throws -> Void = { store in
+            _ = try store.addPrint(samplePrint("left-thumb"), user: "alice")
+            _ = try store.addPrint(samplePrint(), user: "alice")
+        }
+        let total = try stepCount({ _ = try $0.removeAllPrints(user: "alice") }, prepare: prepare)
+        for crashAt in 1...total {
+            try withTemporaryDirectory { tmp in
+                let setup = try EnrollmentStore(stateDirectory: tmp)
+                try prepare(setup)
+                guard case .ok(let before) = try setup.loadState(user: "alice") else { return }
+                let crashing = try EnrollmentStore(
+                    stateDirectory: tmp, onNotice: nil, writeHook: CrashAfter(steps: crashAt).hook)
+                #expect(throws: CrashAfter.crash) { try crashing.removeAllPrints(user: "alice") }
+                let restarted = try EnrollmentStore(stateDirectory: tmp)
+                let count = try restarted.allPrints(user: "alice").count
+                guard case .ok(let after) = try restarted.loadState(user: "alice") else {
+                    Issue.record("record not ok")
+                    return
+                }
+                if count != 2 { #expect(after.domainState != before.domainState, "step \(crashAt)") }
+            }
+        }
+    }
+
+    /// The hook really is on the path: a test that could not fail would be worthless.
+    @Test func writeHook_seesEveryStepInOrder() throws {
+        try withTemporaryDirectory { tmp in
+            let counter = CrashAfter(steps: Int.max)
+            let store = try EnrollmentStore(stateDirectory: tmp, onNotice: nil, writeHook: counter.hook)
+            try store.saveState(old, user: "alice")
+            #expect(counter.steps == [.tempWritten, .tempSynced, .renamed, .directorySynced])
+        }
+    }
+}
+
+/// Rough figures for the report; the bounds only catch a pathological regression.
+@Suite struct MeasurementTests {
+    static func milliseconds(_ body: () throws -> Void) rethrows -> Double {
+        var start = timespec()
+        var end = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &start)
+        try body()
+        clock_gettime(CLOCK_MONOTONIC, &end)
+        return Double(end.tv_sec - start.tv_sec) * 1000 + Double(end.tv_nsec - start.tv_nsec) / 1_000_000
+    }
+
+    @Test func measure_saveStateAndPasscodeHash() throws {
+        try withTemporaryDirectory { tmp in
+            let store = try EnrollmentStore(stateDirectory: tmp)
+            var saves: [Double] = []
+            for index in 0..<21 {
+                let state = UserAuthState(fingerFailures: index, lastSeenMs: Int64(index))
+                saves.append(try Self.milliseconds { try store.saveState(state, user: "alice") })
+            }
+            var loads: [Double] = []
+            for _ in 0..<21 { loads.append(try Self.milliseconds { _ = try store.loadState(user: "alice") }) }
+            var hash = ""
+            let hashing = try Self.milliseconds { hash = try PasscodeHasher.hash("measure me") }
+            let verifying = Self.milliseconds { _ = PasscodeHasher.verify("measure me", hash: hash) }
+            let median = saves.sorted()[saves.count / 2]
+            print(
+                "measure: saveState median \(median) ms, max \(saves.max()!) ms; loadState median "
+                    + "\(loads.sorted()[loads.count / 2]) ms; hash \(hashing) ms; verify \(verifying) ms")
+            #expect(median < 1000)
+            #expect(hashing < 5000)
+        }
+    }
+}

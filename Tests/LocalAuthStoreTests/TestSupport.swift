@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+import Glibc
+import LocalAuthCore
+import Synchronization
+import Testing
+
+@testable import LocalAuthStore
+
+/// A fresh directory under /tmp, removed (recursively) when the test's closure returns.
+func withTemporaryDirectory<T>(_ body: (String) throws -> T) throws -> T {
+    var template = Array("/tmp/localauth-store-test-XXXXXX".utf8CString)
+    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+    let path = String(cString: try #require(made))
+    defer { removeTree(path) }
+    return try body(path)
+}
+
+/// `rm -rf`, for test directories only.
+func removeTree(_ path: String) {
+    guard let info = try? Sys.lstatInfo(path) else { return }
+    if info.isDirectory {
+        _ = chmod(path, 0o700)
+        for name in (try? Sys.listDirectory(path)) ?? [] { removeTree(path + "/" + name) }
+        _ = rmdir(path)
+    } else {
+        _ = unlink(path)
+    }
+}
+
+/// The permission bits of a path, as `stat` reports them.
+func permissions(_ path: String) throws -> UInt32 {
+    try #require(try Sys.lstatInfo(path)).permissions
+}
+
+func readBytes(_ path: String) throws -> [UInt8] {
+    guard case .bytes(let bytes, _) = Sys.readFile(path, limit: 1 << 22) else {
+        Issue.record("cannot read \(path)")
+        return []
+    }
+    return bytes
+}
+
+/// Writes a file directly (bypassing the store), mode 0600 unless told otherwise.
+func writeRaw(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
+    try #require(fd >= 0)
+    defer { close(fd) }
+    try Sys.writeAll(fd, bytes, path: path)
+    try #require(chmod(path, mode) == 0)
+}
+
+func names(in directory: String) throws -> [String] { try Sys.listDirectory(directory) }
+
+/// Collects notices for assertions.
+final class NoticeLog: Sendable {
+    private let lines = Mutex<[String]>([])
+    var all: [String] { lines.withLock { $0 } }
+    var sink: @Sendable (String) -> Void { { line in self.lines.withLock { $0.append(line) } } }
+}
+
+/// A write hook that "crashes" (throws) at the `n`-th step it sees, counting from 1.
+final class CrashAfter: Sendable {
+    static let crash = StoreError.io("simulated crash", errno: 0)
+    private let remaining: Atomic<Int>
+    private let seen = Mutex<[WriteStep]>([])
+
+    init(steps n: Int) { remaining = Atomic(n) }
+
+    var steps: [WriteStep] { seen.withLock { $0 } }
+
+    var hook: @Sendable (WriteStep) throws(StoreError) -> Void {
+        { step throws(StoreError) in
+            self.seen.withLock { $0.append(step) }
+            if self.remaining.subtract(1, ordering: .relaxed).newValue == 0 { throw CrashAfter.crash }
+        }
+    }
+}
+
+let virtualDevice = "virtual_device-0"
+
+/// A print as the virtual device makes them: 61 opaque bytes.
+func samplePrint(_ finger: String = "right-index-finger", device: String = virtualDevice, seed: UInt8 = 1)
+    -> StoredPrint
+{
+    StoredPrint(
+        finger: finger, deviceKey: device, data: (0..<61).map { UInt8(truncatingIfNeeded: Int($0) &* 7 &+ Int(seed)) },
+        enrolledAtMs: 1_760_000_000_000 + Int64(seed))
+}
+
+let sampleHash = "$y$j9T$abcdefghijklmnopqrstu.$ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijk/0"
+
+let isRoot = geteuid() == 0

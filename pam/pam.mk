@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# pam_localauth.so, its tests and fuzzers. Included by the top-level Makefile
+# (`include pam/pam.mk`); also usable alone: `make -f pam/pam.mk pam-test-unit`.
+# Paths are relative to the repository root. Built with cc, never SwiftPM: the module must not
+# drag the Swift runtime into sudo.
+
+# Keep whatever default goal the including Makefile has (restored at the end).
+PAM_SAVED_DEFAULT_GOAL := $(.DEFAULT_GOAL)
+
+PAM_CC ?= cc
+PAM_FUZZ_CC ?= /opt/swift/usr/bin/clang
+PAM_PYTHON ?= /usr/bin/python3
+PAM_CLANG_FORMAT ?= clang-format
+# Seconds per fuzz target for pam-fuzz.
+PAM_FUZZ_SECONDS ?= 60
+# Where the integration tests find localauthd and localauthctl.
+PAM_DAEMON_BIN ?= .build/debug
+
+PAM_BUILD := pam/build
+PAM_MODULE := $(PAM_BUILD)/pam_localauth.so
+PAM_ASAN_MODULE := $(PAM_BUILD)/asan/pam_localauth.so
+PAM_GOLDEN := Tests/Fixtures/protocol/golden.txt
+
+PAM_CORE_SRCS := pam/wire.c pam/options.c pam/codes.c
+PAM_SRCS := pam/pam_localauth.c $(PAM_CORE_SRCS)
+PAM_HDRS := pam/wire.h pam/options.h pam/codes.h
+PAM_TEST_SRCS := pam/tests/unit.c pam/tests/test_wire.c pam/tests/test_options.c \
+                 pam/tests/test_codes.c pam/tests/test_exports.c
+PAM_FUZZ_TARGETS := fuzz_wire fuzz_options
+
+PAM_WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes -Wvla
+PAM_CFLAGS := -std=gnu11 -O2 $(PAM_WARN) -fPIC -fvisibility=hidden -D_FORTIFY_SOURCE=2 \
+              -fstack-protector-strong
+PAM_LDFLAGS := -shared -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--no-undefined \
+               -Wl,--version-script=pam/export.map
+PAM_LIBS := -lpam
+PAM_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+PAM_ASAN_CFLAGS := -std=gnu11 -O1 -g $(PAM_WARN) -fPIC -fvisibility=hidden $(PAM_SAN)
+
+.PHONY: pam pam-asan pam-test-unit pam-fuzz pam-lint pam-clean pam-test-integration \
+        pam-test-asan pam-format
+
+pam: $(PAM_MODULE)
+
+pam-asan: $(PAM_ASAN_MODULE)
+
+$(PAM_MODULE): $(PAM_SRCS) $(PAM_HDRS) pam/export.map pam/pam.mk
+	@mkdir -p $(@D)
+	$(PAM_CC) $(PAM_CFLAGS) $(PAM_LDFLAGS) -o $@ $(PAM_SRCS) $(PAM_LIBS)
+
+$(PAM_ASAN_MODULE): $(PAM_SRCS) $(PAM_HDRS) pam/export.map pam/pam.mk
+	@mkdir -p $(@D)
+	$(PAM_CC) $(PAM_ASAN_CFLAGS) -shared -Wl,-z,relro,-z,now \
+		-Wl,--version-script=pam/export.map -o $@ $(PAM_SRCS) $(PAM_LIBS)
+
+# The unit tests themselves run under ASan and UBSan.
+$(PAM_BUILD)/tests/unit: $(PAM_TEST_SRCS) $(PAM_CORE_SRCS) $(PAM_HDRS) pam/tests/harness.h
+	@mkdir -p $(@D)
+	$(PAM_CC) -std=gnu11 -O1 -g $(PAM_WARN) $(PAM_SAN) -o $@ $(PAM_TEST_SRCS) \
+		$(PAM_CORE_SRCS) -ldl
+
+pam-test-unit: $(PAM_BUILD)/tests/unit $(PAM_MODULE)
+	$(PAM_BUILD)/tests/unit $(PAM_GOLDEN) $(PAM_MODULE)
+
+$(PAM_BUILD)/fuzz/%: pam/fuzz/%.c $(PAM_CORE_SRCS) $(PAM_HDRS)
+	@mkdir -p $(@D)
+	$(PAM_FUZZ_CC) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $@ $< $(PAM_CORE_SRCS)
+
+$(PAM_BUILD)/fuzz/seeds.stamp: pam/fuzz/seed.py $(PAM_GOLDEN)
+	@mkdir -p $(@D)
+	$(PAM_PYTHON) pam/fuzz/seed.py $(PAM_GOLDEN) $(PAM_BUILD)/fuzz/seed-wire \
+		$(PAM_BUILD)/fuzz/seed-options
+	@touch $@
+
+# Bounded runs: PAM_FUZZ_SECONDS per target; new inputs collect in pam/build/fuzz/corpus-*.
+pam-fuzz: $(addprefix $(PAM_BUILD)/fuzz/,$(PAM_FUZZ_TARGETS)) $(PAM_BUILD)/fuzz/seeds.stamp
+	@set -e; for t in wire options; do \
+		mkdir -p $(PAM_BUILD)/fuzz/corpus-$$t; \
+		echo "fuzz_$$t: $(PAM_FUZZ_SECONDS) s"; \
+		$(PAM_BUILD)/fuzz/fuzz_$$t -max_total_time=$(PAM_FUZZ_SECONDS) -max_len=8192 \
+			-print_final_stats=1 -artifact_prefix=$(PAM_BUILD)/fuzz/crash-$$t- \
+			$(PAM_BUILD)/fuzz/corpus-$$t $(PAM_BUILD)/fuzz/seed-$$t \
+			> $(PAM_BUILD)/fuzz/fuzz_$$t.log 2>&1 \
+			|| { tail -n 40 $(PAM_BUILD)/fuzz/fuzz_$$t.log; exit 1; }; \
+		grep -E '^stat::(number_of_executed_units|new_units_added)' \
+			$(PAM_BUILD)/fuzz/fuzz_$$t.log; \
+	done
+
+pam-lint:
+	$(PAM_CLANG_FORMAT) --dry-run -Werror pam/*.c pam/*.h pam/tests/*.c pam/tests/*.h \
+		pam/fuzz/*.c
+
+pam-format:
+	$(PAM_CLANG_FORMAT) -i pam/*.c pam/*.h pam/tests/*.c pam/tests/*.h pam/fuzz/*.c
+
+pam-test-integration: $(PAM_MODULE)
+	$(PAM_PYTHON) pam/tests/integration.py --module $(abspath $(PAM_MODULE)) \
+		--bin $(abspath $(PAM_DAEMON_BIN))
+
+pam-test-asan: $(PAM_ASAN_MODULE)
+	$(PAM_PYTHON) pam/tests/integration.py --module $(abspath $(PAM_ASAN_MODULE)) \
+		--bin $(abspath $(PAM_DAEMON_BIN)) --asan
+
+pam-clean:
+	rm -rf $(PAM_BUILD)
+
+.DEFAULT_GOAL := $(PAM_SAVED_DEFAULT_GOAL)

@@ -1,0 +1,700 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Integration tests for pam_localauth.so: real libpam under pam_wrapper, a private service
+directory, the module loaded by absolute path.
+
+Two kinds of daemon:
+  * a scripted fake (fake_daemon.py) for what the real one cannot be made to do on demand:
+    stall, die at a chosen frame, send garbage, run as a non-root user, answer every result
+    code;
+  * the real localauthd with libfprint's virtual reader (skipped, and said so, when the
+    binaries are missing or do not come up).
+
+Usage: integration.py --module SO --bin DIR [--asan] [-k SUBSTRING]
+The last line is "N passed, N failed"; the exit status is non-zero on any failure.
+"""
+import argparse
+import ctypes
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lawire  # noqa: E402
+from lawire import EVENT, RESULT  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON = "/usr/bin/python3"
+WRAPPER_MODULES = "/usr/lib/x86_64-linux-gnu/pam_wrapper"
+
+PAM_SUCCESS, PAM_CONV_ERR, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL = 0, 19, 7, 9
+PAM_USER_UNKNOWN, PAM_MAXTRIES, PAM_SILENT = 10, 11, 0x8000
+CODE_NAMES = {0: "PAM_SUCCESS", 7: "PAM_AUTH_ERR", 9: "PAM_AUTHINFO_UNAVAIL",
+              10: "PAM_USER_UNKNOWN", 11: "PAM_MAXTRIES", 19: "PAM_CONV_ERR"}
+
+ARGS = None
+CASES = []
+
+
+class Skip(Exception):
+    pass
+
+
+def case(needs_daemon=False):
+    def register(fn):
+        CASES.append((fn.__name__, fn, needs_daemon))
+        return fn
+    return register
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def expect_code(res, code):
+    check(res["code"] == code, "PAM code %s, expected %s (%s)" % (
+        CODE_NAMES.get(res["code"], res["code"]), CODE_NAMES.get(code, code), res))
+
+
+def pam_strerrors():
+    """pam_strerror text → code, to read pamtester's verdict."""
+    lib = ctypes.CDLL("libpam.so.0")
+    lib.pam_strerror.restype = ctypes.c_char_p
+    lib.pam_strerror.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    return {lib.pam_strerror(None, c).decode(): c for c in range(0, 32)}
+
+
+def event(kind, message, **fields):
+    return {"send": lawire.encode(EVENT, event=kind, message=message, **fields).hex()}
+
+
+def result(code, message="done"):
+    return {"send": lawire.encode(RESULT, code=code, message=message).hex()}
+
+
+class FakeDaemon:
+    def __init__(self, ctx, steps, as_user=None, **script):
+        self.dir = ctx.mkdir("fake")
+        self.sock = os.path.join(self.dir, "socket")
+        self.log_path = os.path.join(self.dir, "log.jsonl")
+        script["steps"] = steps
+        with open(os.path.join(self.dir, "script.json"), "w") as f:
+            json.dump(script, f)
+        open(self.log_path, "w").close()
+        os.chmod(self.log_path, 0o666)
+        cmd = [PYTHON, os.path.join(HERE, "fake_daemon.py"), self.sock,
+               os.path.join(self.dir, "script.json"), self.log_path]
+        self.proc = ctx.spawn(setpriv(as_user) + cmd, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 5
+        while not any("ready" in e for e in self.log()):
+            check(time.monotonic() < deadline and self.proc.poll() is None, "fake daemon start")
+            time.sleep(0.02)
+
+    def log(self):
+        with open(self.log_path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def frames(self):
+        return [e for e in self.log() if "frame" in e]
+
+    def connections(self):
+        return sum(1 for e in self.log() if "connect" in e)
+
+    def wait_for_frames(self, n, timeout=5):
+        deadline = time.monotonic() + timeout
+        while len(self.frames()) < n:
+            check(time.monotonic() < deadline, "the module sent %d frames" % n)
+            time.sleep(0.01)
+
+
+class RealDaemon:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.sock = os.path.join(ctx.mkdir("run"), "socket")
+        self.state = ctx.mkdir("state")
+        self.bin = ARGS.bin
+        self.proc = ctx.spawn([os.path.join(self.bin, "localauthd"), "--socket", self.sock,
+                               "--state-dir", self.state, "--virtual-reader"],
+                              stdout=subprocess.DEVNULL, stderr=open(ctx.path("localauthd.log"), "w"))
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                lawire.handshake(self.sock, timeout=1)
+                break
+            except (OSError, EOFError, ValueError):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise Skip("localauthd did not answer on %s (%s)" % (
+                        self.sock, open(ctx.path("localauthd.log")).read()[-300:].strip()))
+                time.sleep(0.05)
+        os.chmod(self.sock, 0o666)  # the unprivileged cases connect too; the daemon decides
+
+    def ctl(self, *args, stdin=None, check_rc=True, timeout=30):
+        env = dict(os.environ, LOCALAUTHD_SOCKET=self.sock)
+        r = subprocess.run([os.path.join(self.bin, "localauthctl"), *args], input=stdin,
+                           capture_output=True, text=True, env=env, timeout=timeout)
+        if check_rc:
+            check(r.returncode == 0, "localauthctl %s: %s%s" % (" ".join(args), r.stdout, r.stderr))
+        return r
+
+    def touch(self, print_id):
+        self.ctl("simulate", "touch", print_id)
+
+    def enroll(self, user, print_id="finger-1"):
+        env = dict(os.environ, LOCALAUTHD_SOCKET=self.sock)
+        p = subprocess.Popen([os.path.join(self.bin, "localauthctl"), "enroll", "--user", user,
+                              "--finger", "right-index-finger"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for _ in range(20):
+            time.sleep(0.3)
+            if p.poll() is not None:
+                break
+            self.touch(print_id)
+        out = p.communicate(timeout=10)[0]
+        check(p.returncode == 0, "enroll %s: %s" % (user, out))
+
+    def set_passcode(self, user, passcode):
+        self.ctl("passcode", "set", "--user", user, stdin=passcode + "\n")
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+
+def setpriv(user):
+    if user is None:
+        return []
+    pw = pwd.getpwnam(user)
+    return ["setpriv", "--reuid", str(pw.pw_uid), "--regid", str(pw.pw_gid), "--clear-groups",
+            "--"]
+
+
+class Ctx:
+    """One case's temporary directory, PAM service directory and child processes."""
+
+    def __init__(self):
+        self.root = tempfile.mkdtemp(prefix="pam-la-")
+        os.chmod(self.root, 0o755)  # unprivileged children read the service files
+        self.services = self.mkdir("pam.d")
+        open(os.path.join(self.services, "other"), "w").close()
+        self.children = []
+
+    def path(self, name):
+        return os.path.join(self.root, name)
+
+    def mkdir(self, name):
+        p = tempfile.mkdtemp(prefix=name + "-", dir=self.root)
+        os.chmod(p, 0o777 if name in ("fake", "run") else 0o755)
+        return p
+
+    def spawn(self, cmd, **kw):
+        p = subprocess.Popen(cmd, **kw)
+        self.children.append(p)
+        return p
+
+    def service(self, args, name="la-test"):
+        with open(os.path.join(self.services, name), "w") as f:
+            f.write("auth optional %s/pam_set_items.so\n" % WRAPPER_MODULES)
+            f.write("auth required %s %s\n" % (ARGS.module, args))
+        os.chmod(os.path.join(self.services, name), 0o644)
+        return name
+
+    def pam(self, service, user, expect=PAM_SUCCESS, answers=(), flags=0, items=None,
+            as_user=None, wait=True):
+        """One pam_authenticate; returns {code, info, errors, start, end} (or the Popen)."""
+        env = dict(os.environ, PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=self.services,
+                   LD_PRELOAD="libpam_wrapper.so")
+        for k in ("PAM_RHOST", "PAM_TTY"):
+            env.pop(k, None)
+        env.update({"PAM_" + k.upper(): v for k, v in (items or {}).items()})
+        if ARGS.asan:
+            env["LD_PRELOAD"] = ARGS.libasan + " libpam_wrapper.so"
+            env["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=86"
+            env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=87"
+        use_pamtester = ARGS.asan or ARGS.driver == "pamtester"
+        if use_pamtester:
+            op = "authenticate(PAM_SILENT)" if flags & PAM_SILENT else "authenticate"
+            cmd = ["pamtester", "-v", service, user, op]
+            stdin = "".join(a + "\n" for a in answers)
+        else:
+            cmd = [PYTHON, os.path.join(HERE, "pamcall.py"), service, user, str(expect),
+                   str(flags), *answers]
+            stdin = ""
+        p = subprocess.Popen(setpriv(as_user) + cmd, env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p.started = time.monotonic()
+        p.stdin_text = stdin
+        p.use_pamtester = use_pamtester
+        self.children.append(p)
+        return self.finish(p, cmd) if wait else (p, cmd)
+
+    def finish(self, p, cmd=None, timeout=60):
+        out, err = p.communicate(p.stdin_text, timeout=timeout)
+        end = time.monotonic()
+        if ARGS.asan:
+            for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+                check(marker not in err, "sanitizer report:\n" + err)
+            check(p.returncode in (0, 1), "pamtester exit %d: %s" % (p.returncode, err))
+        if p.use_pamtester:
+            return parse_pamtester(out, err, p.started, end)
+        check(p.returncode == 0, "pamcall failed: %s" % err)
+        res = json.loads(out.strip().splitlines()[-1])
+        res["end"] = end
+        return res
+
+    def close(self):
+        for p in self.children:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def parse_pamtester(out, err, start, end):
+    """pamtester prints TEXT_INFO on stdout, ERROR_MSG on stderr, its verdict on both."""
+    code = None
+    info, errors = [], []
+    for stream, sink in ((out, info), (err, errors)):
+        for line in stream.replace("Passcode: ", "").splitlines():
+            if line.startswith("pamtester: "):
+                verdict = line[len("pamtester: "):]
+                if verdict == "successfully authenticated":
+                    code = 0
+                elif verdict in ARGS.strerror:
+                    code = ARGS.strerror[verdict]
+            elif line.strip() and not line.startswith(("=", "    #", "SUMMARY")):
+                sink.append(line)
+    return {"code": code, "info": info, "errors": errors, "start": start, "end": end}
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases against the scripted daemon
+
+
+@case()
+def no_daemon_is_authinfo_unavail_at_once(ctx):
+    svc = ctx.service("socket=%s/nothing-here" % ctx.root)
+    res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(res["info"] == [] and res["errors"] == [], "silent: %s" % res)
+    check(res["end"] - res["start"] < 0.5, "fast: %.3f s" % (res["end"] - res["start"]))
+
+
+@case()
+def remote_rhost_never_connects(ctx):
+    fake = FakeDaemon(ctx, [result(0)])
+    svc = ctx.service("socket=%s" % fake.sock)
+    for rhost in ("attacker.example", "10.0.0.7", "::1"):
+        res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL, items={"rhost": rhost})
+        expect_code(res, PAM_AUTHINFO_UNAVAIL)
+        check(res["info"] == [] and res["errors"] == [], "silent: %s" % res)
+    check(fake.connections() == 0, "connections made: %d" % fake.connections())
+    # The listener does record connections: a local session reaches it.
+    expect_code(ctx.pam(svc, "nobody", items={"rhost": "localhost"}), PAM_SUCCESS)
+    check(fake.connections() == 1, "the local call connected")
+
+
+@case()
+def daemon_not_run_by_root_is_not_believed(ctx):
+    fake = FakeDaemon(ctx, [result(0, "Authenticated")], as_user="nobody")
+    svc = ctx.service("socket=%s" % fake.sock)
+    res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(fake.frames() == [], "sent nothing to an untrusted peer: %s" % fake.frames())
+    # The same script served by root is believed, so the refusal above is the uid check.
+    trusted = FakeDaemon(ctx, [result(0, "Authenticated")])
+    expect_code(ctx.pam(ctx.service("socket=%s" % trusted.sock), "nobody"), PAM_SUCCESS)
+
+
+@case()
+def evaluate_carries_the_pam_items_and_options(ctx):
+    fake = FakeDaemon(ctx, [result(0)])
+    svc = ctx.service("socket=%s tries=4 timeout=20" % fake.sock, name="sudo-test")
+    expect_code(ctx.pam(svc, "nobody", items={"tty": "/dev/pts/7"}), PAM_SUCCESS)
+    hello, ev = fake.frames()[:2]
+    check(hello["frame"] == lawire.HELLO and hello["fields"]["version"] == 1, "HELLO %s" % hello)
+    f = ev["fields"]
+    check(ev["frame"] == lawire.EVALUATE, "EVALUATE %s" % ev)
+    check(f["policy"] == 1 and f["user"] == "nobody" and f["service"] == "sudo-test", str(f))
+    check(f["tty"] == "/dev/pts/7" and f["reason"] == "sudo-test" and f["tries"] == 4, str(f))
+    check(19000 <= f["timeoutMs"] <= 20000 and "flags" not in f, str(f))
+
+    fake2 = FakeDaemon(ctx, [result(0)])
+    svc = ctx.service("socket=%s policy=owner [reason=unlock the vault]" % fake2.sock)
+    expect_code(ctx.pam(svc, "nobody"), PAM_SUCCESS)
+    f = fake2.frames()[1]["fields"]
+    check(f["policy"] == 2 and f["flags"] == 4 and f["reason"] == "unlock the vault", str(f))
+    check(f["tries"] == 3 and 29000 <= f["timeoutMs"] <= 30000 and "tty" not in f, str(f))
+
+
+@case()
+def events_become_conversation_messages(ctx):
+    fake = FakeDaemon(ctx, [
+        event(lawire.EV_PLACE, "Place your right index finger on the fingerprint reader"),
+        event(lawire.EV_RETRY, "Swipe was too short, try again", hint=1),
+        event(lawire.EV_NOMATCH, "Fingerprint not recognised (2 tries left)", triesLeft=2),
+        event(lawire.EV_INFO, "Reader warming up"),
+        event(lawire.EV_FALLBACK, "Use your passcode instead"),
+        event(99, "A kind of event from the future"),
+        event(lawire.EV_LOCKED, "Fingerprint locked"),
+        event(lawire.EV_INFO, "bell\x07 and escape\x1b[2J"),
+        result(0, "Authenticated"),
+    ])
+    svc = ctx.service("socket=%s" % fake.sock)
+    res = ctx.pam(svc, "nobody")
+    expect_code(res, PAM_SUCCESS)
+    check(res["info"] == ["Place your right index finger on the fingerprint reader",
+                          "Swipe was too short, try again", "Reader warming up",
+                          "Use your passcode instead", "A kind of event from the future",
+                          "bell? and escape?[2J"], "info %s" % res["info"])
+    check(res["errors"] == ["Fingerprint not recognised (2 tries left)", "Fingerprint locked"],
+          "errors %s" % res["errors"])
+
+
+@case()
+def pam_silent_shows_nothing(ctx):
+    fake = FakeDaemon(ctx, [event(lawire.EV_PLACE, "Place your finger"),
+                            event(lawire.EV_NOMATCH, "No match", triesLeft=0),
+                            result(-1, "Authentication failed")])
+    svc = ctx.service("socket=%s" % fake.sock)
+    res = ctx.pam(svc, "nobody", PAM_MAXTRIES, flags=PAM_SILENT)
+    expect_code(res, PAM_MAXTRIES)
+    check(res["info"] == [] and res["errors"] == [], "silent: %s" % res)
+
+
+@case()
+def no_match_until_tries_run_out_is_maxtries(ctx):
+    steps = [event(lawire.EV_PLACE, "Place your finger")]
+    for left in (2, 1, 0):
+        steps.append(event(lawire.EV_NOMATCH, "Fingerprint not recognised (%d tries left)" % left,
+                           triesLeft=left))
+    fake = FakeDaemon(ctx, steps + [result(-1, "Authentication failed")])
+    res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_MAXTRIES)
+    expect_code(res, PAM_MAXTRIES)
+    check(len(res["errors"]) == 3 and "0 tries left" in res["errors"][-1], str(res))
+    # A failure with tries left (e.g. the daemon gave up early) is a plain PAM_AUTH_ERR.
+    fake2 = FakeDaemon(ctx, [event(lawire.EV_NOMATCH, "Not recognised", triesLeft=2),
+                             result(-1, "Authentication failed")])
+    expect_code(ctx.pam(ctx.service("socket=%s" % fake2.sock), "nobody", PAM_AUTH_ERR),
+                PAM_AUTH_ERR)
+
+
+@case()
+def every_result_code_maps_as_documented(ctx):
+    table = {0: PAM_SUCCESS, -1: PAM_AUTH_ERR, -2: PAM_AUTH_ERR, -3: PAM_AUTHINFO_UNAVAIL,
+             -4: PAM_AUTHINFO_UNAVAIL, -5: PAM_AUTHINFO_UNAVAIL, -6: PAM_AUTHINFO_UNAVAIL,
+             -7: PAM_AUTHINFO_UNAVAIL, -8: PAM_AUTHINFO_UNAVAIL, -9: PAM_AUTH_ERR,
+             -10: PAM_AUTHINFO_UNAVAIL, -1004: PAM_AUTHINFO_UNAVAIL, -1100: PAM_AUTH_ERR,
+             -1101: PAM_AUTHINFO_UNAVAIL, -1102: PAM_USER_UNKNOWN, -1103: PAM_AUTHINFO_UNAVAIL,
+             -1105: PAM_AUTHINFO_UNAVAIL, -1106: PAM_AUTHINFO_UNAVAIL,
+             -1107: PAM_AUTHINFO_UNAVAIL, 7: PAM_AUTH_ERR, -12345: PAM_AUTH_ERR}
+    shown = {-8, -1100, -1103, -1107}
+    for code, pam_code in table.items():
+        fake = FakeDaemon(ctx, [result(code, "message for %d" % code)])
+        res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", pam_code)
+        expect_code(res, pam_code)
+        want = ["message for %d" % code] if code in shown else []
+        check(res["errors"] == want and res["info"] == [], "code %d: %s" % (code, res))
+
+
+@case()
+def lockout_result_is_unavail_with_its_message(ctx):
+    fake = FakeDaemon(ctx, [event(lawire.EV_LOCKED, "Fingerprint locked after too many attempts"),
+                            result(-8, "Biometry is locked out")])
+    res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(res["errors"] == ["Fingerprint locked after too many attempts",
+                            "Biometry is locked out"], str(res))
+
+
+def passcode_daemon(ctx, policy="owner"):
+    right = [result(0, "Authenticated")]
+    wrong = [event(lawire.EV_PASSCODE_WRONG, "Wrong passcode"), result(-1, "Wrong passcode")]
+    fake = FakeDaemon(ctx, [
+        event(lawire.EV_PASSCODE_NEEDED, "Enter your passcode"),
+        {"expect_passcode": "1234", "right": [f["send"] for f in right],
+         "wrong": [f["send"] for f in wrong]},
+        {"recv": True}])
+    return fake, ctx.service("socket=%s policy=%s" % (fake.sock, policy))
+
+
+@case()
+def owner_policy_passcode_right(ctx):
+    fake, svc = passcode_daemon(ctx)
+    res = ctx.pam(svc, "nobody", PAM_SUCCESS, answers=["1234"])
+    expect_code(res, PAM_SUCCESS)
+    check(res["errors"] == [], str(res))
+    check(fake.frames()[2]["frame"] == lawire.PASSCODE, "PASSCODE sent")
+
+
+@case()
+def owner_policy_passcode_wrong(ctx):
+    fake, svc = passcode_daemon(ctx)
+    res = ctx.pam(svc, "nobody", PAM_AUTH_ERR, answers=["9999"])
+    expect_code(res, PAM_AUTH_ERR)
+    check(res["errors"] == ["Wrong passcode"], str(res))
+
+
+@case()
+def owner_policy_empty_passcode_cancels(ctx):
+    fake = FakeDaemon(ctx, [event(lawire.EV_PASSCODE_NEEDED, "Enter your passcode"),
+                            {"recv": True}, result(-2, "Cancelled")])
+    res = ctx.pam(ctx.service("socket=%s policy=owner" % fake.sock), "nobody", PAM_AUTH_ERR,
+                  answers=[""])
+    expect_code(res, PAM_AUTH_ERR)
+    check(fake.frames()[2]["frame"] == lawire.CANCEL, "CANCEL sent: %s" % fake.frames())
+
+
+@case()
+def owner_policy_failed_conversation_cancels(ctx):
+    fake = FakeDaemon(ctx, [event(lawire.EV_PASSCODE_NEEDED, "Enter your passcode"),
+                            {"recv": True}, result(-2, "Cancelled")])
+    res = ctx.pam(ctx.service("socket=%s policy=owner" % fake.sock), "nobody", PAM_CONV_ERR)
+    expect_code(res, PAM_CONV_ERR)
+    check(fake.frames()[2]["frame"] == lawire.CANCEL, "CANCEL sent: %s" % fake.frames())
+
+
+@case()
+def passcode_request_under_biometrics_is_refused(ctx):
+    fake = FakeDaemon(ctx, [event(lawire.EV_PASSCODE_NEEDED, "Enter your passcode"),
+                            {"recv": True}, result(0)])
+    res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL,
+                  answers=["1234"])
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(len(fake.frames()) == 2, "no passcode went out: %s" % fake.frames())
+
+
+@case()
+def timeout_is_honoured_when_the_daemon_stalls(ctx):
+    for where, script in (("after EVALUATE", {"steps": [{"sleep": 30}]}),
+                          ("before WELCOME", {"steps": [{"sleep": 30}], "handshake": False})):
+        steps = script.pop("steps")
+        fake = FakeDaemon(ctx, steps, **script)
+        res = ctx.pam(ctx.service("socket=%s timeout=2" % fake.sock), "nobody",
+                      PAM_AUTHINFO_UNAVAIL)
+        took = res["end"] - res["start"]
+        expect_code(res, PAM_AUTHINFO_UNAVAIL)
+        check(1.9 <= took < 2.8, "%s: returned after %.2f s, timeout=2" % (where, took))
+
+
+@case()
+def daemon_death_mid_verify_returns_within_a_second(ctx):
+    fake = FakeDaemon(ctx, [event(lawire.EV_PLACE, "Place your finger"), {"sleep": 60}])
+    p, cmd = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL,
+                     wait=False)
+    fake.wait_for_frames(2)
+    time.sleep(0.3)
+    killed = time.monotonic()
+    fake.proc.kill()
+    res = ctx.finish(p, cmd)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(res["end"] - killed < 1.0, "returned %.3f s after the kill" % (res["end"] - killed))
+    check(res["info"] == ["Place your finger"], str(res))
+
+
+@case()
+def protocol_violations_are_authinfo_unavail(ctx):
+    bad = {
+        "ERROR frame": [{"send": lawire.encode(lawire.ERROR, code=1, message="malformed").hex()}],
+        "garbage": [{"send": "deadbeefdeadbeef"}],
+        "length over 4096": [{"send": "0000100180030000"}],
+        "truncated then close": [{"send": "0000002080"}, {"close": True}],
+        "close": [{"close": True}],
+        "WELCOME again": [{"send": lawire.encode(lawire.WELCOME, version=1).hex()}],
+        "RESULT without code": [{"send": lawire.encode(RESULT, message="no code").hex()}],
+        "invalid UTF-8": [{"send": "0000000c8003000f0008000000000000000000100002c0af"}],
+    }
+    for name, steps in bad.items():
+        fake = FakeDaemon(ctx, steps + [{"sleep": 5}])
+        res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
+        check(res["code"] == PAM_AUTHINFO_UNAVAIL, "%s: %s" % (name, res))
+        check(res["end"] - res["start"] < 2, "%s: took %.2f s" % (name, res["end"] - res["start"]))
+    welcome2 = lawire.encode(lawire.WELCOME, version=2, peer="future").hex()
+    fake = FakeDaemon(ctx, [result(0)], welcome=welcome2)
+    res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+
+
+@case()
+def bad_arguments_are_ignored_not_fatal(ctx):
+    fake = FakeDaemon(ctx, [result(0)])
+    svc = ctx.service("bogus timeout=abc tries=9 policy=face socket=relative socket=%s"
+                      % fake.sock)
+    expect_code(ctx.pam(svc, "nobody"), PAM_SUCCESS)
+    f = fake.frames()[1]["fields"]
+    check(f["tries"] == 3 and f["policy"] == 1 and 29000 <= f["timeoutMs"] <= 30000, str(f))
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases against the real localauthd and libfprint's virtual reader
+
+
+def verify_with_touches(ctx, daemon, svc, user, expect, touches, as_user=None, answers=()):
+    p, cmd = ctx.pam(svc, user, expect, wait=False, as_user=as_user, answers=answers)
+    for print_id in touches:
+        time.sleep(0.5)
+        daemon.touch(print_id)
+    return ctx.finish(p, cmd)
+
+
+@case(needs_daemon=True)
+def real_match(ctx):
+    d = RealDaemon(ctx)
+    d.enroll("nobody", "finger-1")
+    svc = ctx.service("socket=%s" % d.sock)
+    res = verify_with_touches(ctx, d, svc, "nobody", PAM_SUCCESS, ["finger-1"])
+    expect_code(res, PAM_SUCCESS)
+    check(any("finger" in m.lower() for m in res["info"]), "a place-finger prompt: %s" % res)
+    check(res["errors"] == [], str(res))
+
+
+@case(needs_daemon=True)
+def real_no_match_until_maxtries(ctx):
+    d = RealDaemon(ctx)
+    d.enroll("nobody", "finger-1")
+    svc = ctx.service("socket=%s tries=3" % d.sock)
+    res = verify_with_touches(ctx, d, svc, "nobody", PAM_MAXTRIES, ["other"] * 3)
+    expect_code(res, PAM_MAXTRIES)
+    check(len(res["errors"]) == 3, "three no-match lines: %s" % res)
+
+
+@case(needs_daemon=True)
+def real_lockout_after_five_misses(ctx):
+    d = RealDaemon(ctx)
+    d.enroll("nobody", "finger-1")
+    svc = ctx.service("socket=%s tries=5" % d.sock)
+    res = verify_with_touches(ctx, d, svc, "nobody", PAM_MAXTRIES, ["other"] * 5)
+    check(res["code"] in (PAM_MAXTRIES, PAM_AUTHINFO_UNAVAIL), "fifth miss: %s" % res)
+    res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(any("lock" in m.lower() for m in res["errors"]), "lockout said: %s" % res)
+    check(res["end"] - res["start"] < 1, "no waiting for a finger when locked")
+
+
+@case(needs_daemon=True)
+def real_owner_policy_passcode(ctx):
+    d = RealDaemon(ctx)
+    d.set_passcode("nobody", "4711-secret")
+    svc = ctx.service("socket=%s policy=owner" % d.sock)
+    res = ctx.pam(svc, "nobody", PAM_SUCCESS, answers=["4711-secret"])
+    expect_code(res, PAM_SUCCESS)
+    res = ctx.pam(svc, "nobody", PAM_AUTH_ERR, answers=["wrong", ""])
+    check(res["code"] in (PAM_AUTH_ERR, PAM_CONV_ERR), "wrong passcode: %s" % res)
+    check(res["errors"] is None or any("passcode" in m.lower() for m in res["errors"]),
+          "wrong passcode said: %s" % res)
+
+
+@case(needs_daemon=True)
+def real_nothing_enrolled(ctx):
+    d = RealDaemon(ctx)
+    res = ctx.pam(ctx.service("socket=%s" % d.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(res["errors"] == [] and res["end"] - res["start"] < 1, str(res))
+
+
+@case(needs_daemon=True)
+def real_daemon_killed_mid_verify(ctx):
+    d = RealDaemon(ctx)
+    d.enroll("nobody", "finger-1")
+    p, cmd = ctx.pam(ctx.service("socket=%s" % d.sock), "nobody", PAM_AUTHINFO_UNAVAIL,
+                     wait=False)
+    time.sleep(0.8)
+    killed = time.monotonic()
+    d.kill()
+    res = ctx.finish(p, cmd)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(res["end"] - killed < 1.0, "returned %.3f s after the kill" % (res["end"] - killed))
+
+
+@case(needs_daemon=True)
+def real_timeout_honoured(ctx):
+    d = RealDaemon(ctx)
+    d.enroll("nobody", "finger-1")
+    res = ctx.pam(ctx.service("socket=%s timeout=2" % d.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    took = res["end"] - res["start"]
+    check(1.5 <= took < 2.8, "returned after %.2f s with timeout=2" % took)
+
+
+@case(needs_daemon=True)
+def real_unprivileged_caller(ctx):
+    d = RealDaemon(ctx)
+    d.enroll("nobody", "finger-1")
+    svc = ctx.service("socket=%s" % d.sock)
+    res = verify_with_touches(ctx, d, svc, "nobody", PAM_SUCCESS, ["finger-1"], as_user="nobody")
+    expect_code(res, PAM_SUCCESS)
+    res = ctx.pam(svc, "root", PAM_AUTH_ERR, as_user="nobody")
+    expect_code(res, PAM_AUTH_ERR)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--module", required=True)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--asan", action="store_true")
+    ap.add_argument("--driver", choices=("pypamtest", "pamtester"), default="pypamtest")
+    ap.add_argument("-k", default="")
+    ARGS = ap.parse_args()
+    ARGS.module = os.path.abspath(ARGS.module)
+    ARGS.strerror = pam_strerrors()
+    if ARGS.asan:
+        # pamtester, not Python, hosts the ASan module: Python's own allocations would drown
+        # LeakSanitizer's report of the module's.
+        ARGS.libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
+                                      text=True).stdout.strip()
+    if not os.path.exists(ARGS.module):
+        print("module %s not built" % ARGS.module)
+        return 1
+    if os.getuid() != 0:
+        print("run as root: the module believes only a daemon run by root")
+        return 1
+
+    daemon_missing = None
+    for name in ("localauthd", "localauthctl"):
+        if not os.access(os.path.join(ARGS.bin, name), os.X_OK):
+            daemon_missing = "%s/%s is missing" % (ARGS.bin, name)
+    passed = failed = skipped = 0
+    for name, fn, needs_daemon in CASES:
+        if ARGS.k not in name:
+            continue
+        if needs_daemon and daemon_missing:
+            print("SKIP %s: %s" % (name, daemon_missing))
+            skipped += 1
+            continue
+        ctx = Ctx()
+        started = time.monotonic()
+        try:
+            fn(ctx)
+            passed += 1
+            print("ok   %s (%.2f s)" % (name, time.monotonic() - started))
+        except Skip as e:
+            skipped += 1
+            print("SKIP %s: %s" % (name, e))
+            if needs_daemon:
+                daemon_missing = str(e)  # one failed start is enough to know
+        except Exception as e:  # noqa: BLE001 — any exception is this case's failure
+            failed += 1
+            print("FAIL %s: %s" % (name, e))
+            if not isinstance(e, AssertionError):
+                traceback.print_exc()
+        finally:
+            ctx.close()
+        sys.stdout.flush()
+    if skipped:
+        print("%d skipped (real-daemon cases need a working %s/localauthd)" % (skipped, ARGS.bin))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed or passed == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

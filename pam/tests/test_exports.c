@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The built module exports only the PAM entry points and needs only libc and libpam
+ * (after pam-u2f's tests/dlsym_check.c). */
+#include "harness.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *module;
+
+static void dlopen_and_dlsym(void)
+{
+    void *h = dlopen(module, RTLD_NOW | RTLD_LOCAL);
+    CHECK(h != NULL);
+    if (h == NULL) {
+        fprintf(stderr, "  %s\n", dlerror());
+        return;
+    }
+    CHECK(dlsym(h, "pam_sm_authenticate") != NULL);
+    CHECK(dlsym(h, "pam_sm_setcred") != NULL);
+    const char *hidden[] = {"pam_sm_acct_mgmt", "pam_sm_open_session",  "pam_sm_chauthtok",
+                            "la_wire_decode",   "la_wire_decode_reply", "la_options_parse",
+                            "la_result_to_pam", "la_encode_evaluate",   "la_wire_utf8_valid"};
+    for (size_t i = 0; i < sizeof hidden / sizeof *hidden; i++)
+        CHECK(dlsym(h, hidden[i]) == NULL);
+    dlclose(h);
+}
+
+/* Runs cmd and returns its whole output in buf (NUL-terminated), or -1. */
+static int capture(const char *cmd, char *buf, size_t cap)
+{
+    FILE *p = popen(cmd, "r");
+    if (p == NULL)
+        return -1;
+    size_t n = fread(buf, 1, cap - 1, p);
+    buf[n] = '\0';
+    return pclose(p) == 0 ? 0 : -1;
+}
+
+static void only_pam_sm_symbols_are_defined(void)
+{
+    static char out[65536], cmd[4200];
+    snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s'", module);
+    CHECK(capture(cmd, out, sizeof out) == 0);
+    int names = 0;
+    for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        char *name = strrchr(line, ' ');
+        name = name != NULL ? name + 1 : line;
+        names++;
+        if (strcmp(name, "pam_sm_authenticate") != 0 && strcmp(name, "pam_sm_setcred") != 0) {
+            fprintf(stderr, "  unexpected export: %s\n", name);
+            CHECK(!"only pam_sm_authenticate and pam_sm_setcred");
+        }
+    }
+    CHECK(names == 2);
+}
+
+static void needs_only_libc_and_libpam(void)
+{
+    static char out[65536], cmd[4200];
+    snprintf(cmd, sizeof cmd, "readelf -d '%s'", module);
+    CHECK(capture(cmd, out, sizeof out) == 0);
+    int needed = 0;
+    for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        if (strstr(line, "(NEEDED)") == NULL)
+            continue;
+        needed++;
+        CHECK(strstr(line, "[libc.so.6]") != NULL || strstr(line, "[libpam.so.0]") != NULL);
+    }
+    CHECK(needed >= 1);
+    CHECK(strstr(out, "RUNPATH") == NULL && strstr(out, "RPATH") == NULL);
+}
+
+static void hardened(void)
+{
+    static char out[65536], cmd[4200];
+    snprintf(cmd, sizeof cmd, "readelf -d -l -s --dyn-syms -W '%s'", module);
+    CHECK(capture(cmd, out, sizeof out) == 0);
+    CHECK(strstr(out, "BIND_NOW") != NULL || strstr(out, "FLAGS_1") != NULL);
+    CHECK(strstr(out, "GNU_RELRO") != NULL);
+    CHECK(strstr(out, "__stack_chk_fail") != NULL || strstr(out, "_chk") != NULL);
+    CHECK(strstr(out, "libswift") == NULL);
+}
+
+void test_exports(const char *module_path)
+{
+    module = module_path;
+    TEST(dlopen_and_dlsym);
+    TEST(only_pam_sm_symbols_are_defined);
+    TEST(needs_only_libc_and_libpam);
+    TEST(hardened);
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Usage: unit GOLDEN_TXT MODULE_SO */
+#include "harness.h"
+
+#include <string.h>
+
+struct t_state t_state;
+
+void t_begin(const char *name)
+{
+    t_state.name = name;
+    t_state.case_failed = 0;
+}
+
+void t_end(void)
+{
+    if (t_state.case_failed)
+        t_state.failed++;
+    else
+        t_state.passed++;
+}
+
+void t_fail(const char *file, int line, const char *what)
+{
+    t_state.case_failed = 1;
+    fprintf(stderr, "FAIL %s (%s:%d): %s\n", t_state.name, file, line, what);
+}
+
+int t_summary(void)
+{
+    printf("%d passed, %d failed\n", t_state.passed, t_state.failed);
+    return t_state.failed == 0 && t_state.passed > 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s GOLDEN_TXT MODULE_SO\n", argv[0]);
+        return 2;
+    }
+    test_wire(argv[1]);
+    test_options();
+    test_codes();
+    test_exports(argv[2]);
+    return t_summary();
+}
