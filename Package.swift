@@ -18,7 +18,8 @@ let package = Package(
     ],
     targets: [
         // C, confined: each system library is reached from exactly one Swift target.
-        .systemLibrary(name: "CLibfprint", pkgConfig: "libfprint-2", providers: [.apt(["libfprint-2-dev", "libglib2.0-dev"])]),
+        .systemLibrary(
+            name: "CLibfprint", pkgConfig: "libfprint-2", providers: [.apt(["libfprint-2-dev", "libglib2.0-dev"])]),
         .systemLibrary(name: "CCrypt", pkgConfig: "libcrypt", providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 

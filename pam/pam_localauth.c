@@ -33,6 +33,9 @@
 /* The daemon gets this much less time than we have, so that its own timedOut RESULT (with a
  * message) normally arrives before our hard deadline cuts the connection. */
 #define LA_DAEMON_MARGIN_MS 250
+/* After passcodeWrong, how long a follow-up frame (RESULT, passcodeNeeded) may take before
+ * we conclude that the daemon simply waits for the next passcode. */
+#define LA_FOLLOW_UP_MS 100
 /* After a CANCEL, how long the daemon gets to confirm before we stop listening. */
 #define LA_CANCEL_GRACE_MS 1000
 /* Pause between connect attempts while the daemon's listen backlog is full. */
@@ -45,6 +48,7 @@ struct session {
     int fd;
     int silent;
     int64_t deadline; /* CLOCK_MONOTONIC, milliseconds */
+    int sent_passcode;
     struct la_outcome seen;
     struct la_writer w;
     uint8_t body[LA_WIRE_MAX_BODY];
@@ -208,13 +212,13 @@ static int answer_passcode(struct session *s)
 {
     char *answer = NULL;
     size_t len = 0;
-    if (s->reply.present & LA_HAS_DELAY_MS && s->reply.delay_ms > 0)
-        show(s, PAM_ERROR_MSG, s->reply.message);
     int rc = pam_prompt(s->pamh, PAM_PROMPT_ECHO_OFF, &answer, "Passcode: ");
     if (rc != PAM_SUCCESS || answer == NULL)
         s->seen.conv_failed = 1;
     else if (answer[0] != '\0' && (len = la_encode_passcode(&s->w, answer)) == 0)
         show(s, PAM_ERROR_MSG, "Passcode too long or not valid text");
+    else if (len > 0)
+        s->sent_passcode = 1;
     if (answer != NULL) {
         explicit_bzero(answer, strlen(answer));
         free(answer);
@@ -229,21 +233,41 @@ static int answer_passcode(struct session *s)
     return send_frame(s, len);
 }
 
+/* Whether the daemon sent another frame right after passcodeWrong. The protocol does not say
+ * whether passcodeWrong alone means "enter it again" (the daemon keeps waiting) or comes
+ * before a RESULT or a new passcodeNeeded; a frame sent in the same breath settles it, and
+ * silence means the daemon waits for the next passcode. Only the prompt depends on this,
+ * never the decision. */
+static int follow_up_pending(struct session *s)
+{
+    int64_t until = now_ms() + LA_FOLLOW_UP_MS;
+    if (until > s->deadline)
+        until = s->deadline;
+    return wait_fd(s, POLLIN, until) == 0;
+}
+
 static int on_event(struct session *s)
 {
     const struct la_reply *r = &s->reply;
+    debug(s, "event %lld: %s", (long long)r->event, r->message);
     switch (r->event) {
     case LA_EVENT_NO_MATCH:
         s->seen.tries_exhausted = r->present & LA_HAS_TRIES_LEFT && r->tries_left <= 0;
         show(s, PAM_ERROR_MSG, r->message);
         return 0;
     case LA_EVENT_BIOMETRY_LOCKED:
-    case LA_EVENT_PASSCODE_WRONG:
         show(s, PAM_ERROR_MSG, r->message);
         return 0;
+    case LA_EVENT_PASSCODE_WRONG:
+        show(s, PAM_ERROR_MSG, r->message);
+        return s->sent_passcode && !follow_up_pending(s) ? answer_passcode(s) : 0;
     case LA_EVENT_PASSCODE_NEEDED:
         /* Only asked for when we declared passcodeCapable; otherwise the daemon is confused. */
-        return s->opt->policy == LA_POLICY_OWNER ? answer_passcode(s) : -1;
+        if (s->opt->policy != LA_POLICY_OWNER)
+            return -1;
+        if (r->present & LA_HAS_DELAY_MS && r->delay_ms > 0)
+            show(s, PAM_ERROR_MSG, r->message);
+        return answer_passcode(s);
     case LA_EVENT_ENROLL_STAGE:
         return 0;
     default: /* placeFinger, retry, fallbackAvailable, info, and kinds newer than us */
@@ -265,6 +289,8 @@ static int run(struct session *s)
         return PAM_AUTHINFO_UNAVAIL;
     }
     int rc = pam_get_user(s->pamh, &user, NULL);
+    if (rc == PAM_CONV_AGAIN)
+        return PAM_INCOMPLETE; /* what an authentication module says for "ask me again" */
     if (rc != PAM_SUCCESS)
         return rc;
     if (user == NULL || user[0] == '\0')

@@ -85,7 +85,7 @@ static int walk(const uint8_t *body, size_t len, uint16_t *type, la_visit_fn vis
                 return -1;
             i += 4u + size;
             char kind = tag < LA_KNOWN_TAGS ? kinds[tag] : '?';
-            if (kind != '?' && kind >= 'a') { /* known and singular */
+            if (kind >= 'a') { /* known and singular (lower case) */
                 if (seen & (UINT64_C(1) << tag))
                     return -1;
                 seen |= UINT64_C(1) << tag;

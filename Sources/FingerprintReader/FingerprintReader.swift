@@ -174,7 +174,8 @@ public final class FingerprintReader: Sendable {
     public func enroll(
         deviceID: String, finger: Int, username: String, progress: @escaping @Sendable (ReaderProgress) -> Void
     ) async throws(ReaderError) -> [UInt8] {
-        try await registry.slot(deviceID).withOpenDevice { device in
+        guard (1...10).contains(finger) else { throw .dataInvalid }
+        return try await registry.slot(deviceID).withOpenDevice { device in
             await device.enroll(finger: finger, username: username, progress: progress)
         }.get()
     }

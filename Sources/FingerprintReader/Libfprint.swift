@@ -21,7 +21,7 @@ private final class PostedWork {
 /// It must be the global default context: `fp_context_enumerate` iterates that context itself, so a private context
 /// pushed as thread-default deadlocks. It must be one thread: libfprint is not thread-safe.
 final class GLibThread: @unchecked Sendable {
-    // `GMainLoop *`; `g_main_loop_quit` is thread-safe, nothing else is called off the thread.
+    // `GMainLoop *`, used only on the GLib thread.
     private let loop: OpaquePointer
     // `GThread *`, taken by `stop()`.
     private let thread: Mutex<UnsafeMutablePointer<GThread>?>
@@ -65,8 +65,13 @@ final class GLibThread: @unchecked Sendable {
 
     /// Wraps `g_main_loop_quit` and `g_thread_join`. Never call it from the GLib thread.
     func stop() {
-        guard let handle = thread.withLock({ value in defer { value = nil }; return value }) else { return }
-        g_main_loop_quit(loop)
+        let taken = thread.withLock { value in
+            defer { value = nil }
+            return value
+        }
+        guard let handle = taken else { return }
+        // Posted rather than called here: a quit that came before g_main_loop_run started would be lost.
+        post { [self] in g_main_loop_quit(loop) }
         g_thread_join(handle)
         g_main_loop_unref(loop)
     }
@@ -98,7 +103,6 @@ private func readerError(consuming error: UnsafeMutablePointer<GError>?) -> Read
         case G_IO_ERROR_CANCELLED: return .cancelled
         case G_IO_ERROR_NOT_SUPPORTED: return .notSupported
         case G_IO_ERROR_INVALID_DATA: return .dataInvalid  // what fp_print_deserialize reports for bad bytes
-        case G_IO_ERROR_NOT_FOUND: return .noDevice
         default: return .failed(message)
         }
     }
@@ -126,8 +130,9 @@ enum ScanResult<Value: Sendable>: Sendable {
 
 /// The failure of a verify or identify: a retry error (`FP_DEVICE_RETRY`) becomes `.retry`, anything else goes to
 /// `readerError(consuming:)`.
-private func scanFailure<Value>(consuming error: UnsafeMutablePointer<GError>?) -> Result<ScanResult<Value>, ReaderError>
-{
+private func scanFailure<Value>(consuming error: UnsafeMutablePointer<GError>?) -> Result<
+    ScanResult<Value>, ReaderError
+> {
     if let error, error.pointee.domain == clibfprint_device_retry_quark() {
         g_error_free(error)
         return .success(.retry)
@@ -144,6 +149,8 @@ private final class AsyncCall: @unchecked Sendable {
     let progress: (@Sendable (ReaderProgress) -> Void)?
     /// The device's enrol stage count, so stage progress can say "n of m".
     var stages = 0
+    /// Cancelled because the device went away, not by the caller.
+    var cancelledByRemoval = false
     /// Reads the `GAsyncResult`; set by the operation before it calls libfprint, cleared once it ran.
     var onReady: ((OpaquePointer?) -> Void)?
 
@@ -209,8 +216,9 @@ private func serialize(_ print: OpaquePointer) -> Result<[UInt8], ReaderError> {
 
 /// Wraps `fp_print_deserialize` and `fp_print_compatible`; returns a full reference the caller must unref.
 /// A print made by another reader is refused as `.dataInvalid`, so it is never offered to this one.
-private func deserialize(_ bytes: [UInt8], for device: UnsafeMutablePointer<FpDevice>) -> Result<OpaquePointer, ReaderError>
-{
+private func deserialize(_ bytes: [UInt8], for device: UnsafeMutablePointer<FpDevice>) -> Result<
+    OpaquePointer, ReaderError
+> {
     // fp_print_deserialize g_asserts (aborting the process) on fewer than 4 bytes; anything longer it checks itself.
     guard bytes.count > 3 else { return .failure(.dataInvalid) }
     var error: UnsafeMutablePointer<GError>?
@@ -287,9 +295,10 @@ final class FprintDevice: @unchecked Sendable {
     }
 
     /// A removed device's current operation would otherwise wait for a finger forever (virtual readers never fail a
-    /// pending scan): cancel it, and libfprint completes it with FP_DEVICE_ERROR_REMOVED.
+    /// pending scan): cancel it; `perform` reports that cancellation as `.removed`.
     private func deviceWentAway() {
         unplugged = true
+        current?.cancelledByRemoval = true
         current?.cancel()
     }
 
@@ -319,7 +328,11 @@ final class FprintDevice: @unchecked Sendable {
 
     /// Runs one asynchronous libfprint call: posts `start` to the GLib thread with a fresh `GCancellable`, and
     /// cancels that cancellable (`g_cancellable_cancel`) when the calling Swift task is cancelled.
+    ///
+    /// `tracked`: the call is the device's current operation (the one cancelled on removal and told that a finger is
+    /// needed). Suspend and resume run beside a queued operation, so they are not.
     private func perform<T: Sendable>(
+        tracked: Bool = true,
         progress: (@Sendable (ReaderProgress) -> Void)? = nil,
         _ start:
             @escaping @Sendable (
@@ -335,12 +348,21 @@ final class FprintDevice: @unchecked Sendable {
                         continuation.resume(returning: .failure(.noDevice))
                         return
                     }
-                    current = call
-                    fingerNeeded = false
-                    start(device, call) { [self] result in
-                        if current === call { current = nil }
-                        continuation.resume(returning: result)
+                    if tracked {
+                        current = call
+                        fingerNeeded = false
                     }
+                    start(device, call) { [self] result in
+                        if tracked && current === call { current = nil }
+                        // GTask reports any operation whose cancellable was cancelled as CANCELLED, also the one
+                        // we cancelled because the device went away: the caller must learn the device is gone.
+                        if case .failure(.cancelled) = result, call.cancelledByRemoval {
+                            continuation.resume(returning: .failure(.removed))
+                        } else {
+                            continuation.resume(returning: result)
+                        }
+                    }
+                    if unplugged { call.cancelledByRemoval = true }
                     if unplugged || cancelling { call.cancel() }
                 }
             }
@@ -375,7 +397,7 @@ final class FprintDevice: @unchecked Sendable {
 
     /// Wraps `fp_device_suspend` / `fp_device_suspend_finish`.
     func suspend() async -> Result<Void, ReaderError> {
-        await perform { device, call, done in
+        await perform(tracked: false) { device, call, done in
             call.onReady = { result in
                 var error: UnsafeMutablePointer<GError>?
                 let ok = fp_device_suspend_finish(device, result, &error) != 0
@@ -387,7 +409,7 @@ final class FprintDevice: @unchecked Sendable {
 
     /// Wraps `fp_device_resume` / `fp_device_resume_finish`.
     func resume() async -> Result<Void, ReaderError> {
-        await perform { device, call, done in
+        await perform(tracked: false) { device, call, done in
             call.onReady = { result in
                 var error: UnsafeMutablePointer<GError>?
                 let ok = fp_device_resume_finish(device, result, &error) != 0
@@ -425,7 +447,8 @@ final class FprintDevice: @unchecked Sendable {
                 done(serialize(print))
             }
             fp_device_enroll(
-                device, template, call.cancellable, enrollProgress, call.retained, releaseCall, asyncReady, call.retained)
+                device, template, call.cancellable, enrollProgress, call.retained, releaseCall, asyncReady,
+                call.retained)
         }
     }
 
@@ -580,8 +603,8 @@ final class FprintContext: @unchecked Sendable {
     private func create() {
         let context = fp_context_new()!
         self.context = context
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        // The context lives as long as the process (one libfprint context per process), so `me` stays valid.
+        // The signal handlers own a reference, so a reader dropped without shutdown() leaks rather than dangles.
+        let me = Unmanaged.passRetained(self).toOpaque()
         clibfprint_connect_context_device(
             context, "device-added",
             { _, device, data in Unmanaged<FprintContext>.fromOpaque(data!).takeUnretainedValue().added(device!) }, me)
@@ -620,6 +643,7 @@ final class FprintContext: @unchecked Sendable {
                 clibfprint_disconnect_by_data(context, Unmanaged.passUnretained(self).toOpaque())
                 g_object_unref(context)
                 self.context = nil
+                Unmanaged.passUnretained(self).release()  // the handlers' reference, taken in create()
             }
         }
     }

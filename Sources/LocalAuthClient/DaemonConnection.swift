@@ -50,7 +50,9 @@ public final class DaemonConnection: @unchecked Sendable {
     public let serverName: String
 
     /// Connects and says HELLO. The daemon must run as root or as the caller's own uid.
-    public init(socketPath: String = DaemonConnection.defaultSocketPath, clientName: String, timeoutMs: Int32 = 5000) throws(ClientError) {
+    public init(socketPath: String = DaemonConnection.defaultSocketPath, clientName: String, timeoutMs: Int32 = 5000)
+        throws(ClientError)
+    {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .cannotConnect(path: socketPath, errno: errno) }
         var address = sockaddr_un()

@@ -10,8 +10,12 @@ import LocalAuthProtocol
 public struct AuditLog: Sendable {
     public init() {}
 
-    public func decision(_ operation: Operation, user: String?, caller: PeerCredentials, result: ResultCode, detail: String) {
-        write("audit op=\(operation.rawValue) user=\(user ?? "-") caller_uid=\(caller.uid) caller_pid=\(caller.pid) result=\(result.name) message=\"\(detail)\"")
+    public func decision(
+        _ operation: Operation, user: String?, caller: PeerCredentials, result: ResultCode, detail: String
+    ) {
+        write(
+            "audit op=\(operation.rawValue) user=\(user ?? "-") caller_uid=\(caller.uid) caller_pid=\(caller.pid) result=\(result.name) message=\"\(detail)\""
+        )
     }
 
     public func notice(_ message: String) { write("notice: \(message)") }

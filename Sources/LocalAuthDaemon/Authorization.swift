@@ -72,7 +72,8 @@ public enum Authorization {
         if caller.isRoot { return .allowed }
         switch operation {
         case .simulate, .lockoutReset:
-            return .refused("only root may \(operation == .simulate ? "drive the simulated reader" : "reset a lockout")")
+            return .refused(
+                "only root may \(operation == .simulate ? "drive the simulated reader" : "reset a lockout")")
         case .devices:
             return .allowed
         case .status, .canEvaluate, .evaluate, .enroll, .list, .delete, .passcodeSet, .passcodeRemove:

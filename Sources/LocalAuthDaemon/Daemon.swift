@@ -114,12 +114,16 @@ public actor Daemon {
             }
         }
         if operation != .status && operation != .devices && operation != .canEvaluate {
-            audit.decision(operation, user: target, caller: caller, result: result.resultCode ?? .internalError, detail: result.message)
+            audit.decision(
+                operation, user: target, caller: caller, result: result.resultCode ?? .internalError,
+                detail: result.message)
         }
         return result
     }
 
-    private func withUserQueue(_ user: String, _ body: () async -> LocalAuthProtocol.Result) async -> LocalAuthProtocol.Result {
+    private func withUserQueue(_ user: String, _ body: () async -> LocalAuthProtocol.Result) async
+        -> LocalAuthProtocol.Result
+    {
         if userQueues[user] != nil {
             await withCheckedContinuation { userQueues[user, default: []].append($0) }
         } else {
@@ -150,7 +154,9 @@ public actor Daemon {
             case .absent: return (UserAuthState(), true, nil)
             case .ok(let state): return (state, true, nil)
             case .corrupt(let why):
-                audit.notice("stored state of \(user) is unreadable (\(why)); biometrics refused until `localauthctl lockout reset --user \(user)`")
+                audit.notice(
+                    "stored state of \(user) is unreadable (\(why)); biometrics refused until `localauthctl lockout reset --user \(user)`"
+                )
                 return (UserAuthState(), false, why)
             }
         } catch {
@@ -164,7 +170,9 @@ public actor Daemon {
         return (try? store.prints(user: user, deviceKey: device.storageKey)) ?? []
     }
 
-    private func facts(user: String, caller: PeerCredentials?, service: String?) async -> (EvaluationFacts, UserAuthState, ReaderDeviceInfo?, [StoredPrint]) {
+    private func facts(user: String, caller: PeerCredentials?, service: String?) async -> (
+        EvaluationFacts, UserAuthState, ReaderDeviceInfo?, [StoredPrint]
+    ) {
         let device = await currentDevice()
         let (state, readable, _) = loadState(user)
         let prints = enrolledPrints(user, on: device)
@@ -195,7 +203,10 @@ public actor Daemon {
             if $0.supportsIdentify { caps.insert(.identify) }
             if $0.hasStorage { caps.insert(.storage) }
             if $0.isSwipe { caps.insert(.swipe) }
-            return DeviceInfo(name: $0.name, driver: $0.driver, deviceId: $0.id, enrollStages: Int64($0.enrollStages), capabilities: caps).field
+            return DeviceInfo(
+                name: $0.name, driver: $0.driver, deviceId: $0.id, enrollStages: Int64($0.enrollStages),
+                capabilities: caps
+            ).field
         }
         return Result(.success, devices.count == 1 ? "1 reader" : "\(devices.count) readers", extra: extra)
     }
@@ -214,12 +225,14 @@ public actor Daemon {
         extra.append(.biometryLocked, bool: state.biometryLocked || !readable)
         extra.append(.passcodeSet, bool: state.passcodeHash != nil)
         let reader = device.map { "reader: \($0.name)" } ?? "no reader"
-        return Result(.success, "\(reader); \(user): \(count) finger\(count == 1 ? "" : "s") enrolled", extra: extra.fields)
+        return Result(
+            .success, "\(reader); \(user): \(count) finger\(count == 1 ? "" : "s") enrolled", extra: extra.fields)
     }
 
     func canEvaluate(policy: PolicyKind, user: String) async -> LocalAuthProtocol.Result {
         let (facts, state, device, _) = await facts(user: user, caller: nil, service: nil)
-        var result = PolicyEvaluator.canEvaluate(policy: policy, state: state, facts: facts, config: settings.lockout, nowMs: clock())
+        var result = PolicyEvaluator.canEvaluate(
+            policy: policy, state: state, facts: facts, config: settings.lockout, nowMs: clock())
         var extra = Frame(.result, result.extra)
         if result.fields.int(.biometryType) == nil {
             extra.append(.biometryType, int: PolicyEvaluator.biometryType(readerAvailable: device != nil).rawValue)
@@ -233,9 +246,12 @@ public actor Daemon {
         return result
     }
 
-    func evaluate(_ options: EvaluateOptions, user: String, caller: PeerCredentials, io: RequestIO) async -> LocalAuthProtocol.Result {
+    func evaluate(_ options: EvaluateOptions, user: String, caller: PeerCredentials, io: RequestIO) async
+        -> LocalAuthProtocol.Result
+    {
         var (facts, state, device, prints) = await facts(user: user, caller: caller, service: options.service)
-        let scope = ReuseScope(user: user, service: options.service ?? "", session: Self.sessionKey(caller: caller, tty: options.tty))
+        let scope = ReuseScope(
+            user: user, service: options.service ?? "", session: Self.sessionKey(caller: caller, tty: options.tty))
         facts.lastSuccessMs = lastSuccess[scope]
         var evaluator = PolicyEvaluator(options: options, state: state, facts: facts, config: settings.lockout)
         let (inputs, feed) = AsyncStream.makeStream(of: PolicyInput.self)
@@ -252,7 +268,10 @@ public actor Daemon {
                     let hash = state.passcodeHash
                     let (correct, token) = await Task.detached {
                         guard let hash else { return (false, "") }
-                        return (PasscodeHasher.verify(passcode, hash: hash), PasscodeHasher.attemptToken(passcode, hash: hash))
+                        return (
+                            PasscodeHasher.verify(passcode, hash: hash),
+                            PasscodeHasher.attemptToken(passcode, hash: hash)
+                        )
                     }.value
                     _ = store
                     feed.yield(.passcodeEntered(correct: correct, attemptToken: token))
@@ -317,6 +336,13 @@ public actor Daemon {
                 if result != nil { break }
             }
             if result != nil || evaluator.isFinished { break }
+            // After a wrong passcode the client is asked again explicitly, so that a client
+            // which prompts only on passcodeNeeded never waits for a question that never comes.
+            if evaluator.phase == .awaitingPasscode,
+                outputs.contains(where: { if case .event(let e) = $0 { e.kind == .passcodeWrong } else { false } })
+            {
+                io.send(Event(.passcodeNeeded, "Enter your passcode again"))
+            }
             guard let input = await pending.next() else { break }
             // A passcode the evaluator did not ask for is dropped, never checked.
             if case .passcodeEntered = input, !acceptsPasscode { continue }
@@ -326,7 +352,9 @@ public actor Daemon {
     }
 
     /// Verifies (one print) or identifies (several) on the reader; the outcome becomes policy input.
-    private func startScan(device: ReaderDeviceInfo?, prints: [StoredPrint], io: RequestIO, feed: AsyncStream<PolicyInput>.Continuation) -> Task<Void, Never> {
+    private func startScan(
+        device: ReaderDeviceInfo?, prints: [StoredPrint], io: RequestIO, feed: AsyncStream<PolicyInput>.Continuation
+    ) -> Task<Void, Never> {
         let reader = self.reader
         return Task {
             guard let reader, let device, !prints.isEmpty else {
@@ -338,7 +366,9 @@ public actor Daemon {
             }
             do {
                 if prints.count > 1 && device.supportsIdentify {
-                    if let index = try await reader.identify(deviceID: device.id, prints: prints.map(\.data), progress: progress) {
+                    if let index = try await reader.identify(
+                        deviceID: device.id, prints: prints.map(\.data), progress: progress)
+                    {
                         feed.yield(.fingerMatched(finger: prints[index].finger))
                     } else {
                         feed.yield(.fingerNotMatched)
@@ -367,7 +397,9 @@ public actor Daemon {
         return "tty:\(tty ?? "none"):uid:\(caller.uid)"
     }
 
-    func enroll(user: String, finger requested: FingerName?, caller: PeerCredentials, io: RequestIO) async -> LocalAuthProtocol.Result {
+    func enroll(user: String, finger requested: FingerName?, caller: PeerCredentials, io: RequestIO) async
+        -> LocalAuthProtocol.Result
+    {
         guard let reader, let device = await currentDevice() else {
             return Result(.biometryNotAvailable, "No fingerprint reader is connected")
         }
@@ -375,12 +407,16 @@ public actor Daemon {
         let onDevice = all.filter { $0.deviceKey == device.storageKey }
         if !caller.isRoot {
             guard !all.isEmpty else {
-                return Result(.notAuthorized, "A first finger can only be enrolled by root: sudo localauthctl enroll --user \(user)")
+                return Result(
+                    .notAuthorized,
+                    "A first finger can only be enrolled by root: sudo localauthctl enroll --user \(user)")
             }
             // Proof of presence: an already enrolled finger, now.
             io.send(Event(.placeFinger, "Touch an enrolled finger to confirm it is you"))
             let proof = await verifyPresence(device: device, prints: onDevice, io: io)
-            guard proof else { return Result(.authenticationFailed, "An enrolled finger is needed before adding another") }
+            guard proof else {
+                return Result(.authenticationFailed, "An enrolled finger is needed before adding another")
+            }
         }
         let taken = Set(onDevice.map(\.finger))
         let finger: FingerName
@@ -390,7 +426,10 @@ public actor Daemon {
             }
             finger = requested
         } else {
-            let order: [FingerName] = [.rightIndex, .leftIndex, .rightMiddle, .leftMiddle, .rightThumb, .leftThumb, .rightRing, .leftRing, .rightLittle, .leftLittle]
+            let order: [FingerName] = [
+                .rightIndex, .leftIndex, .rightMiddle, .leftMiddle, .rightThumb, .leftThumb, .rightRing, .leftRing,
+                .rightLittle, .leftLittle,
+            ]
             guard let free = order.first(where: { !taken.contains($0.rawValue) }) else {
                 return Result(.alreadyEnrolled, "All ten fingers are enrolled")
             }
@@ -402,7 +441,8 @@ public actor Daemon {
             try await reader.enroll(deviceID: device.id, finger: finger.fingerNumber, username: user) { progress in
                 switch progress {
                 case .enrollStage(let done, let of):
-                    io.send(Event(.enrollStage, "Enrolling: stage \(done) of \(of)", stage: Int64(done), stages: Int64(of)))
+                    io.send(
+                        Event(.enrollStage, "Enrolling: stage \(done) of \(of)", stage: Int64(done), stages: Int64(of)))
                 case .retry(let r):
                     let hint = RetryHint(r)
                     io.send(Event(.retry, hint.message, hint: hint))
@@ -417,7 +457,11 @@ public actor Daemon {
         }
         let data: [UInt8]
         do {
-            data = try await withTaskCancellationHandler { try await enrolment.value } onCancel: { enrolment.cancel() }
+            data = try await withTaskCancellationHandler {
+                try await enrolment.value
+            } onCancel: {
+                enrolment.cancel()
+            }
             timer.cancel()
         } catch {
             timer.cancel()
@@ -428,7 +472,9 @@ public actor Daemon {
             return readerFailure(error)
         }
         do {
-            let state = try store.addPrint(StoredPrint(finger: finger.rawValue, deviceKey: device.storageKey, data: data, enrolledAtMs: clock()), user: user)
+            let state = try store.addPrint(
+                StoredPrint(finger: finger.rawValue, deviceKey: device.storageKey, data: data, enrolledAtMs: clock()),
+                user: user)
             var extra = Frame(.result)
             extra.append(.finger, string: finger.rawValue)
             extra.append(.domainState, bytes: state.domainState)
@@ -468,14 +514,20 @@ public actor Daemon {
         var seen = Set<String>()
         for p in prints where seen.insert(p.finger).inserted { extra.append(.finger, string: p.finger) }
         let n = seen.count
-        return Result(.success, n == 0 ? "No fingers enrolled for \(user)" : "\(n) finger\(n == 1 ? "" : "s") enrolled for \(user)", extra: extra.fields)
+        return Result(
+            .success,
+            n == 0 ? "No fingers enrolled for \(user)" : "\(n) finger\(n == 1 ? "" : "s") enrolled for \(user)",
+            extra: extra.fields)
     }
 
     func delete(user: String, finger: FingerName?, all: Bool) async -> LocalAuthProtocol.Result {
         guard all || finger != nil else { return Result(.invalidRequest, "Name a finger or ask for all") }
         let prints = (try? store.allPrints(user: user)) ?? []
         let doomed = prints.filter { all || $0.finger == finger?.rawValue }
-        guard !doomed.isEmpty else { return Result(.notFound, all ? "No fingers enrolled for \(user)" : "\(finger!.rawValue) is not enrolled for \(user)") }
+        guard !doomed.isEmpty else {
+            return Result(
+                .notFound, all ? "No fingers enrolled for \(user)" : "\(finger!.rawValue) is not enrolled for \(user)")
+        }
         // Prints kept on the reader's own storage go too, best effort: the store is the truth.
         if let reader, let device = await currentDevice(), device.hasStorage {
             for p in doomed where p.deviceKey == device.storageKey {
@@ -487,20 +539,28 @@ public actor Daemon {
             for p in doomed { state = try store.removePrint(user: user, deviceKey: p.deviceKey, finger: p.finger) }
             var extra = Frame(.result)
             extra.append(.domainState, bytes: state.domainState)
-            return Result(.success, "Deleted \(doomed.count) print\(doomed.count == 1 ? "" : "s") of \(user)", extra: extra.fields)
+            return Result(
+                .success, "Deleted \(doomed.count) print\(doomed.count == 1 ? "" : "s") of \(user)", extra: extra.fields
+            )
         } catch {
             audit.notice("cannot delete prints of \(user): \(error)")
             return Result(.internalError, "The prints could not be deleted")
         }
     }
 
-    func setPasscode(user: String, new: String?, old: String?, caller: PeerCredentials) async -> LocalAuthProtocol.Result {
+    func setPasscode(user: String, new: String?, old: String?, caller: PeerCredentials) async
+        -> LocalAuthProtocol.Result
+    {
         var (state, readable, _) = loadState(user)
-        guard readable else { return Result(.biometryLockout, "The stored state of \(user) is unreadable; ask an administrator") }
+        guard readable else {
+            return Result(.biometryNotAvailable, "The stored state of \(user) is unreadable; ask an administrator")
+        }
         if let hash = state.passcodeHash, !caller.isRoot {
             let now = max(clock(), state.lastSeenMs)
             if state.passcodeLockedUntilMs > now {
-                return Result(.authenticationFailed, "Passcode locked: try again in \(PasscodeDelay.describe(ms: state.passcodeLockedUntilMs - now))")
+                return Result(
+                    .authenticationFailed,
+                    "Passcode locked: try again in \(PasscodeDelay.describe(ms: state.passcodeLockedUntilMs - now))")
             }
             guard let old else { return Result(.authenticationFailed, "The current passcode is needed") }
             let ok = await Task.detached { PasscodeHasher.verify(old, hash: hash) }.value
@@ -562,7 +622,10 @@ public actor Daemon {
         case ("finger-on", nil): command = "FINGER 1"
         case ("finger-off", nil): command = "FINGER 0"
         default:
-            return Result(.invalidRequest, "Unknown simulation '\(action)\(argument.map { " " + $0 } ?? "")'; try touch ID, retry [CODE], error [CODE], unplug, finger-on, finger-off")
+            return Result(
+                .invalidRequest,
+                "Unknown simulation '\(action)\(argument.map { " " + $0 } ?? "")'; try touch ID, retry [CODE], error [CODE], unplug, finger-on, finger-off"
+            )
         }
         // libfprint's virtual driver binds its socket only while the device is open; an operation
         // in flight holds it open, and opening would queue behind that operation.
@@ -579,7 +642,11 @@ public actor Daemon {
     }
 
     static func isSafeWord(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= 64 && s.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F || $0 == 0x2E }
+        !s.isEmpty && s.utf8.count <= 64
+            && s.utf8.allSatisfy {
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D
+                    || $0 == 0x5F || $0 == 0x2E
+            }
     }
 
     private func readerFailure(_ error: Error) -> LocalAuthProtocol.Result {

@@ -107,7 +107,9 @@ public enum DaemonMain {
             return 1
         }
         let devices = await reader?.devices() ?? []
-        audit.info("ready on \(adopted != nil ? "the socket from systemd" : options.socketPath); readers: \(devices.isEmpty ? "none" : devices.map(\.name).joined(separator: ", "))")
+        audit.info(
+            "ready on \(adopted != nil ? "the socket from systemd" : options.socketPath); readers: \(devices.isEmpty ? "none" : devices.map(\.name).joined(separator: ", "))"
+        )
         sd_notify(0, "READY=1\nSTATUS=Serving; \(devices.count) reader(s)")
 
         let stop = AsyncStream.makeStream(of: Int32.self)
@@ -144,7 +146,8 @@ public enum DaemonMain {
         var st = stat()
         if stat(dir, &st) == 0 { return }
         guard mkdir(dir, 0o755) == 0 || errno == EEXIST else {
-            throw DaemonOptions.ParseError.badValue("--socket", "cannot create \(dir): \(String(cString: strerror(errno)))")
+            throw DaemonOptions.ParseError.badValue(
+                "--socket", "cannot create \(dir): \(String(cString: strerror(errno)))")
         }
     }
 }

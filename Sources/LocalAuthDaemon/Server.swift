@@ -29,7 +29,9 @@ public final class Server: Sendable {
 
     /// Binds `socketPath` (mode 0666: every peer is authorised by its credentials), or adopts
     /// `adoptedFD` from systemd.
-    public init(daemon: Daemon, socketPath: String, adoptedFD: Int32?, limits: Limits = Limits(), audit: AuditLog) async throws {
+    public init(daemon: Daemon, socketPath: String, adoptedFD: Int32?, limits: Limits = Limits(), audit: AuditLog)
+        async throws
+    {
         self.daemon = daemon
         self.limits = limits
         self.audit = audit
@@ -183,7 +185,8 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
                 }
                 signals.yield(.passcode(passcode))
             default:
-                throw frame.type.isKnown ? ProtocolError.unexpectedMessage(frame.type) : ProtocolError.unknownMessage(frame.type)
+                throw frame.type.isKnown
+                    ? ProtocolError.unexpectedMessage(frame.type) : ProtocolError.unknownMessage(frame.type)
             }
         case .idle:
             guard frame.type.isKnown else { throw ProtocolError.unknownMessage(frame.type) }
@@ -275,6 +278,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         var credentials: UCred?
         future.whenSuccess { credentials = $0 }
         guard let cred = credentials else { return nil }
-        return PeerCredentials(pid: cred.pid, uid: cred.uid, gid: cred.gid, userName: PeerCredentials.userName(of: cred.uid))
+        return PeerCredentials(
+            pid: cred.pid, uid: cred.uid, gid: cred.gid, userName: PeerCredentials.userName(of: cred.uid))
     }
 }

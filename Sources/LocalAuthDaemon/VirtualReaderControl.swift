@@ -25,11 +25,14 @@ public struct VirtualReaderControl: Sendable {
         guard path.count < MemoryLayout.size(ofValue: address.sun_path) else { throw .unreachable(ENAMETOOLONG) }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
         let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard ok == 0 else { throw .unreachable(errno) }
         let bytes = Array(command.utf8)
-        guard bytes.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else {
+        guard bytes.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count
+        else {
             throw .unreachable(errno)
         }
         shutdown(fd, Int32(SHUT_WR))

@@ -94,7 +94,10 @@ public struct Frame: Equatable, Sendable {
         var out: [UInt8] = []
         out.reserveCapacity(body.count + 4)
         let n = UInt32(body.count)
-        out.append(contentsOf: [UInt8(n >> 24), UInt8(truncatingIfNeeded: n >> 16), UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)])
+        out.append(contentsOf: [
+            UInt8(n >> 24), UInt8(truncatingIfNeeded: n >> 16), UInt8(truncatingIfNeeded: n >> 8),
+            UInt8(truncatingIfNeeded: n),
+        ])
         out.append(contentsOf: body)
         return out
     }
@@ -103,7 +106,8 @@ public struct Frame: Equatable, Sendable {
     public static func encodeFields(_ fields: [Field]) -> [UInt8] {
         var out: [UInt8] = []
         for field in fields {
-            precondition(field.value.count <= Wire.maxFieldSize, "field \(field.tag) exceeds \(Wire.maxFieldSize) bytes")
+            precondition(
+                field.value.count <= Wire.maxFieldSize, "field \(field.tag) exceeds \(Wire.maxFieldSize) bytes")
             put16(field.tag.rawValue, into: &out)
             put16(UInt16(field.value.count), into: &out)
             out.append(contentsOf: field.value)

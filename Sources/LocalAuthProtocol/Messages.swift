@@ -161,12 +161,16 @@ public enum Request: Equatable, Sendable {
         }
         func finger() throws(RequestError) -> FingerName? {
             guard let name = f.string(.finger) else { return nil }
-            guard let finger = FingerName(rawValue: name) else { throw .outOfRange(.finger, "'\(name)' is not a finger name") }
+            guard let finger = FingerName(rawValue: name) else {
+                throw .outOfRange(.finger, "'\(name)' is not a finger name")
+            }
             return finger
         }
         func ranged(_ tag: FieldTag, default d: Int64, _ range: ClosedRange<Int64>) throws(RequestError) -> Int64 {
             guard let v = f.int(tag) else { return d }
-            guard range.contains(v) else { throw .outOfRange(tag, "\(v) is outside \(range.lowerBound)…\(range.upperBound)") }
+            guard range.contains(v) else {
+                throw .outOfRange(tag, "\(v) is outside \(range.lowerBound)…\(range.upperBound)")
+            }
             return v
         }
         func required(_ tag: FieldTag) throws(RequestError) -> String {
@@ -185,14 +189,16 @@ public enum Request: Equatable, Sendable {
                     cancelTitle: f.string(.cancelTitle), flags: flags,
                     reuseSeconds: try ranged(.reuseSeconds, default: 0, 0...EvaluateOptions.maxReuseSeconds),
                     tries: try ranged(.tries, default: EvaluateOptions.defaultTries, 1...EvaluateOptions.maxTries),
-                    timeoutMs: try ranged(.timeoutMs, default: EvaluateOptions.defaultTimeoutMs, 1...EvaluateOptions.maxTimeoutMs)))
+                    timeoutMs: try ranged(
+                        .timeoutMs, default: EvaluateOptions.defaultTimeoutMs, 1...EvaluateOptions.maxTimeoutMs)))
         case .enroll: self = .enroll(user: f.string(.user), finger: try finger())
         case .list: self = .list(user: f.string(.user))
         case .delete: self = .delete(user: f.string(.user), finger: try finger(), all: flags.contains(.all))
         case .devices: self = .devices
         case .simulate: self = .simulate(action: try required(.action), argument: f.string(.argument))
         case .passcodeSet:
-            self = .passcodeSet(user: f.string(.user), passcode: try required(.passcode), oldPasscode: f.string(.oldPasscode))
+            self = .passcodeSet(
+                user: f.string(.user), passcode: try required(.passcode), oldPasscode: f.string(.oldPasscode))
         case .passcodeRemove: self = .passcodeRemove(user: f.string(.user), oldPasscode: f.string(.oldPasscode))
         case .lockoutReset: self = .lockoutReset(user: try required(.user))
         default: throw .notARequest(f.type)
@@ -259,7 +265,8 @@ public struct Event: Equatable, Sendable {
         // An event kind from a newer daemon is shown as plain information.
         self.init(
             EventKind(rawValue: raw) ?? .info, f.string(.message) ?? "", stage: f.int(.stage), stages: f.int(.stages),
-            triesLeft: f.int(.triesLeft), delayMs: f.int(.delayMs), hint: f.int(.hint).flatMap(RetryHint.init(rawValue:)),
+            triesLeft: f.int(.triesLeft), delayMs: f.int(.delayMs),
+            hint: f.int(.hint).flatMap(RetryHint.init(rawValue:)),
             finger: f.string(.finger))
     }
 }
@@ -331,7 +338,8 @@ public struct DeviceInfo: Equatable, Sendable {
         let f = Frame(.result, try Frame.decodeFields(field[...]))
         self.init(
             name: f.string(.name) ?? "", driver: f.string(.driver) ?? "", deviceId: f.string(.deviceId) ?? "",
-            enrollStages: f.int(.enrollStages) ?? 0, capabilities: DeviceCapabilities(rawValue: f.int(.capabilities) ?? 0))
+            enrollStages: f.int(.enrollStages) ?? 0,
+            capabilities: DeviceCapabilities(rawValue: f.int(.capabilities) ?? 0))
     }
 }
 

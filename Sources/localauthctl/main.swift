@@ -20,7 +20,8 @@ enum Exit {
         switch ResultCode(rawValue: result) {
         case .success: success
         case .authenticationFailed, .userCancel, .userFallback, .systemCancel, .appCancel: failed
-        case .biometryNotAvailable, .biometryNotEnrolled, .biometryLockout, .passcodeNotSet, .notInteractive, .invalidContext:
+        case .biometryNotAvailable, .biometryNotEnrolled, .biometryLockout, .passcodeNotSet, .notInteractive,
+            .invalidContext:
             unavailable
         case .notAuthorized: notAuthorized
         case .invalidRequest, .notFound, .busy, .alreadyEnrolled, .internalError, .notSupported, .timedOut, nil: refused
@@ -36,10 +37,13 @@ struct ClientOptions: ParsableArguments {
     var quiet = false
 
     /// Connects, runs `request`, prints its events and result, and exits with the documented code.
-    func run(_ request: Request, timeoutMs: Int64 = 330_000, print printResult: (LocalAuthProtocol.Result) -> Void = { _ in }) throws -> Never {
+    func run(
+        _ request: Request, timeoutMs: Int64 = 330_000, print printResult: (LocalAuthProtocol.Result) -> Void = { _ in }
+    ) throws -> Never {
         let connection: DaemonConnection
         do {
-            connection = try DaemonConnection(socketPath: socket ?? DaemonConnection.defaultSocketPath, clientName: "localauthctl")
+            connection = try DaemonConnection(
+                socketPath: socket ?? DaemonConnection.defaultSocketPath, clientName: "localauthctl")
         } catch {
             fail("\(error)", code: Exit.unreachable)
         }
@@ -71,7 +75,8 @@ struct ClientOptions: ParsableArguments {
         case .enrollStage:
             let done = Int(event.stage ?? 0)
             let all = max(Int(event.stages ?? 1), 1)
-            let bar = String(repeating: "#", count: done * 20 / all) + String(repeating: ".", count: 20 - done * 20 / all)
+            let bar =
+                String(repeating: "#", count: done * 20 / all) + String(repeating: ".", count: 20 - done * 20 / all)
             print("[\(bar)] stage \(done) of \(all)")
         case .passcodeNeeded: break
         default: print(event.message)
@@ -155,7 +160,8 @@ struct UserOption: ParsableArguments {
 func fingerName(_ raw: String?) throws -> FingerName? {
     guard let raw else { return nil }
     guard let finger = FingerName(rawValue: raw) else {
-        throw ValidationError("'\(raw)' is not a finger name; use one of: \(FingerName.allCases.map(\.rawValue).joined(separator: ", "))")
+        throw ValidationError(
+            "'\(raw)' is not a finger name; use one of: \(FingerName.allCases.map(\.rawValue).joined(separator: ", "))")
     }
     return finger
 }
@@ -171,7 +177,9 @@ struct Devices: ParsableCommand {
                 if d.capabilities.contains(.identify) { caps.append("identify") }
                 if d.capabilities.contains(.storage) { caps.append("storage") }
                 if d.capabilities.contains(.swipe) { caps.append("swipe") }
-                print("\(d.name)\tdriver=\(d.driver) id=\(d.deviceId) stages=\(d.enrollStages) \(caps.joined(separator: ","))")
+                print(
+                    "\(d.name)\tdriver=\(d.driver) id=\(d.deviceId) stages=\(d.enrollStages) \(caps.joined(separator: ","))"
+                )
             }
         }
     }
@@ -180,7 +188,9 @@ struct Devices: ParsableCommand {
 struct Enroll: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Enrol a finger.",
-        discussion: "A first finger needs root (sudo localauthctl enroll --user NAME); later ones need an enrolled finger first.")
+        discussion:
+            "A first finger needs root (sudo localauthctl enroll --user NAME); later ones need an enrolled finger first."
+    )
     @OptionGroup var connection: ClientOptions
     @OptionGroup var user: UserOption
     @Option(help: "right-index-finger, left-thumb, … (default: the first free one).")
@@ -264,7 +274,8 @@ enum PeerName {
 struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Drive the simulated reader of a daemon started with --virtual-reader (root only).",
-        discussion: "Actions: touch ID (a finger with print id ID), retry [CODE], error [CODE], unplug, finger-on, finger-off.")
+        discussion:
+            "Actions: touch ID (a finger with print id ID), retry [CODE], error [CODE], unplug, finger-on, finger-off.")
     @OptionGroup var connection: ClientOptions
     @Argument(help: "touch, retry, error, unplug, finger-on or finger-off.")
     var action: String
@@ -281,22 +292,28 @@ struct Passcode: ParsableCommand {
         subcommands: [Set.self, Change.self, Remove.self])
 
     struct Set: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Set a passcode (the current one is asked for when one exists, unless you are root).")
+        static let configuration = CommandConfiguration(
+            abstract: "Set a passcode (the current one is asked for when one exists, unless you are root).")
         @OptionGroup var connection: ClientOptions
         @OptionGroup var user: UserOption
         func run() throws {
-            guard let new = readPasscode(prompt: "New passcode: ") else { fail("no passcode given", code: Exit.refused) }
+            guard let new = readPasscode(prompt: "New passcode: ") else {
+                fail("no passcode given", code: Exit.refused)
+            }
             try connection.run(.passcodeSet(user: user.user, passcode: new, oldPasscode: nil))
         }
     }
 
     struct Change: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Change the passcode: the current one, then the new one.")
+        static let configuration = CommandConfiguration(
+            abstract: "Change the passcode: the current one, then the new one.")
         @OptionGroup var connection: ClientOptions
         @OptionGroup var user: UserOption
         func run() throws {
             let old = getuid() == 0 ? nil : readPasscode(prompt: "Current passcode: ")
-            guard let new = readPasscode(prompt: "New passcode: ") else { fail("no passcode given", code: Exit.refused) }
+            guard let new = readPasscode(prompt: "New passcode: ") else {
+                fail("no passcode given", code: Exit.refused)
+            }
             try connection.run(.passcodeSet(user: user.user, passcode: new, oldPasscode: old))
         }
     }
@@ -315,7 +332,8 @@ struct Passcode: ParsableCommand {
 struct Lockout: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Lockouts.", subcommands: [Reset.self])
     struct Reset: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Clear an account's lockouts and reuse windows (root only).")
+        static let configuration = CommandConfiguration(
+            abstract: "Clear an account's lockouts and reuse windows (root only).")
         @OptionGroup var connection: ClientOptions
         @Option(help: "The account.")
         var user: String

@@ -103,6 +103,15 @@ struct FingerprintReaderTests {
         #expect(log.events.last == .enrollStage(done: 5, of: 5))
     }
 
+    @Test(arguments: [0, 11, -1])
+    func enroll_withFingerOutsideOneToTen_throwsDataInvalid(finger: Int) async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        await #expect(throws: ReaderError.dataInvalid) {
+            try await reader.enroll(deviceID: device.id, finger: finger, username: "x", progress: { _ in })
+        }
+    }
+
     // MARK: Prints
 
     @Test func print_serialisedByEnroll_deserialisesAndVerifiesAgain() async throws {
@@ -118,7 +127,9 @@ struct FingerprintReaderTests {
         }
     }
 
-    @Test(arguments: [[], [0x00], Array("FP3".utf8), Array("FP3 not a print".utf8), [UInt8](repeating: 0xFF, count: 61)])
+    @Test(arguments: [
+        [], [0x00], Array("FP3".utf8), Array("FP3 not a print".utf8), [UInt8](repeating: 0xFF, count: 61),
+    ])
     func verify_withGarbagePrint_throwsDataInvalid(garbage: [UInt8]) async throws {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")

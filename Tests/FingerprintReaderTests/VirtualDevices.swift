@@ -20,11 +20,16 @@ struct VirtualSockets: Sendable {
         return VirtualSockets(directory: String(cString: made!))
     }
 
-    /// Points libfprint's virtual drivers at these sockets; must run before the process's one FpContext exists.
+    /// Points libfprint's virtual drivers at these sockets, and the others at nothing (an exit test's child inherits
+    /// the parent's environment, and a driver binding the parent's path would steal the parent's socket). Must run
+    /// before the process's one FpContext exists.
     func export(device: Bool = true, storage: Bool = true, image: Bool = true) {
-        if device { setenv("FP_VIRTUAL_DEVICE", self.device, 1) }
-        if storage { setenv("FP_VIRTUAL_DEVICE_STORAGE", self.storage, 1) }
-        if image { setenv("FP_VIRTUAL_IMAGE", self.image, 1) }
+        for (name, path, wanted) in [
+            ("FP_VIRTUAL_DEVICE", self.device, device), ("FP_VIRTUAL_DEVICE_STORAGE", self.storage, storage),
+            ("FP_VIRTUAL_IMAGE", self.image, image),
+        ] {
+            if wanted { setenv(name, path, 1) } else { unsetenv(name) }
+        }
     }
 }
 

@@ -81,7 +81,9 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     /// One request on a fresh connection, with its events.
-    func perform(_ request: Request, onEvent: @escaping (Event) -> EventReply? = { _ in nil }) throws -> (LocalAuthProtocol.Result, [Event]) {
+    func perform(_ request: Request, onEvent: @escaping (Event) -> EventReply? = { _ in nil }) throws -> (
+        LocalAuthProtocol.Result, [Event]
+    ) {
         let c = try connect()
         var events: [Event] = []
         let result = try c.perform(request, timeoutMs: 60_000) { e in
@@ -99,12 +101,16 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// Enrols `finger` for `user` with five touches of print id `printID`.
     @discardableResult
-    func enroll(user: String, finger: FingerName = .rightIndex, printID: String) async throws -> (LocalAuthProtocol.Result, [Event]) {
+    func enroll(user: String, finger: FingerName = .rightIndex, printID: String) async throws -> (
+        LocalAuthProtocol.Result, [Event]
+    ) {
         let socket = socketPath
         let task = Task.detached {
             let c = try DaemonConnection(socketPath: socket, clientName: "enroll")
             var events: [Event] = []
-            let r = try c.perform(.enroll(user: user, finger: finger), timeoutMs: 60_000) { events.append($0); return nil }
+            let r = try c.perform(.enroll(user: user, finger: finger), timeoutMs: 60_000) {
+                events.append($0); return nil
+            }
             return (r, events)
         }
         for _ in 0..<5 { try simulate("touch", printID) }
@@ -112,12 +118,14 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     /// Runs `localauthctl` with this daemon's socket; `asUser` runs it through `setpriv` as that account.
-    func ctl(_ arguments: [String], asUser: String? = nil, stdin: String? = nil) throws -> (status: Int32, out: String, err: String) {
+    func ctl(_ arguments: [String], asUser: String? = nil, stdin: String? = nil) throws -> (
+        status: Int32, out: String, err: String
+    ) {
         let p = Process()
         let ctl = Self.binDirectory + "/localauthctl"
         if let asUser {
             p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            p.arguments = ["--reuid", asUser, "--regid", asUser, "--clear-groups", ctl] + arguments
+            p.arguments = ["--reuid=\(asUser)", "--regid=\(asUser)", "--clear-groups", ctl] + arguments
         } else {
             p.executableURL = URL(fileURLWithPath: ctl)
             p.arguments = arguments
@@ -146,7 +154,9 @@ final class DaemonHarness: @unchecked Sendable {
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(socketPath.utf8)) }
         let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard ok == 0 else { throw HarnessError.setup("connect failed") }
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

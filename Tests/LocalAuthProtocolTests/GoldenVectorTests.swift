@@ -10,7 +10,8 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
     var testDescription: String { name }
 
     static let all: [GoldenVector] = {
-        let path = String(#filePath.dropLast("LocalAuthProtocolTests/GoldenVectorTests.swift".count))
+        let path =
+            String(#filePath.dropLast("LocalAuthProtocolTests/GoldenVectorTests.swift".count))
             + "Fixtures/protocol/golden.txt"
         guard let file = fopen(path, "r") else { fatalError("cannot open \(path)") }
         defer { fclose(file) }
@@ -22,7 +23,9 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
             if text.isEmpty || text.hasPrefix("#") { continue }
             let parts = text.split(separator: " ")
             let hex = Array(parts[1].utf8)
-            let bytes = stride(from: 0, to: hex.count, by: 2).map { UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
+            let bytes = stride(from: 0, to: hex.count, by: 2).map {
+                UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)!
+            }
             vectors.append(GoldenVector(name: String(parts[0]), bytes: bytes))
         }
         free(line)
@@ -72,7 +75,9 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         func bytes(_ name: String) -> [UInt8] { GoldenVector.all.first { $0.name == name }!.bytes }
         #expect(Hello(client: "pam_localauth 0.1").frame.encoded() == bytes("hello"))
         #expect(Request.status(user: "alice").frame.encoded() == bytes("status-user"))
-        #expect(Request.canEvaluate(policy: .deviceOwnerAuthentication, user: "alice").frame.encoded() == bytes("can-evaluate"))
+        #expect(
+            Request.canEvaluate(policy: .deviceOwnerAuthentication, user: "alice").frame.encoded()
+                == bytes("can-evaluate"))
         let pam = EvaluateOptions(
             policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", service: "sudo", tty: "/dev/pts/0",
             reason: "sudo")
@@ -81,13 +86,16 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         pamFrame.append(.timeoutMs, int: 30000)
         #expect(pamFrame.encoded() == bytes("evaluate-pam"))
         let owner = EvaluateOptions(
-            policy: .deviceOwnerAuthentication, user: "bob", service: "vault", reason: "unlock the vault", fallbackTitle: "",
-            cancelTitle: "Not now", flags: [.interactionNotAllowed, .passcodeCapable], reuseSeconds: 60, timeoutMs: 10000)
+            policy: .deviceOwnerAuthentication, user: "bob", service: "vault", reason: "unlock the vault",
+            fallbackTitle: "",
+            cancelTitle: "Not now", flags: [.interactionNotAllowed, .passcodeCapable], reuseSeconds: 60,
+            timeoutMs: 10000)
         #expect(Request.evaluate(owner).frame.encoded() == bytes("evaluate-owner"))
         #expect(Request.delete(user: "alice", finger: nil, all: true).frame.encoded() == bytes("delete-all"))
         #expect(Request.simulate(action: "touch", argument: "finger-1").frame.encoded() == bytes("simulate-touch"))
         #expect(
-            ServerMessage.event(Event(.noMatch, "Fingerprint not recognised (2 tries left)", triesLeft: 2)).frame.encoded()
+            ServerMessage.event(Event(.noMatch, "Fingerprint not recognised (2 tries left)", triesLeft: 2)).frame
+                .encoded()
                 == bytes("event-no-match"))
         #expect(ServerMessage.welcome(version: 1, server: "localauthd 0.1").frame.encoded() == bytes("welcome"))
     }
@@ -154,7 +162,8 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
     @Test(arguments: [
         Request.status(user: nil), .canEvaluate(policy: .deviceOwnerAuthenticationWithBiometrics, user: nil),
         .enroll(user: "a", finger: .leftThumb), .list(user: nil), .delete(user: "a", finger: .rightRing, all: false),
-        .devices, .passcodeSet(user: nil, passcode: "1234", oldPasscode: "4321"), .passcodeRemove(user: "a", oldPasscode: nil),
+        .devices, .passcodeSet(user: nil, passcode: "1234", oldPasscode: "4321"),
+        .passcodeRemove(user: "a", oldPasscode: nil),
         .lockoutReset(user: "a"),
     ])
     func request_roundTripsThroughItsFrame(_ request: Request) throws {

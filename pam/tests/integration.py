@@ -442,6 +442,23 @@ def owner_policy_passcode_wrong(ctx):
 
 
 @case()
+def owner_policy_wrong_then_right_passcode_prompts_again(ctx):
+    # passcodeWrong with nothing after it: the daemon waits for the next passcode.
+    fake = FakeDaemon(ctx, [
+        event(lawire.EV_PASSCODE_NEEDED, "Enter your passcode"),
+        {"expect_passcode": "1234", "right": [], "wrong": [event(
+            lawire.EV_PASSCODE_WRONG, "Wrong passcode")["send"]]},
+        {"expect_passcode": "1234", "right": [result(0)["send"]], "wrong": []},
+        {"recv": True}])
+    res = ctx.pam(ctx.service("socket=%s policy=owner" % fake.sock), "nobody", PAM_SUCCESS,
+                  answers=["0000", "1234"])
+    expect_code(res, PAM_SUCCESS)
+    check(res["errors"] == ["Wrong passcode"], str(res))
+    check([f["frame"] for f in fake.frames()] == [lawire.HELLO, lawire.EVALUATE, lawire.PASSCODE,
+                                                  lawire.PASSCODE], str(fake.frames()))
+
+
+@case()
 def owner_policy_empty_passcode_cancels(ctx):
     fake = FakeDaemon(ctx, [event(lawire.EV_PASSCODE_NEEDED, "Enter your passcode"),
                             {"recv": True}, result(-2, "Cancelled")])
@@ -584,10 +601,14 @@ def real_owner_policy_passcode(ctx):
     svc = ctx.service("socket=%s policy=owner" % d.sock)
     res = ctx.pam(svc, "nobody", PAM_SUCCESS, answers=["4711-secret"])
     expect_code(res, PAM_SUCCESS)
+    res = ctx.pam(svc, "nobody", PAM_SUCCESS, answers=["wrong", "4711-secret"])
+    expect_code(res, PAM_SUCCESS)
+    check(res["errors"] == ["Wrong passcode"], "wrong passcode said: %s" % res)
+    # Wrong, then nothing (Enter): the person gives up; the daemon confirms the cancel.
     res = ctx.pam(svc, "nobody", PAM_AUTH_ERR, answers=["wrong", ""])
-    check(res["code"] in (PAM_AUTH_ERR, PAM_CONV_ERR), "wrong passcode: %s" % res)
-    check(res["errors"] is None or any("passcode" in m.lower() for m in res["errors"]),
-          "wrong passcode said: %s" % res)
+    expect_code(res, PAM_AUTH_ERR)
+    check(res["errors"] == ["Wrong passcode"], "wrong passcode said: %s" % res)
+    check(res["end"] - res["start"] < 2, "no waiting: %.2f s" % (res["end"] - res["start"]))
 
 
 @case(needs_daemon=True)

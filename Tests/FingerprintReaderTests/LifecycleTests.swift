@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+// Unplug, hotplug, linger and shutdown: each in a child process of its own (an exit test), because an unplugged
+// virtual reader never comes back to the process's one libfprint context, and shutdown ends that context.
+
+import FingerprintReader
+import Glibc
+import Testing
+
+/// Ends the child process with `code` unless `condition` holds.
+private func require(_ condition: Bool, _ code: Int32, _ message: @autoclosure () -> String) {
+    if !condition {
+        // The child's issues reach the parent's report, with this comment.
+        Issue.record("check \(code) failed: \(message())")
+        exit(code)
+    }
+}
+
+/// Shows what a failed child wrote to stderr (the `require` message and libfprint's warnings).
+private func reportChildErrors(_ result: ExitTest.Result?) {
+    guard let result, result.exitStatus != .exitCode(0) else { return }
+    print(String(decoding: result.standardErrorContent, as: UTF8.self))
+}
+
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct LifecycleTests {
+    @Test func verify_whenUnpluggedMidway_throwsRemovedAndReportsHotplugRemoval() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let sockets = VirtualSockets.make()
+            sockets.export(device: true, storage: false, image: false)
+            let reader = try await FingerprintReader(lingerMs: nil)
+            let devices = await reader.devices()
+            require(devices.count == 1, 10, "\(devices)")
+            let device = devices[0]
+            let hotplug = reader.hotplugEvents()
+            let enrolled = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "unplug")
+
+            let log = EventLog<ReaderProgress>()
+            let verifying = startTask {
+                try await reader.verify(deviceID: device.id, print: enrolled, progress: log.record)
+            }
+            await log.waitForFingerNeeded()
+            try sendCommand("UNPLUG", to: sockets.device)
+            let outcome = await verifying.value
+            require(outcome == .failure(.removed), 11, "\(outcome)")
+
+            var events = hotplug.makeAsyncIterator()
+            let event = await events.next()
+            require(event == .removed(device), 12, "\(String(describing: event))")
+            let remaining = await reader.devices()
+            require(remaining.isEmpty, 13, "\(remaining)")
+
+            // The daemon goes on: the reader answers, just without that device.
+            let after = startTask { try await reader.verify(deviceID: device.id, print: enrolled, progress: { _ in }) }
+            let afterOutcome = await after.value
+            require(afterOutcome == .failure(.noDevice), 14, "\(afterOutcome)")
+            await reader.shutdown()
+            exit(0)
+        }
+        reportChildErrors(result)
+    }
+
+    @Test func ensureOpen_afterLinger_closesTheReader() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let sockets = VirtualSockets.make()
+            sockets.export(device: true, storage: false, image: false)
+            let reader = try await FingerprintReader(lingerMs: 50)
+            let device = await reader.devices()[0]
+            try await reader.ensureOpen(deviceID: device.id)
+            // Open: the driver listens on its socket.
+            try sendCommand("SET_KEEP_ALIVE 0", to: sockets.device)
+            // After the linger the driver has closed and stops listening; poll for that, bounded.
+            var closed = false
+            var polls = 0
+            while !closed && polls < 200 {
+                usleep(5000)
+                polls += 1
+                if let fd = try? connectUnixSocket(sockets.device, timeoutMs: 0) { close(fd) } else { closed = true }
+            }
+            require(closed, 20, "the reader was still open after the linger")
+            // And it opens again on demand.
+            let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "again")
+            try sendCommand("SCAN again", to: sockets.device)
+            let outcome = try await reader.verify(deviceID: device.id, print: print, progress: { _ in })
+            require(outcome == .match, 21, "\(outcome)")
+            await reader.shutdown()
+            exit(0)
+        }
+        reportChildErrors(result)
+    }
+
+    @Test func shutdown_withVerifyWaitingForFinger_cancelsItAndAllowsANewReader() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let sockets = VirtualSockets.make()
+            sockets.export(device: true, storage: false, image: false)
+            let reader = try await FingerprintReader()
+            let device = await reader.devices()[0]
+            let hotplug = reader.hotplugEvents()
+            let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "shutdown")
+            let log = EventLog<ReaderProgress>()
+            let verifying = startTask {
+                try await reader.verify(deviceID: device.id, print: print, progress: log.record)
+            }
+            await log.waitForFingerNeeded()
+            await reader.shutdown()
+            let outcome = await verifying.value
+            require(outcome == .failure(.cancelled), 30, "\(outcome)")
+            var events = hotplug.makeAsyncIterator()
+            let lastEvent = await events.next()
+            require(lastEvent == nil, 31, "hotplug stream still open: \(String(describing: lastEvent))")
+            let late = startTask { try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) }
+            let lateOutcome = await late.value
+            require(lateOutcome == .failure(.noDevice), 32, "\(lateOutcome)")
+
+            // One reader at a time, but a new one after shutdown.
+            let second = try await FingerprintReader()
+            let secondDevices = await second.devices()
+            require(secondDevices.count == 1, 33, "\(secondDevices)")
+            await second.shutdown()
+            exit(0)
+        }
+        reportChildErrors(result)
+    }
+
+    @Test func suspend_thenResume_leavesTheReaderWorking() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let sockets = VirtualSockets.make()
+            sockets.export(device: true, storage: false, image: false)
+            let reader = try await FingerprintReader(lingerMs: nil)
+            let device = await reader.devices()[0]
+            let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "sleepy")
+            await reader.suspend()
+            await reader.resume()
+            try sendCommand("SCAN sleepy", to: sockets.device)
+            let outcome = try await reader.verify(deviceID: device.id, print: print, progress: { _ in })
+            require(outcome == .match, 40, "\(outcome)")
+            await reader.shutdown()
+            exit(0)
+        }
+        reportChildErrors(result)
+    }
+}
