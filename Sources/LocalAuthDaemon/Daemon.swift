@@ -321,8 +321,10 @@ public actor Daemon {
                     if event.kind == .passcodeNeeded { acceptsPasscode = true }
                     io.send(event)
                 case .scanFinger:
-                    scan?.cancel()
-                    scan = startScan(device: device, prints: prints, io: io, feed: feed)
+                    // "Make sure a scan runs": a retry hint leaves the reader's scan running.
+                    if scan == nil {
+                        scan = startScan(device: device, prints: prints, io: io, feed: feed)
+                    }
                 case .stopScan:
                     scan?.cancel()
                     scan = nil
@@ -346,6 +348,10 @@ public actor Daemon {
             guard let input = await pending.next() else { break }
             // A passcode the evaluator did not ask for is dropped, never checked.
             if case .passcodeEntered = input, !acceptsPasscode { continue }
+            switch input {
+            case .fingerMatched, .fingerNotMatched, .readerFailed: scan = nil  // that scan has ended
+            default: break
+            }
             outputs = evaluator.handle(input, nowMs: clock())
         }
         return result ?? Result(.systemCancel, "The request was cancelled")
