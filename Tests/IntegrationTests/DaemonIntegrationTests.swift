@@ -50,14 +50,21 @@ struct DaemonIntegrationTests {
         #expect(events.contains { $0.kind == .retry && $0.hint == .tooShort })
     }
 
-    @Test func evaluate_whenTwoFingersEnrolled_identifiesEither() async throws {
+    /// virtual_device cannot identify: the daemon verifies the first enrolled finger (as fprintd does).
+    @Test func evaluate_whenReaderCannotIdentify_verifiesFirstEnrolledFinger() async throws {
         let d = try DaemonHarness()
         try await d.enroll(user: "alice", finger: .rightIndex, printID: "alice-1")
         try await d.enroll(user: "alice", finger: .leftThumb, printID: "alice-2")
+        let (devices, _) = try d.perform(.devices)
+        let device = try DeviceInfo(field: try #require(devices.fields.bytes(.device)))
+        #expect(!device.capabilities.contains(.identify))
+        try d.simulate("touch", "alice-1")
+        let (first, _) = try d.perform(.evaluate(biometrics))
+        #expect(first.isSuccess, "\(first.message)")
+        #expect(first.fields.string(.finger) == "right-index-finger")
         try d.simulate("touch", "alice-2")
-        let (result, _) = try d.perform(.evaluate(biometrics))
-        #expect(result.isSuccess, "\(result.message)")
-        #expect(result.fields.string(.finger) == "left-thumb")
+        let (second, _) = try d.perform(.evaluate(biometrics))
+        #expect(second.resultCode == .authenticationFailed)
     }
 
     @Test func delete_whenFingerEnrolled_removesItAndChangesDomainState() async throws {
