@@ -88,19 +88,18 @@ public actor Daemon {
         if let target, !EnrollmentStore.isValidUserName(target) {
             return Result(.invalidRequest, "'\(target)' is not a valid user name")
         }
-        guard target != nil || request.user == nil else { return Result(.invalidRequest, "no user") }
         let result: LocalAuthProtocol.Result
         switch request {
         case .devices: result = await devices()
         case .simulate(let action, let argument): result = await simulate(action: action, argument: argument)
-        case .status: result = await status(user: target!)
+        case .status: result = await status(user: target)
         default:
             guard let user = target else {
                 return Result(.invalidRequest, "uid \(caller.uid) has no account name; name the user")
             }
             result = await withUserQueue(user) {
                 switch request {
-                case .canEvaluate(let policy, _): await self.canEvaluate(policy: policy, user: user)
+                case .canEvaluate(let policy, _): await self.canEvaluate(policy: policy, user: user, caller: caller)
                 case .evaluate(let options): await self.evaluate(options, user: user, caller: caller, io: io)
                 case .enroll(_, let finger): await self.enroll(user: user, finger: finger, caller: caller, io: io)
                 case .list: await self.list(user: user)
@@ -170,28 +169,19 @@ public actor Daemon {
         return (try? store.prints(user: user, deviceKey: device.storageKey)) ?? []
     }
 
-    private func facts(user: String, caller: PeerCredentials?, service: String?) async -> (
+    private func facts(user: String, session: CallerSession, lastSuccessMs: Int64? = nil) async -> (
         EvaluationFacts, UserAuthState, ReaderDeviceInfo?, [StoredPrint]
     ) {
         let device = await currentDevice()
         let (state, readable, _) = loadState(user)
         let prints = enrolledPrints(user, on: device)
-        var unavailable: String? = device == nil ? "no fingerprint reader is connected" : nil
-        if let caller, let remote = Self.remoteSessionReason(pid: caller.pid) {
-            unavailable = remote
-        }
+        let unavailable: String? =
+            session.isRemote
+            ? "the request comes from a remote session" : device == nil ? "no fingerprint reader is connected" : nil
         let facts = EvaluationFacts(
             readerAvailable: unavailable == nil, readerUnavailableReason: unavailable,
-            enrolledFingers: prints.map(\.finger), stateReadable: readable, lastSuccessMs: nil)
+            enrolledFingers: prints.map(\.finger), stateReadable: readable, lastSuccessMs: lastSuccessMs)
         return (facts, state, unavailable == nil ? device : nil, prints)
-    }
-
-    /// logind's view of the caller's session: biometrics are refused for remote ones.
-    static func remoteSessionReason(pid: Int32) -> String? {
-        var session: UnsafeMutablePointer<CChar>?
-        guard sd_pid_get_session(pid_t(pid), &session) >= 0, let session else { return nil }
-        defer { free(session) }
-        return sd_session_is_remote(session) > 0 ? "the request comes from a remote session" : nil
     }
 
     // MARK: Requests
@@ -229,17 +219,12 @@ public actor Daemon {
             .success, "\(reader); \(user): \(count) finger\(count == 1 ? "" : "s") enrolled", extra: extra.fields)
     }
 
-    func canEvaluate(policy: PolicyKind, user: String) async -> LocalAuthProtocol.Result {
-        let (facts, state, device, _) = await facts(user: user, caller: nil, service: nil)
+    func canEvaluate(policy: PolicyKind, user: String, caller: PeerCredentials) async -> LocalAuthProtocol.Result {
+        let (facts, state, _, _) = await facts(user: user, session: CallerSession(of: caller, tty: nil))
         var result = PolicyEvaluator.canEvaluate(
             policy: policy, state: state, facts: facts, config: settings.lockout, nowMs: clock())
+        // The core supplies biometryType and domainState; the daemon adds what STATUS also says.
         var extra = Frame(.result, result.extra)
-        if result.fields.int(.biometryType) == nil {
-            extra.append(.biometryType, int: PolicyEvaluator.biometryType(readerAvailable: device != nil).rawValue)
-        }
-        if !facts.enrolledFingers.isEmpty && !state.domainState.isEmpty && result.fields.bytes(.domainState) == nil {
-            extra.append(.domainState, bytes: state.domainState)
-        }
         extra.append(.biometryLocked, bool: state.biometryLocked || !facts.stateReadable)
         extra.append(.passcodeSet, bool: state.passcodeHash != nil)
         result.extra = extra.fields
@@ -249,32 +234,19 @@ public actor Daemon {
     func evaluate(_ options: EvaluateOptions, user: String, caller: PeerCredentials, io: RequestIO) async
         -> LocalAuthProtocol.Result
     {
-        var (facts, state, device, prints) = await facts(user: user, caller: caller, service: options.service)
-        let scope = ReuseScope(
-            user: user, service: options.service ?? "", session: Self.sessionKey(caller: caller, tty: options.tty))
-        facts.lastSuccessMs = lastSuccess[scope]
-        var evaluator = PolicyEvaluator(options: options, state: state, facts: facts, config: settings.lockout)
-        let (inputs, feed) = AsyncStream.makeStream(of: PolicyInput.self)
-        let deadline = Task {
-            try? await Task.sleep(for: .milliseconds(options.timeoutMs))
-            if !Task.isCancelled { feed.yield(.timedOut) }
-        }
-        let forwarder = Task { [store = self.store] in
+        let session = CallerSession(of: caller, tty: options.tty)
+        let scope = ReuseScope(user: user, service: options.service ?? "", session: session.key)
+        let (facts, state, device, prints) = await facts(
+            user: user, session: session, lastSuccessMs: lastSuccess[scope])
+        let evaluator = PolicyEvaluator(options: options, state: state, facts: facts, config: settings.lockout)
+        let (inputs, feed) = AsyncStream.makeStream(of: EvaluationInput.self)
+        let deadline = Self.timer(ms: options.timeoutMs) { feed.yield(.policy(.timedOut)) }
+        let forwarder = Task {
             for await signal in io.signals {
                 switch signal {
-                case .cancel: feed.yield(.cancelled(.userCancel))
-                case .fallback: feed.yield(.fallbackChosen)
-                case .passcode(let passcode):
-                    let hash = state.passcodeHash
-                    let (correct, token) = await Task.detached {
-                        guard let hash else { return (false, "") }
-                        return (
-                            PasscodeHasher.verify(passcode, hash: hash),
-                            PasscodeHasher.attemptToken(passcode, hash: hash)
-                        )
-                    }.value
-                    _ = store
-                    feed.yield(.passcodeEntered(correct: correct, attemptToken: token))
+                case .cancel: feed.yield(.policy(.cancelled(.userCancel)))
+                case .fallback: feed.yield(.policy(.fallbackChosen))
+                case .passcode(let passcode): feed.yield(.passcodeTyped(passcode))
                 }
             }
         }
@@ -282,25 +254,51 @@ public actor Daemon {
             deadline.cancel()
             forwarder.cancel()
         }
-        let outputs = evaluator.start(nowMs: clock())
         let result = await withTaskCancellationHandler {
             await runEvaluation(
-                evaluator, first: outputs, inputs: inputs, feed: feed, user: user, scope: scope, device: device,
+                evaluator, inputs: inputs, feed: feed, user: user, scope: scope, device: device,
                 prints: prints, io: io)
         } onCancel: {
-            feed.yield(.cancelled(.systemCancel))
+            feed.yield(.policy(.cancelled(.systemCancel)))
         }
         return result
     }
 
-    /// Executes the evaluator's outputs in order and feeds it inputs until it finishes.
+    /// What an evaluation waits for: policy input, or a passcode still to be checked.
+    enum EvaluationInput: Sendable {
+        case policy(PolicyInput)
+        case passcodeTyped(String)
+    }
+
+    /// Checks a typed passcode against the current hash, off the actor (yescrypt takes ~20 ms).
+    /// During a delay the evaluator refuses any passcode unchecked, so nothing is hashed then.
+    private func check(_ passcode: String, evaluator: PolicyEvaluator) async -> PolicyInput {
+        guard evaluator.passcodeDelayRemainingMs(nowMs: clock()) <= 0, let hash = evaluator.state.passcodeHash else {
+            return .passcodeEntered(correct: false, attemptToken: "")
+        }
+        return await Task.detached {
+            .passcodeEntered(
+                correct: PasscodeHasher.verify(passcode, hash: hash),
+                attemptToken: PasscodeHasher.attemptToken(passcode, hash: hash))
+        }.value
+    }
+
+    /// Calls `fire` after `ms` milliseconds unless cancelled first.
+    static func timer(ms: Int64, _ fire: @escaping @Sendable () -> Void) -> Task<Void, Never> {
+        Task {
+            try? await Task.sleep(for: .milliseconds(ms))
+            if !Task.isCancelled { fire() }
+        }
+    }
+
+    /// Starts the evaluator, executes its outputs in order and feeds it inputs until it finishes.
     private func runEvaluation(
-        _ evaluator: PolicyEvaluator, first: [PolicyOutput], inputs: AsyncStream<PolicyInput>,
-        feed: AsyncStream<PolicyInput>.Continuation, user: String, scope: ReuseScope, device: ReaderDeviceInfo?,
+        _ evaluator: PolicyEvaluator, inputs: AsyncStream<EvaluationInput>,
+        feed: AsyncStream<EvaluationInput>.Continuation, user: String, scope: ReuseScope, device: ReaderDeviceInfo?,
         prints: [StoredPrint], io: RequestIO
     ) async -> LocalAuthProtocol.Result {
         var evaluator = evaluator
-        var outputs = first
+        var outputs = evaluator.start(nowMs: clock())
         var scan: Task<Void, Never>?
         var acceptsPasscode = false
         var result: LocalAuthProtocol.Result?
@@ -323,7 +321,7 @@ public actor Daemon {
                 case .scanFinger:
                     // "Make sure a scan runs": a retry hint leaves the reader's scan running.
                     if scan == nil {
-                        scan = startScan(device: device, prints: prints, io: io, feed: feed)
+                        scan = startScan(device: device, prints: prints) { feed.yield(.policy($0)) }
                     }
                 case .stopScan:
                     scan?.cancel()
@@ -345,9 +343,15 @@ public actor Daemon {
             {
                 io.send(Event(.passcodeNeeded, "Enter your passcode again"))
             }
-            guard let input = await pending.next() else { break }
-            // A passcode the evaluator did not ask for is dropped, never checked.
-            if case .passcodeEntered = input, !acceptsPasscode { continue }
+            guard let next = await pending.next() else { break }
+            let input: PolicyInput
+            switch next {
+            case .policy(let policyInput): input = policyInput
+            case .passcodeTyped(let passcode):
+                // A passcode the evaluator did not ask for is dropped, never checked.
+                guard acceptsPasscode else { continue }
+                input = await check(passcode, evaluator: evaluator)
+            }
             switch input {
             case .fingerMatched, .fingerNotMatched, .readerFailed: scan = nil  // that scan has ended
             default: break
@@ -359,48 +363,58 @@ public actor Daemon {
 
     /// Verifies (one print) or identifies (several) on the reader; the outcome becomes policy input.
     private func startScan(
-        device: ReaderDeviceInfo?, prints: [StoredPrint], io: RequestIO, feed: AsyncStream<PolicyInput>.Continuation
+        device: ReaderDeviceInfo?, prints: [StoredPrint], report: @escaping @Sendable (PolicyInput) -> Void
     ) -> Task<Void, Never> {
         let reader = self.reader
         return Task {
             guard let reader, let device, !prints.isEmpty else {
-                feed.yield(.readerFailed("no fingerprint reader is connected"))
+                report(.readerFailed("no fingerprint reader is connected"))
                 return
             }
             let progress: @Sendable (ReaderProgress) -> Void = { p in
-                if case .retry(let r) = p { feed.yield(.fingerRetry(RetryHint(r))) }
+                if case .retry(let r) = p { report(.fingerRetry(RetryHint(r))) }
             }
             do {
                 if prints.count > 1 && device.supportsIdentify {
                     if let index = try await reader.identify(
                         deviceID: device.id, prints: prints.map(\.data), progress: progress)
                     {
-                        feed.yield(.fingerMatched(finger: prints[index].finger))
+                        report(.fingerMatched(finger: prints[index].finger))
                     } else {
-                        feed.yield(.fingerNotMatched)
+                        report(.fingerNotMatched)
                     }
                 } else {
                     switch try await reader.verify(deviceID: device.id, print: prints[0].data, progress: progress) {
-                    case .match: feed.yield(.fingerMatched(finger: prints[0].finger))
-                    case .noMatch: feed.yield(.fingerNotMatched)
+                    case .match: report(.fingerMatched(finger: prints[0].finger))
+                    case .noMatch: report(.fingerNotMatched)
                     }
                 }
             } catch ReaderError.cancelled {
                 // The evaluation stopped the scan: nothing to report.
             } catch {
-                feed.yield(.readerFailed(ReaderError.describe(error)))
+                report(.readerFailed(ReaderError.describe(error)))
             }
         }
     }
 
-    /// The login session of the caller (logind), else its terminal, else its uid: reuse never crosses it.
-    static func sessionKey(caller: PeerCredentials, tty: String?) -> String {
-        var session: UnsafeMutablePointer<CChar>?
-        if sd_pid_get_session(pid_t(caller.pid), &session) >= 0, let session {
+    /// logind's view of the caller, looked up once per request (`sd_pid_get_session`).
+    struct CallerSession {
+        /// The login session, else the terminal and uid: a reuse window never crosses it.
+        let key: String
+        /// Biometrics are refused for a remote session (ssh, polkit's agent over ssh).
+        let isRemote: Bool
+
+        init(of caller: PeerCredentials, tty: String?) {
+            var session: UnsafeMutablePointer<CChar>?
+            guard sd_pid_get_session(pid_t(caller.pid), &session) >= 0, let session else {
+                key = "tty:\(tty ?? "none"):uid:\(caller.uid)"
+                isRemote = false
+                return
+            }
             defer { free(session) }
-            return "session:" + String(cString: session)
+            key = "session:" + String(cString: session)
+            isRemote = sd_session_is_remote(session) > 0
         }
-        return "tty:\(tty ?? "none"):uid:\(caller.uid)"
     }
 
     func enroll(user: String, finger requested: FingerName?, caller: PeerCredentials, io: RequestIO) async
@@ -457,10 +471,7 @@ public actor Daemon {
                 }
             }
         }
-        let timer = Task {
-            try? await Task.sleep(for: .milliseconds(timeout))
-            if !Task.isCancelled { enrolment.cancel() }
-        }
+        let timer = Self.timer(ms: timeout) { enrolment.cancel() }
         let data: [UInt8]
         do {
             data = try await withTaskCancellationHandler {
@@ -494,11 +505,8 @@ public actor Daemon {
     /// One verify against the enrolled prints, used as proof of presence.
     private func verifyPresence(device: ReaderDeviceInfo, prints: [StoredPrint], io: RequestIO) async -> Bool {
         let (stream, feed) = AsyncStream.makeStream(of: PolicyInput.self)
-        let scan = startScan(device: device, prints: prints, io: io, feed: feed)
-        let timer = Task {
-            try? await Task.sleep(for: .milliseconds(settings.enrollTimeoutMs))
-            if !Task.isCancelled { feed.yield(.timedOut) }
-        }
+        let scan = startScan(device: device, prints: prints) { feed.yield($0) }
+        let timer = Self.timer(ms: settings.enrollTimeoutMs) { feed.yield(.timedOut) }
         defer {
             scan.cancel()
             timer.cancel()
@@ -541,8 +549,11 @@ public actor Daemon {
             }
         }
         do {
-            var state = UserAuthState()
-            for p in doomed { state = try store.removePrint(user: user, deviceKey: p.deviceKey, finger: p.finger) }
+            // One write, one new domain state, however many prints go.
+            var state = all ? try store.removeAllPrints(user: user) : UserAuthState()
+            if !all {
+                for p in doomed { state = try store.removePrint(user: user, deviceKey: p.deviceKey, finger: p.finger) }
+            }
             var extra = Frame(.result)
             extra.append(.domainState, bytes: state.domainState)
             return Result(

@@ -93,6 +93,17 @@ final class DaemonHarness: @unchecked Sendable {
         return (result, events)
     }
 
+    /// Sends a biometrics EVALUATE and returns once the daemon has prompted: the scan is waiting.
+    func startEvaluation(user: String) throws -> (DaemonConnection, Event) {
+        let c = try connect()
+        try c.send(
+            Request.evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: user)).frame)
+        guard case .event(let prompt) = try c.receive(deadline: DaemonConnection.now() + 5000) else {
+            throw HarnessError.setup("expected a prompt")
+        }
+        return (c, prompt)
+    }
+
     /// `localauthctl simulate …` through the daemon, as root.
     func simulate(_ action: String, _ argument: String? = nil) throws {
         let (r, _) = try perform(.simulate(action: action, argument: argument))

@@ -82,14 +82,8 @@ struct DaemonIntegrationTests {
     @Test func disconnect_whileVerifying_freesReaderForNextClient() async throws {
         let d = try DaemonHarness()
         try await d.enroll(user: "alice", printID: "alice-1")
-        let c = try d.connect()
-        try c.send(
-            Request.evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice")).frame)
-        guard case .event(let e) = try c.receive(deadline: DaemonConnection.now() + 5000) else {
-            Issue.record("expected a prompt")
-            return
-        }
-        #expect(e.kind == .placeFinger)
+        let (c, prompt) = try d.startEvaluation(user: "alice")
+        #expect(prompt.kind == .placeFinger)
         c.interrupt()
         let start = DaemonConnection.now()
         try d.simulate("touch", "alice-1")
@@ -126,10 +120,7 @@ struct DaemonIntegrationTests {
     @Test func status_whileAVerifyWaits_isAnsweredAtOnce() async throws {
         let d = try DaemonHarness()
         try await d.enroll(user: "alice", printID: "alice-1")
-        let c = try d.connect()
-        try c.send(
-            Request.evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice")).frame)
-        _ = try c.receive(deadline: DaemonConnection.now() + 5000)
+        let (c, _) = try d.startEvaluation(user: "alice")
         let start = DaemonConnection.now()
         let (status, _) = try d.perform(.status(user: "alice"))
         #expect(status.isSuccess)
@@ -168,10 +159,7 @@ struct HostileInputTests {
     @Test func frame_whenUnexpectedDuringRequest_closesAndCancels() async throws {
         let d = try DaemonHarness()
         try await d.enroll(user: "alice", printID: "alice-1")
-        let c = try d.connect()
-        try c.send(
-            Request.evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice")).frame)
-        _ = try c.receive(deadline: DaemonConnection.now() + 5000)
+        let (c, _) = try d.startEvaluation(user: "alice")
         try c.send(Request.devices.frame)
         var sawError = false
         while true {
@@ -217,6 +205,16 @@ struct AuthorizationIntegrationTests {
         let d = try DaemonHarness()
         let r = try d.ctl(["simulate", "touch", "x"], asUser: "65534")
         #expect(r.status == 3, "\(r.err)")
+    }
+
+    /// A uid with no passwd entry has no account name: it gets an answer, and the daemon lives on.
+    @Test func status_fromUidWithoutAccountName_isAnsweredAndDaemonServesOn() throws {
+        let d = try DaemonHarness()
+        let r = try d.ctl(["status"], asUser: "4242")
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.contains("reader present: yes"))
+        let (devices, _) = try d.perform(.devices)
+        #expect(devices.isSuccess)
     }
 
     @Test func unprivilegedClient_mayListItsOwnFingers() throws {
