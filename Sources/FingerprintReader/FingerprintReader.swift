@@ -221,9 +221,10 @@ public final class FingerprintReader: Sendable {
     }
 
     /// Opens the reader now if it is closed (`fp_device_open`) and keeps it open for the linger period; for the
-    /// simulator, because libfprint's virtual drivers bind their socket only at open.
+    /// simulator, because libfprint's virtual drivers bind their socket only at open. Never waits behind a running
+    /// operation (which holds the reader open): it returns once the reader is open, or `.busy` after 2 s.
     public func ensureOpen(deviceID: String) async throws(ReaderError) {
-        try await registry.slot(deviceID).withOpenDevice { _ in .success(()) }.get()
+        try await registry.slot(deviceID).ensureOpen().get()
     }
 
     /// Prepares open readers for system suspend (`fp_device_suspend`); best effort, errors are ignored.

@@ -23,6 +23,9 @@ final class ReaderQueue: Sendable {
 
     private let state = Mutex(State())
 
+    /// Whether an operation holds the reader now.
+    var isBusy: Bool { state.withLock { $0.busy } }
+
     /// Waits until the reader is ours; throws `.cancelled` if the task is cancelled first.
     func acquire() async throws(ReaderError) {
         let waiter = Waiter()

@@ -31,6 +31,18 @@ final class ReaderSlot: Sendable {
 
     var isOpen: Bool { state.withLock { $0.isOpen } }
 
+    /// Opens the device without queueing behind a running operation: that operation holds the
+    /// device open, or is opening it, so waiting for it to finish would wait for nothing (and
+    /// deadlock a caller that must feed it, like the simulator). Bounded to 2 s.
+    func ensureOpen() async -> Result<Void, ReaderError> {
+        for _ in 0..<200 {
+            if !queue.isBusy { return await withOpenDevice { _ in .success(()) } }
+            if isOpen { return .success(()) }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return .failure(.busy)
+    }
+
     /// Runs `body` with the device open, after every operation queued before it.
     func withOpenDevice<T: Sendable>(_ body: (FprintDevice) async -> Result<T, ReaderError>) async -> Result<
         T, ReaderError

@@ -644,15 +644,22 @@ public actor Daemon {
                 "Unknown simulation '\(action)\(argument.map { " " + $0 } ?? "")'; try touch ID, retry [CODE], error [CODE], unplug, finger-on, finger-off"
             )
         }
-        // libfprint's virtual driver binds its socket only while the device is open; an operation
-        // in flight holds it open, and opening would queue behind that operation.
-        if access(socket, F_OK) != 0, let reader, let device = await currentDevice() {
-            try? await reader.ensureOpen(deviceID: device.id)
-        }
+        // libfprint's virtual driver listens only while the device is open, and may leave a stale
+        // socket file behind when it closes. Opening would queue behind an operation in flight,
+        // which holds the device open anyway: so send first, and open only if nobody listens.
         let control = VirtualReaderControl(socketPath: socket)
-        do {
-            _ = try await Task.detached { try control.send(command) }.value
-        } catch {
+        let send = { @Sendable () async in
+            await Task.detached {
+                Swift.Result { () throws(VirtualReaderControl.Failure) in try control.send(command) }
+            }
+            .value
+        }
+        var outcome = await send()
+        if case .failure(.unreachable) = outcome, let reader, let device = await currentDevice() {
+            try? await reader.ensureOpen(deviceID: device.id)
+            outcome = await send()
+        }
+        if case .failure(let error) = outcome {
             return Result(.biometryNotAvailable, "The simulated reader did not take '\(command)': \(error)")
         }
         return Result(.success, "Simulated: \(command)")

@@ -226,6 +226,23 @@ struct FingerprintReaderTests {
         #expect(elapsed < .milliseconds(100), "reader free again after \(elapsed)")
     }
 
+    /// The simulator opens the reader to feed a running operation: it must not queue behind that operation.
+    @Test func ensureOpen_whileVerifyWaitsForFinger_returnsWithoutWaitingForIt() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "feed-me")
+        let log = EventLog<ReaderProgress>()
+        let waiting = startTask { try await reader.verify(deviceID: device.id, print: print, progress: log.record) }
+        await log.waitForFingerNeeded()
+
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await reader.ensureOpen(deviceID: device.id)
+        #expect(clock.now - start < .seconds(1))
+        try sendCommand("SCAN feed-me", to: sockets.device)
+        #expect(await waiting.value == .success(.match))
+    }
+
     @Test func queue_whenWaiterIsCancelled_leavesQueueAndRunningVerifyContinues() async throws {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
