@@ -110,22 +110,44 @@ final class DaemonHarness: @unchecked Sendable {
         guard r.isSuccess else { throw HarnessError.setup("simulate \(action) failed: \(r.message)") }
     }
 
-    /// Enrols `finger` for `user` with five touches of print id `printID`.
+    /// Enrols `finger` for `user` with five touches of print id `printID`, given once the daemon
+    /// has prompted for the finger (as a person would), so no touch can reach a closed reader.
+    /// The blocking client runs on a thread of its own: the cooperative pool has only two.
     @discardableResult
     func enroll(user: String, finger: FingerName = .rightIndex, printID: String) async throws -> (
         LocalAuthProtocol.Result, [Event]
     ) {
         let socket = socketPath
-        let task = Task.detached {
-            let c = try DaemonConnection(socketPath: socket, clientName: "enroll")
-            var events: [Event] = []
-            let r = try c.perform(.enroll(user: user, finger: finger), timeoutMs: 60_000) {
-                events.append($0); return nil
+        let (prompts, prompted) = AsyncStream.makeStream(of: Void.self)
+        let outcome = Task {
+            try await withCheckedThrowingContinuation {
+                (done: CheckedContinuation<(LocalAuthProtocol.Result, [Event]), Error>) in
+                Thread.detachNewThread {
+                    defer { prompted.finish() }  // also when enrolment fails before any prompt
+                    do {
+                        let c = try DaemonConnection(socketPath: socket, clientName: "enroll")
+                        var events: [Event] = []
+                        let r = try c.perform(.enroll(user: user, finger: finger), timeoutMs: 60_000) {
+                            events.append($0)
+                            if $0.kind == .placeFinger { prompted.yield() }
+                            return nil
+                        }
+                        done.resume(returning: (r, events))
+                    } catch {
+                        done.resume(throwing: error)
+                    }
+                }
             }
-            return (r, events)
         }
-        for _ in 0..<5 { try simulate("touch", printID) }
-        return try await task.value
+        var waiting = prompts.makeAsyncIterator()
+        if await waiting.next() != nil {
+            for _ in 0..<5 { try simulate("touch", printID) }
+        }
+        let (result, events) = try await outcome.value
+        guard result.isSuccess else {
+            throw HarnessError.setup("enrolment of \(finger.rawValue) failed: \(result.message)\n\(daemonLog)")
+        }
+        return (result, events)
     }
 
     /// Runs `localauthctl` with this daemon's socket; `asUser` runs it through `setpriv` as that account.

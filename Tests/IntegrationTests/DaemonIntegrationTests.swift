@@ -95,17 +95,13 @@ struct DaemonIntegrationTests {
     @Test func unplug_whileVerifying_givesBiometryNotAvailableAndDaemonServesOn() async throws {
         let d = try DaemonHarness()
         try await d.enroll(user: "alice", printID: "alice-1")
-        let socket = d.socketPath
-        let verify = Task.detached {
-            let c = try DaemonConnection(socketPath: socket, clientName: "t")
-            return try c.perform(
-                .evaluate(
-                    EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", timeoutMs: 20_000))
-            )
-        }
-        try await Task.sleep(for: .milliseconds(300))
+        let (c, _) = try d.startEvaluation(user: "alice")
         try d.simulate("unplug")
-        let result = try await verify.value
+        var final: LocalAuthProtocol.Result?
+        while final == nil {
+            if case .result(let r) = try c.receive(deadline: DaemonConnection.now() + 20_000) { final = r }
+        }
+        let result = try #require(final)
         #expect(result.resultCode == .biometryNotAvailable, "\(result.message)")
         let (status, _) = try d.perform(.status(user: "alice"))
         #expect(status.isSuccess)
