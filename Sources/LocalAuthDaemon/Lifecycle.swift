@@ -14,16 +14,21 @@ public struct DaemonOptions: Sendable, Equatable {
     public var stateDirectory = "/var/lib/localauthd"
     public var configPath: String?
     public var virtualReader = false
-    public var lingerMs: Int? = 2000
+    /// `--linger-ms`, overriding the configuration; -1: never close.
+    public var lingerMsOverride: Int?
+    /// `--check-config`: validate the configuration and exit.
+    public var checkConfig = false
 
     public static let usage = """
         usage: localauthd [--socket PATH] [--state-dir DIR] [--config FILE] [--virtual-reader] [--linger-ms N]
+               localauthd --check-config [--config FILE]
           --socket PATH      the Unix socket to serve (default /run/localauthd/socket); a socket
                              passed by systemd (LISTEN_FDS) is used instead when present
           --state-dir DIR    enrolled prints, counters and passcode hashes (default /var/lib/localauthd)
           --config FILE      configuration (default /etc/localauthd.conf when it exists)
+          --check-config     validate the configuration, print what is wrong, and exit (0: valid)
           --virtual-reader   use libfprint's virtual_device, driven by `localauthctl simulate`
-          --linger-ms N      keep the reader open N ms after its last use (default 2000; -1: never close)
+          --linger-ms N      keep the reader open N ms after its last use (overrides reader-linger-ms; -1: never close)
         """
 
     public enum ParseError: Error, Equatable, CustomStringConvertible {
@@ -59,10 +64,11 @@ public struct DaemonOptions: Sendable, Equatable {
                 guard stateDirectory.hasPrefix("/") else { throw .badValue(a, stateDirectory) }
             case "--config": configPath = try value(a)
             case "--virtual-reader": virtualReader = true
+            case "--check-config": checkConfig = true
             case "--linger-ms":
                 let v = try value(a)
                 guard let n = Int(v), n >= -1 else { throw .badValue(a, v) }
-                lingerMs = n == -1 ? nil : n
+                lingerMsOverride = n
             default: throw .unknown(a)
             }
             i += 1
@@ -75,7 +81,18 @@ public enum DaemonMain {
     public static func run(_ options: DaemonOptions) async -> Int32 {
         let audit = AuditLog()
         signal(SIGPIPE, SIG_IGN)
+        let config: DaemonConfiguration
+        do {
+            let (loaded, warnings) = try loadConfiguration(options)
+            for warning in warnings { audit.notice(warning) }
+            config = loaded
+        } catch {
+            audit.notice("refusing to start: \(error)")
+            return 2
+        }
         var settings = Daemon.Settings()
+        settings.lockout = config.lockout
+        settings.enrollTimeoutMs = config.enrollTimeoutMs
         if options.virtualReader {
             // The virtual driver reads these at enumeration; set before libfprint starts.
             let socket = options.stateDirectory + "/virtual-reader.socket"
@@ -91,7 +108,8 @@ public enum DaemonMain {
         }
         let reader: FingerprintReader?
         do {
-            reader = try await FingerprintReader(lingerMs: options.lingerMs)
+            let linger = options.lingerMsOverride.map { $0 == -1 ? nil : $0 } ?? config.readerLingerMs
+            reader = try await FingerprintReader(lingerMs: linger)
         } catch {
             audit.notice("libfprint failed to start (\(error)); serving without biometrics")
             reader = nil
@@ -130,6 +148,28 @@ public enum DaemonMain {
         if adopted == nil { unlink(options.socketPath) }
         _ = sources
         return 0
+    }
+
+    /// `--config FILE` (which must exist), else `/etc/localauthd.conf` when it exists.
+    public static func loadConfiguration(_ options: DaemonOptions) throws(DaemonConfiguration.Problem) -> (
+        DaemonConfiguration, [String]
+    ) {
+        try DaemonConfiguration.load(
+            path: options.configPath ?? DaemonConfiguration.defaultPath, required: options.configPath != nil)
+    }
+
+    /// `--check-config`: prints the warnings and the verdict; 0 when the daemon would start with it.
+    public static func checkConfiguration(_ options: DaemonOptions) -> Int32 {
+        let path = options.configPath ?? DaemonConfiguration.defaultPath
+        do {
+            let (_, warnings) = try loadConfiguration(options)
+            for warning in warnings { print("warning: \(warning)") }
+            print("\(path): valid")
+            return 0
+        } catch {
+            print("\(error)")
+            return 1
+        }
     }
 
     /// The first socket systemd passed (`sd_listen_fds`), nil when not socket-activated.

@@ -12,7 +12,7 @@ if arguments.contains("--help") || arguments.contains("-h") {
 }
 do {
     let options = try DaemonOptions(arguments: arguments)
-    exit(await DaemonMain.run(options))
+    exit(options.checkConfig ? DaemonMain.checkConfiguration(options) : await DaemonMain.run(options))
 } catch {
     let text = "localauthd: \(error)\n\(DaemonOptions.usage)\n"
     _ = text.withCString { write(STDERR_FILENO, $0, strlen($0)) }

@@ -55,7 +55,7 @@ import Testing
         #expect(o.socketPath == "/tmp/s")
         #expect(o.stateDirectory == "/tmp/d")
         #expect(o.virtualReader)
-        #expect(o.lingerMs == nil)
+        #expect(o.lingerMsOverride == -1)
     }
 
     @Test(arguments: [

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+import LocalAuthCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `/etc/localauthd.conf`: `key = value` lines, `#` comments. Bad values refuse the file with its
+/// name, line and reason; unknown keys are warned about and ignored. Format and keys: docs/adr/0003-configuration.md.
+public struct DaemonConfiguration: Equatable, Sendable {
+    public static let defaultPath = "/etc/localauthd.conf"
+
+    public var lockout = LockoutConfig()
+    /// How long the reader stays open after its last use; nil: never closed.
+    public var readerLingerMs: Int? = 2000
+    public var enrollTimeoutMs: Int64 = 60_000
+
+    public init() {}
+
+    /// A line the daemon refuses to start with.
+    public struct Problem: Error, Equatable, Sendable, CustomStringConvertible {
+        public var file: String
+        public var line: Int
+        public var reason: String
+        public var description: String { line > 0 ? "\(file):\(line): \(reason)" : "\(file): \(reason)" }
+    }
+
+    /// The keys, each with the one place that reads its value.
+    private static let keys: [String: @Sendable (inout DaemonConfiguration, String) throws(ValueError) -> Void] = [
+        "finger-attempts": { c, v throws(ValueError) in c.lockout.fingerAttempts = try integer(v, 1...20) },
+        "passcode-attempts": { c, v throws(ValueError) in c.lockout.passcodeAttempts = try integer(v, 1...20) },
+        "passcode-delays": { c, v throws(ValueError) in c.lockout.passcodeDelays = try delays(v) },
+        "max-reuse-seconds": { c, v throws(ValueError) in c.lockout.maxReuseSeconds = Int64(try integer(v, 0...300)) },
+        "reader-linger-ms": { c, v throws(ValueError) in
+            let ms = try integer(v, -1...600_000)
+            c.readerLingerMs = ms == -1 ? nil : ms
+        },
+        "enroll-timeout-seconds": { c, v throws(ValueError) in
+            c.enrollTimeoutMs = Int64(try integer(v, 10...600)) * 1000
+        },
+    ]
+
+    struct ValueError: Error { var reason: String }
+
+    /// Parses a whole file's text; returns the configuration and the warnings (unknown keys).
+    public static func parse(_ text: String, file: String) throws(Problem) -> (DaemonConfiguration, [String]) {
+        var config = DaemonConfiguration()
+        var warnings: [String] = []
+        var seen = Set<String>()
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let number = index + 1
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let content = line.trimmed
+            if content.isEmpty { continue }
+            let parts = content.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2 else { throw Problem(file: file, line: number, reason: "expected 'key = value'") }
+            let key = parts[0].trimmed
+            let value = parts[1].trimmed
+            guard let apply = keys[key] else {
+                warnings.append("\(file):\(number): unknown key '\(key)' ignored")
+                continue
+            }
+            guard seen.insert(key).inserted else {
+                throw Problem(file: file, line: number, reason: "'\(key)' is set twice")
+            }
+            guard !value.isEmpty else { throw Problem(file: file, line: number, reason: "'\(key)' has no value") }
+            do {
+                try apply(&config, value)
+            } catch {
+                throw Problem(file: file, line: number, reason: "\(key): \(error.reason)")
+            }
+        }
+        return (config, warnings)
+    }
+
+    /// Reads and parses `path`. A missing file is a problem only when `required`.
+    public static func load(path: String, required: Bool) throws(Problem) -> (DaemonConfiguration, [String]) {
+        guard let file = fopen(path, "r") else {
+            let e = errno
+            if e == ENOENT && !required { return (DaemonConfiguration(), []) }
+            throw Problem(file: path, line: 0, reason: String(cString: strerror(e)))
+        }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = fread(&buffer, 1, buffer.count, file)
+            if n == 0 { break }
+            bytes += buffer[0..<n]
+            guard bytes.count <= 65_536 else { throw Problem(file: path, line: 0, reason: "larger than 64 KiB") }
+        }
+        guard ferror(file) == 0 else { throw Problem(file: path, line: 0, reason: String(cString: strerror(errno))) }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw Problem(file: path, line: 0, reason: "not UTF-8 text")
+        }
+        return try parse(text, file: path)
+    }
+
+    static func integer(_ value: String, _ range: ClosedRange<Int>) throws(ValueError) -> Int {
+        guard let n = Int(value), range.contains(n) else {
+            throw ValueError(reason: "'\(value)' is not a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return n
+    }
+
+    /// `60, 5m, 15m, 1h`: seconds, or with an s, m or h suffix; at most 10, each 1 s to 24 h, never decreasing.
+    static func delays(_ value: String) throws(ValueError) -> [Int64] {
+        var out: [Int64] = []
+        for item in value.split(separator: ",") {
+            var word = item.trimmed
+            var unit: Int64 = 1
+            switch word.last {
+            case "s": word.removeLast()
+            case "m":
+                unit = 60
+                word.removeLast()
+            case "h":
+                unit = 3600
+                word.removeLast()
+            default: break
+            }
+            guard let n = Int64(word), n > 0, n * unit <= 86_400 else {
+                throw ValueError(reason: "'\(item.trimmed)' is not a delay from 1s to 24h")
+            }
+            guard (out.last ?? 0) <= n * unit else { throw ValueError(reason: "delays must not decrease") }
+            out.append(n * unit)
+        }
+        guard (1...10).contains(out.count) else { throw ValueError(reason: "give 1 to 10 delays, separated by commas") }
+        return out
+    }
+}
+
+extension Substring {
+    fileprivate var trimmed: String {
+        String(
+            drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }
+                .reversed())
+    }
+}

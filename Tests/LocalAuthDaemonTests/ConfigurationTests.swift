@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+import LocalAuthCore
+import Testing
+
+@testable import LocalAuthDaemon
+
+@Suite struct ConfigurationTests {
+    @Test func parse_whenEmpty_givesDefaults() throws {
+        let (config, warnings) = try DaemonConfiguration.parse("", file: "f")
+        #expect(config == DaemonConfiguration())
+        #expect(warnings.isEmpty)
+    }
+
+    @Test func parse_whenEveryKeyIsSet_readsThem() throws {
+        let text = """
+            # a comment
+            finger-attempts = 3
+            passcode-attempts=4   # trailing comment
+            passcode-delays = 30s, 2m, 1h
+            max-reuse-seconds = 120
+            reader-linger-ms = -1
+            enroll-timeout-seconds = 90
+            """
+        let (c, warnings) = try DaemonConfiguration.parse(text, file: "f")
+        #expect(warnings.isEmpty)
+        #expect(
+            c.lockout
+                == LockoutConfig(
+                    fingerAttempts: 3, passcodeAttempts: 4, passcodeDelays: [30, 120, 3600], maxReuseSeconds: 120))
+        #expect(c.readerLingerMs == nil)
+        #expect(c.enrollTimeoutMs == 90_000)
+    }
+
+    @Test func parse_whenKeyIsUnknown_warnsWithLineAndGoesOn() throws {
+        let (c, warnings) = try DaemonConfiguration.parse(
+            "finger-attempts = 4\nfinger-atempts = 9\n", file: "/etc/x.conf")
+        #expect(c.lockout.fingerAttempts == 4)
+        #expect(warnings == ["/etc/x.conf:2: unknown key 'finger-atempts' ignored"])
+    }
+
+    @Test(arguments: [
+        ("finger-attempts = 0", 1, "finger-attempts: '0' is not a whole number from 1 to 20"),
+        ("\n\nfinger-attempts = many", 3, "finger-attempts: 'many' is not a whole number from 1 to 20"),
+        ("passcode-delays = 5m, 1m", 1, "passcode-delays: delays must not decrease"),
+        ("passcode-delays = 2d", 1, "passcode-delays: '2d' is not a delay from 1s to 24h"),
+        ("max-reuse-seconds = 301", 1, "max-reuse-seconds: '301' is not a whole number from 0 to 300"),
+        ("finger-attempts", 1, "expected 'key = value'"),
+        ("finger-attempts =", 1, "'finger-attempts' has no value"),
+        ("finger-attempts = 3\nfinger-attempts = 4", 2, "'finger-attempts' is set twice"),
+    ])
+    func parse_whenValueIsBad_refusesWithFileLineAndReason(text: String, line: Int, reason: String) {
+        #expect(throws: DaemonConfiguration.Problem(file: "c.conf", line: line, reason: reason)) {
+            try DaemonConfiguration.parse(text, file: "c.conf")
+        }
+    }
+
+    @Test func load_whenNamedFileIsMissing_refuses() {
+        #expect(throws: DaemonConfiguration.Problem.self) {
+            try DaemonConfiguration.load(path: "/nonexistent/localauthd.conf", required: true)
+        }
+    }
+
+    @Test func load_whenDefaultFileIsMissing_givesDefaults() throws {
+        let (c, _) = try DaemonConfiguration.load(path: "/nonexistent/localauthd.conf", required: false)
+        #expect(c == DaemonConfiguration())
+    }
+
+    /// The example installed as /etc/localauthd.conf states the defaults, and must stay valid.
+    @Test func shippedExample_parsesToTheDefaults() throws {
+        let path =
+            String(#filePath.dropLast("Tests/LocalAuthDaemonTests/ConfigurationTests.swift".count))
+            + "config/localauthd.conf"
+        let (c, warnings) = try DaemonConfiguration.load(path: path, required: true)
+        #expect(warnings.isEmpty)
+        #expect(c == DaemonConfiguration())
+    }
+}
