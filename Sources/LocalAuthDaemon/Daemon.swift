@@ -101,7 +101,9 @@ public actor Daemon {
                 switch request {
                 case .canEvaluate(let policy, _): await self.canEvaluate(policy: policy, user: user, caller: caller)
                 case .evaluate(let options): await self.evaluate(options, user: user, caller: caller, io: io)
-                case .enroll(_, let finger): await self.enroll(user: user, finger: finger, caller: caller, io: io)
+                case .enroll(_, let finger, let passcodeCapable):
+                    await self.enroll(
+                        user: user, finger: finger, passcodeCapable: passcodeCapable, caller: caller, io: io)
                 case .list: await self.list(user: user)
                 case .delete(_, let finger, let all): await self.delete(user: user, finger: finger, all: all)
                 case .passcodeSet(_, let passcode, let old):
@@ -417,9 +419,9 @@ public actor Daemon {
         }
     }
 
-    func enroll(user: String, finger requested: FingerName?, caller: PeerCredentials, io: RequestIO) async
-        -> LocalAuthProtocol.Result
-    {
+    func enroll(
+        user: String, finger requested: FingerName?, passcodeCapable: Bool, caller: PeerCredentials, io: RequestIO
+    ) async -> LocalAuthProtocol.Result {
         guard let reader, let device = await currentDevice() else {
             return Result(.biometryNotAvailable, "No fingerprint reader is connected")
         }
@@ -431,11 +433,18 @@ public actor Daemon {
                     .notAuthorized,
                     "A first finger can only be enrolled by root: sudo localauthctl enroll --user \(user)")
             }
-            // Proof of presence: an already enrolled finger, now.
-            io.send(Event(.placeFinger, "Touch an enrolled finger to confirm it is you"))
-            let proof = await verifyPresence(device: device, prints: onDevice, io: io)
-            guard proof else {
-                return Result(.authenticationFailed, "An enrolled finger is needed before adding another")
+            // Proof of presence is an ordinary LAContext evaluation (an enrolled finger, else the
+            // passcode), so its failures count toward the same lockouts as any other.
+            let proof = await evaluate(
+                EvaluateOptions(
+                    policy: .deviceOwnerAuthentication, user: user, service: "localauthctl enroll",
+                    reason: "Confirm it is you to add a finger", flags: passcodeCapable ? [.passcodeCapable] : [],
+                    tries: 1, timeoutMs: min(settings.enrollTimeoutMs, EvaluateOptions.maxTimeoutMs)),
+                user: user, caller: caller, io: io)
+            guard proof.isSuccess else {
+                return Result(
+                    proof.resultCode ?? .authenticationFailed,
+                    "Adding a finger needs an enrolled finger or the passcode first: \(proof.message)")
             }
         }
         let taken = Set(onDevice.map(\.finger))
@@ -500,25 +509,6 @@ public actor Daemon {
             audit.notice("cannot store the print of \(user): \(error)")
             return Result(.internalError, "The print could not be stored")
         }
-    }
-
-    /// One verify against the enrolled prints, used as proof of presence.
-    private func verifyPresence(device: ReaderDeviceInfo, prints: [StoredPrint], io: RequestIO) async -> Bool {
-        let (stream, feed) = AsyncStream.makeStream(of: PolicyInput.self)
-        let scan = startScan(device: device, prints: prints) { feed.yield($0) }
-        let timer = Self.timer(ms: settings.enrollTimeoutMs) { feed.yield(.timedOut) }
-        defer {
-            scan.cancel()
-            timer.cancel()
-        }
-        for await input in stream {
-            switch input {
-            case .fingerMatched: return true
-            case .fingerRetry(let hint): io.send(Event(.retry, hint.message, hint: hint))
-            default: return false
-            }
-        }
-        return false
     }
 
     func list(user: String) async -> LocalAuthProtocol.Result {

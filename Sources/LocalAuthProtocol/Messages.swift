@@ -66,7 +66,8 @@ public enum Request: Equatable, Sendable {
     case status(user: String?)
     case canEvaluate(policy: PolicyKind, user: String?)
     case evaluate(EvaluateOptions)
-    case enroll(user: String?, finger: FingerName?)
+    /// `passcodeCapable`: the client can answer `passcodeNeeded` when the daemon asks for proof of presence.
+    case enroll(user: String?, finger: FingerName?, passcodeCapable: Bool = false)
     case list(user: String?)
     case delete(user: String?, finger: FingerName?, all: Bool)
     case devices
@@ -78,7 +79,7 @@ public enum Request: Equatable, Sendable {
     /// The account the request is about, when it names one.
     public var user: String? {
         switch self {
-        case .status(let u), .canEvaluate(_, let u), .enroll(let u, _), .list(let u), .delete(let u, _, _),
+        case .status(let u), .canEvaluate(_, let u), .enroll(let u, _, _), .list(let u), .delete(let u, _, _),
             .passcodeSet(let u, _, _), .passcodeRemove(let u, _):
             u
         case .evaluate(let o): o.user
@@ -112,10 +113,11 @@ public enum Request: Equatable, Sendable {
             if o.tries != EvaluateOptions.defaultTries { f.append(.tries, int: o.tries) }
             if o.timeoutMs != EvaluateOptions.defaultTimeoutMs { f.append(.timeoutMs, int: o.timeoutMs) }
             return f
-        case .enroll(let user, let finger):
+        case .enroll(let user, let finger, let passcodeCapable):
             var f = Frame(.enroll)
             f.append(.user, optionalString: user)
             f.append(.finger, optionalString: finger?.rawValue)
+            if passcodeCapable { f.append(.flags, int: RequestFlags.passcodeCapable.rawValue) }
             return f
         case .list(let user):
             var f = Frame(.list)
@@ -191,7 +193,9 @@ public enum Request: Equatable, Sendable {
                     tries: try ranged(.tries, default: EvaluateOptions.defaultTries, 1...EvaluateOptions.maxTries),
                     timeoutMs: try ranged(
                         .timeoutMs, default: EvaluateOptions.defaultTimeoutMs, 1...EvaluateOptions.maxTimeoutMs)))
-        case .enroll: self = .enroll(user: f.string(.user), finger: try finger())
+        case .enroll:
+            self = .enroll(
+                user: f.string(.user), finger: try finger(), passcodeCapable: flags.contains(.passcodeCapable))
         case .list: self = .list(user: f.string(.user))
         case .delete: self = .delete(user: f.string(.user), finger: try finger(), all: flags.contains(.all))
         case .devices: self = .devices

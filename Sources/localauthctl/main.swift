@@ -188,8 +188,10 @@ struct Devices: ParsableCommand {
 struct Enroll: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Enrol a finger.",
-        discussion:
-            "A first finger needs root (sudo localauthctl enroll --user NAME); later ones need an enrolled finger first."
+        discussion: """
+            A first finger needs root (sudo localauthctl enroll --user NAME). A later one needs proof that you are \
+            present first: an enrolled finger, or (after a finger that does not match) the passcode.
+            """
     )
     @OptionGroup var connection: ClientOptions
     @OptionGroup var user: UserOption
@@ -197,7 +199,7 @@ struct Enroll: ParsableCommand {
     var finger: String?
     func validate() throws { _ = try fingerName(finger) }
     func run() throws {
-        try connection.run(.enroll(user: user.user, finger: try fingerName(finger)))
+        try connection.run(.enroll(user: user.user, finger: try fingerName(finger), passcodeCapable: true))
     }
 }
 

@@ -192,3 +192,114 @@ struct PolicyIntegrationTests {
         #expect(right.status == 0, "\(right.err)")
     }
 }
+
+/// `/etc/localauthd.conf` (here `--config`) reaches the policy, and a bad one stops the start.
+@Suite(.timeLimit(.minutes(1)))
+struct ConfigurationIntegrationTests {
+    static func write(_ text: String) throws -> String {
+        let path = "/tmp/la-config-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func configuredFingerAttempts_lockAfterThatManyMisses() async throws {
+        let path = try Self.write("finger-attempts = 2\n")
+        defer { unlink(path) }
+        let d = try DaemonHarness(extraArguments: ["--config", path])
+        try await d.enroll(user: "alice", printID: "alice-1")
+        #expect(try PolicyIntegrationTests.miss(d).resultCode == .authenticationFailed)
+        #expect(try PolicyIntegrationTests.miss(d).resultCode == .biometryLockout)
+    }
+
+    @Test func badConfiguration_refusesToStartWithFileLineAndReason() throws {
+        let path = try Self.write("finger-attempts = 3\npasscode-delays = soon\n")
+        defer { unlink(path) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: DaemonHarness.binDirectory + "/localauthd")
+        p.arguments = [
+            "--socket", "/tmp/la-never-\(getpid())", "--state-dir", "/tmp/la-never-state-\(getpid())", "--config", path,
+        ]
+        let err = Pipe()
+        p.standardError = err
+        try p.run()
+        p.waitUntilExit()
+        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(p.terminationStatus == 2)
+        #expect(text.contains("\(path):2: passcode-delays: 'soon' is not a delay from 1s to 24h"), "\(text)")
+    }
+
+    @Test func checkConfig_reportsValidityWithoutStarting() throws {
+        let good = try Self.write("finger-attempts = 3\nfuture-key = 1\n")
+        let bad = try Self.write("finger-attempts = -3\n")
+        defer {
+            unlink(good)
+            unlink(bad)
+        }
+        func check(_ path: String) throws -> (Int32, String) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: DaemonHarness.binDirectory + "/localauthd")
+            p.arguments = ["--check-config", "--config", path]
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            p.waitUntilExit()
+            return (
+                p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            )
+        }
+        let (goodStatus, goodOut) = try check(good)
+        #expect(goodStatus == 0)
+        #expect(goodOut.contains("unknown key 'future-key'"))
+        #expect(goodOut.contains("valid"))
+        let (badStatus, badOut) = try check(bad)
+        #expect(badStatus == 1)
+        #expect(badOut.contains("\(bad):1: finger-attempts"))
+    }
+}
+
+/// A later finger needs proof of presence: an enrolled finger, or the passcode after a miss.
+/// uid 65534 is the account "nobody"; the reader never closes, so every touch can be queued first.
+@Suite(.timeLimit(.minutes(1)))
+struct EnrolmentProofIntegrationTests {
+    static func nobodyWithOneFinger() async throws -> DaemonHarness {
+        let d = try DaemonHarness(extraArguments: ["--linger-ms", "-1"])
+        try await d.enroll(user: "nobody", printID: "nobody-1")
+        #expect(try d.perform(.passcodeSet(user: "nobody", passcode: "first one", oldPasscode: nil)).0.isSuccess)
+        return d
+    }
+
+    static func fingers(_ d: DaemonHarness) throws -> [String] {
+        try d.perform(.list(user: "nobody")).0.fields.strings(.finger)
+    }
+
+    static func queueSecondFinger(_ d: DaemonHarness) throws {
+        for _ in 0..<5 { try d.simulate("touch", "nobody-2") }
+    }
+
+    @Test func enroll_secondFinger_afterEnrolledFingerTouches_succeeds() async throws {
+        let d = try await Self.nobodyWithOneFinger()
+        try d.simulate("touch", "nobody-1")
+        try Self.queueSecondFinger(d)
+        let r = try d.ctl(["enroll", "--finger", "left-thumb"], asUser: "65534", stdin: "")
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try Self.fingers(d) == ["right-index-finger", "left-thumb"])
+    }
+
+    @Test func enroll_secondFinger_afterWrongFingerAndCorrectPasscode_succeeds() async throws {
+        let d = try await Self.nobodyWithOneFinger()
+        try d.simulate("touch", "mallory")
+        try Self.queueSecondFinger(d)
+        let r = try d.ctl(["enroll", "--finger", "left-thumb"], asUser: "65534", stdin: "first one\n")
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try Self.fingers(d) == ["right-index-finger", "left-thumb"])
+    }
+
+    @Test func enroll_secondFinger_afterWrongFingerAndWrongPasscode_isRefused() async throws {
+        let d = try await Self.nobodyWithOneFinger()
+        try d.simulate("touch", "mallory")
+        let r = try d.ctl(["enroll", "--finger", "left-thumb"], asUser: "65534", stdin: "not it\n")
+        #expect(r.status == 1, "\(r.err)")
+        #expect(r.err.contains("Adding a finger needs an enrolled finger or the passcode first"))
+        #expect(try Self.fingers(d) == ["right-index-finger"])
+    }
+}
