@@ -115,9 +115,13 @@ public actor Daemon {
             }
         }
         if operation != .status && operation != .devices && operation != .canEvaluate {
+            var fields: [(String, String)] = []
+            if case .evaluate(let o) = request {
+                fields = [("service", o.service ?? "-"), ("policy", String(o.policy.rawValue))]
+            }
             audit.decision(
                 operation, user: target, caller: caller, result: result.resultCode ?? .internalError,
-                detail: result.message)
+                detail: result.message, fields: fields)
         }
         return result
     }
@@ -266,6 +270,17 @@ public actor Daemon {
         return result
     }
 
+    /// Audits lockouts as they are set or lifted (the state is about to be persisted).
+    private func auditLockoutChanges(user: String, from old: UserAuthState, to new: UserAuthState) {
+        if new.biometryLocked != old.biometryLocked {
+            audit.lockout(user: user, new.biometryLocked ? "biometry locked" : "biometry unlocked")
+        }
+        if new.passcodeLockedUntilMs != old.passcodeLockedUntilMs && new.passcodeLockedUntilMs > 0 {
+            let seconds = (new.passcodeLockedUntilMs - max(clock(), new.lastSeenMs) + 999) / 1000
+            audit.lockout(user: user, "passcode delayed for \(seconds) s after \(new.passcodeFailures) wrong passcodes")
+        }
+    }
+
     /// What an evaluation waits for: policy input, or a passcode still to be checked.
     enum EvaluationInput: Sendable {
         case policy(PolicyInput)
@@ -300,6 +315,7 @@ public actor Daemon {
         prints: [StoredPrint], io: RequestIO
     ) async -> LocalAuthProtocol.Result {
         var evaluator = evaluator
+        var recorded = evaluator.state  // as on disk
         var outputs = evaluator.start(nowMs: clock())
         var scan: Task<Void, Never>?
         var acceptsPasscode = false
@@ -310,8 +326,10 @@ public actor Daemon {
             for output in outputs {
                 switch output {
                 case .persist(let newState):
+                    auditLockoutChanges(user: user, from: recorded, to: newState)
                     do {
                         try store.saveState(newState, user: user)
+                        recorded = newState
                     } catch {
                         // A failure that cannot be recorded must not be forgotten: end the evaluation.
                         audit.notice("cannot record the state of \(user): \(error)")

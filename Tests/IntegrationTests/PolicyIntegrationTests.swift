@@ -303,3 +303,26 @@ struct EnrolmentProofIntegrationTests {
         #expect(try Self.fingers(d) == ["right-index-finger"])
     }
 }
+
+/// One audit line per decision, with the fields an administrator searches for.
+@Suite(.timeLimit(.minutes(1)))
+struct AuditIntegrationTests {
+    @Test func audit_recordsDecisionsAndLockoutChanges() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: "alice", printID: "alice-1")
+        for _ in 1...5 { _ = try PolicyIntegrationTests.miss(d) }
+        let log = d.daemonLog
+        #expect(log.contains("audit op=enroll user=\"alice\" caller_uid=0"))
+        #expect(log.contains("service=\"test\" policy=\"1\" result=authenticationFailed"))
+        #expect(log.contains("audit op=lockout user=\"alice\" change=\"biometry locked\""))
+        #expect(try d.perform(.lockoutReset(user: "alice")).0.isSuccess)
+        #expect(d.daemonLog.contains("audit op=lockoutReset user=\"alice\""))
+    }
+
+    @Test func audit_whenUserNameCarriesANewline_cannotForgeALine() throws {
+        let d = try DaemonHarness()
+        _ = try d.ctl(["list", "--user", "x\naudit op=evaluate result=success"], asUser: "65534")
+        #expect(!d.daemonLog.contains("\naudit op=evaluate result=success"))
+        #expect(d.daemonLog.contains("\\x0aaudit op=evaluate"))
+    }
+}

@@ -75,3 +75,13 @@ import Testing
         #expect(c == DaemonConfiguration())
     }
 }
+
+@Suite struct AuditLogTests {
+    @Test func quoted_whenValueCarriesNewlinesAndQuotes_staysOneToken() {
+        #expect(
+            AuditLog.quoted("alice\naudit op=evaluate result=success")
+                == "\"alice\\x0aaudit op=evaluate result=success\"")
+        #expect(AuditLog.quoted("say \"hi\" \\ bye") == "\"say \\\"hi\\\" \\\\ bye\"")
+        #expect(AuditLog.quoted(String(repeating: "a", count: 500)).count == 202)
+    }
+}

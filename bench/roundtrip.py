@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Verify round trip through the socket: EVALUATE (policy 1) with an instant virtual scan queued
-beforehand, to its RESULT. Starts its own daemon with --virtual-reader; prints min/median/p95/max.
-Usage: bench/verify_roundtrip.py BIN_DIR [RUNS]"""
+"""Round trips through the socket, on one connection to a daemon this script starts with
+--virtual-reader: CAN_EVALUATE (canEvaluatePolicy) to its RESULT, and EVALUATE (policy 1) with an
+instant virtual scan queued beforehand to its RESULT. Prints min/median/p95/max.
+Usage: bench/roundtrip.py BIN_DIR [EVALUATE_RUNS [CAN_EVALUATE_RUNS]]"""
 import os, socket, statistics, struct, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "pam", "tests"))
 import lawire as w  # noqa: E402
 
-bindir, runs = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 200
+bindir = sys.argv[1]
+runs = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+can_runs = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
 tmp = tempfile.mkdtemp(prefix="la-bench-")
 sock_path = tmp + "/socket"
 daemon = subprocess.Popen([bindir + "/localauthd", "--socket", sock_path, "--state-dir", tmp + "/state",
@@ -43,6 +46,21 @@ try:
     body = struct.pack(">H", 0x0009) + field(25, b"touch") + field(26, b"bench-1")
     simulate = struct.pack(">I", len(body)) + body
     evaluate = w.encode(w.EVALUATE, policy=1, user="bench", service="bench", tries=1)
+    def report(name, samples):
+        samples.sort()
+        p95 = samples[int(len(samples) * 0.95) - 1]
+        print("%-40s n=%-5d min %.3f ms  median %.3f ms  p95 %.3f ms  max %.3f ms"
+              % (name, len(samples), samples[0], statistics.median(samples), p95, samples[-1]))
+
+    can_evaluate = w.encode(0x0003, policy=1, user="bench")
+    samples = []
+    for _ in range(can_runs):
+        t0 = time.perf_counter()
+        result = request(can_evaluate)
+        samples.append((time.perf_counter() - t0) * 1000)
+        assert result["code"] == 0, result
+    report("canEvaluatePolicy (CAN_EVALUATE)", samples)
+
     samples = []
     for _ in range(runs):
         assert request(simulate)["code"] == 0
@@ -50,10 +68,7 @@ try:
         result = request(evaluate)
         samples.append((time.perf_counter() - t0) * 1000)
         assert result["code"] == 0, result
-    samples.sort()
-    p95 = samples[int(len(samples) * 0.95) - 1]
-    print("verify round trip over the socket, %d runs: min %.3f ms, median %.3f ms, p95 %.3f ms, max %.3f ms"
-          % (len(samples), samples[0], statistics.median(samples), p95, samples[-1]))
+    report("evaluatePolicy, matching finger (EVALUATE)", samples)
 finally:
     daemon.terminate()
     daemon.wait()
