@@ -30,7 +30,7 @@ demo: deps build-debug pam
 # devices), the PAM module's C tests and its tests through real libpam, then the linters.
 test: deps build-debug pam pam-asan
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build 2>&1 | tee .build/swift-test.log; exit $${PIPESTATUS[0]}
-	$(MAKE) pam-test-unit pam-test-integration pam-test-asan
+	$(MAKE) pam-test-unit pam-test-integration pam-test-asan pam-test-install
 	$(MAKE) lint
 
 lint:

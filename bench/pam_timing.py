@@ -13,8 +13,10 @@ Phases (each after --warmup untimed runs):
   no-match       another finger, tries=1; PAM_MAXTRIES expected. Every no-match run is followed
                  by an untimed matching run, so the daemon's lockout (5 consecutive misses)
                  never trips
-  match, --sync  the conversation also waits for the device's EOF before returning: the cost
-                 of not handing the EOF to a helper thread
+  EOF cost       matching runs alternating between the normal conversation (the EOF of the
+                 virtual device's control socket is awaited by a helper thread) and one that
+                 waits for that EOF itself before returning; alternating in one process keeps
+                 load drift out of the comparison
 
 Usage: /usr/bin/python3 bench/pam_timing.py [--runs N] [--bin DIR] [--module SO] [--json PATH]
 Prints a table (milliseconds) and writes JSON (default bench/results/pam_timing.json).
@@ -143,13 +145,13 @@ class Bench:
                 f.write("auth required %s %s\n" % (self.args.module, args))
         return lines
 
-    def client(self, runs, plan, sync=False):
+    def client(self, runs, plan):
         env = dict(os.environ, LD_PRELOAD="libpam_wrapper.so", PAM_WRAPPER="1",
                    PAM_WRAPPER_SERVICE_DIR=self.services)
         for k in ("PAM_RHOST", "PAM_TTY", "PAM_WRAPPER_DEBUGLEVEL"):
             env.pop(k, None)
-        cmd = [self.args.client] + (["--sync"] if sync else []) + [
-            self.virtual, self.args.user, str(runs)] + ["%s:%s" % p for p in plan]
+        cmd = [self.args.client, self.virtual, self.args.user, str(runs)] + [
+            ":".join(p) for p in plan]
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             sys.exit("bench_client failed (%d): %s" % (r.returncode, r.stderr))
@@ -168,12 +170,12 @@ def summarise(rows):
 
 
 def print_table(phases):
-    print("%-17s %-30s %5s %8s %8s %8s %8s" % ("phase", "interval (ms)", "n", "min", "median",
+    print("%-19s %-30s %5s %8s %8s %8s %8s" % ("phase", "interval (ms)", "n", "min", "median",
                                                  "p95", "max"))
     for name, phase in phases.items():
         for key, label in METRICS:
             s = phase["stats"][key]
-            print("%-17s %-30s %5d %8.3f %8.3f %8.3f %8.3f" % (
+            print("%-19s %-30s %5d %8.3f %8.3f %8.3f %8.3f" % (
                 name, label, s["n"], s["min"], s["median"], s["p95"], s["max"]))
         print()
 
@@ -237,10 +239,12 @@ def main():
         phases["no-match"] = {"expect": "PAM_MAXTRIES", "rows": rows[0::2][w:],
                               "warmup": rows[0::2][:w]}
 
-        rows = b.client(w + n, [("la-bench", PRINT_ID)], sync=True)
-        check_runs(rows, PAM_SUCCESS, "match, --sync")
-        phases["match, sync EOF"] = {"expect": "PAM_SUCCESS", "rows": rows[w:],
-                                     "warmup": rows[:w]}
+        rows = b.client(2 * (w + n), [("la-bench", PRINT_ID), ("la-bench", PRINT_ID, "sync")])
+        check_runs(rows, PAM_SUCCESS, "EOF cost")
+        phases["EOF async (alt.)"] = {"expect": "PAM_SUCCESS", "rows": rows[0::2][w:],
+                                      "warmup": rows[0::2][:w]}
+        phases["EOF in conv (alt.)"] = {"expect": "PAM_SUCCESS", "rows": rows[1::2][w:],
+                                        "warmup": rows[1::2][:w]}
     finally:
         b.close()
 
@@ -258,6 +262,14 @@ def main():
         info["machine"]["cpu"], info["machine"]["cpus"], info["machine"]["loadavg_before"][0],
         info["machine"]["loadavg_after"][0]))
     print_table(phases)
+    a, z = phases["EOF async (alt.)"]["rows"], phases["EOF in conv (alt.)"]["rows"]
+    paired = {key: statistics.median(y[key] - x[key] for x, y in zip(a, z)) / 1e6
+              for key in ("total_ns", "result_ns", "send_ns")}
+    info["eof_in_conversation_cost_ms"] = dict(paired, pairs=min(len(a), len(z)),
+                                               how="median of (sync run - preceding async run)")
+    print("waiting for the EOF in the conversation, median paired difference over %d pairs: "
+          "total %+.3f ms, prompt -> result %+.3f ms, time held in the conversation %+.3f ms\n"
+          % (min(len(a), len(z)), paired["total_ns"], paired["result_ns"], paired["send_ns"]))
     for name, phase in phases.items():
         print("%s: messages %s" % (name, [m[1] for m in phase["messages"]]))
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)

@@ -28,6 +28,24 @@ PAM_HDRS := pam/wire.h pam/options.h pam/codes.h
 PAM_TEST_SRCS := pam/tests/unit.c pam/tests/test_wire.c pam/tests/test_options.c \
                  pam/tests/test_codes.c pam/tests/test_exports.c
 PAM_FUZZ_TARGETS := fuzz_wire fuzz_options
+PAM_BENCH_CLIENT := $(PAM_BUILD)/tests/bench_client
+
+# Installation. PREFIX and DESTDIR come from the top-level Makefile (or the command line).
+# libpam loads modules named without a path from its own directory, /lib/<multiarch>/security
+# on Debian (libpam-modules and libpam-fprintd install there; /lib is /usr/lib with merged
+# /usr), whatever PREFIX is. The same for pam-auth-update's profiles: /usr/share/pam-configs.
+PREFIX ?= /usr/local
+DESTDIR ?=
+ifeq ($(origin PAM_MULTIARCH),undefined)
+PAM_MULTIARCH := $(shell m=$$(gcc -print-multiarch 2>/dev/null); \
+                   [ -n "$$m" ] || m=$$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null); \
+                   echo "$$m")
+endif
+PAM_SECURITYDIR ?= /lib/$(PAM_MULTIARCH)/security
+PAM_CONFIGSDIR ?= /usr/share/pam-configs
+PAM_MAN8DIR ?= $(PREFIX)/share/man/man8
+PAM_EXAMPLESDIR ?= $(PREFIX)/share/doc/localauth/pam-examples
+PAM_EXAMPLES := README.md gdm-fingerprint hyprlock i3lock kde login polkit-1 su sudo swaylock
 
 PAM_WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes -Wvla
 PAM_CFLAGS := -std=gnu11 -O2 $(PAM_WARN) -fPIC -fvisibility=hidden -D_FORTIFY_SOURCE=2 \
@@ -39,7 +57,7 @@ PAM_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fram
 PAM_ASAN_CFLAGS := -std=gnu11 -O1 -g $(PAM_WARN) -fPIC -fvisibility=hidden $(PAM_SAN)
 
 .PHONY: pam pam-asan pam-test-unit pam-fuzz pam-lint pam-clean pam-test-integration \
-        pam-test-asan pam-format
+        pam-test-asan pam-format pam-bench pam-install pam-uninstall pam-test-install
 
 pam: $(PAM_MODULE)
 
@@ -102,6 +120,47 @@ pam-test-integration: $(PAM_MODULE)
 pam-test-asan: $(PAM_ASAN_MODULE)
 	$(PAM_PYTHON) pam/tests/integration.py --module $(abspath $(PAM_ASAN_MODULE)) \
 		--bin $(abspath $(PAM_DAEMON_BIN)) --asan
+
+# The PAM client that bench/pam_timing.py drives (its conversation answers the finger prompt
+# with a virtual scan). Not part of any install.
+pam-bench: $(PAM_BENCH_CLIENT) $(PAM_MODULE)
+
+$(PAM_BENCH_CLIENT): pam/tests/bench_client.c pam/pam.mk
+	@mkdir -p $(@D)
+	$(PAM_CC) -std=gnu11 -O2 $(PAM_WARN) -pthread -o $@ $< -lpam
+
+# The module is copied under a temporary name and renamed over the old one, so a process that
+# has the old module mapped (a screen locker) keeps a whole file and no one ever loads half a
+# module. The man page is compressed as Debian does (gzip -9n: no name, no time stamp).
+pam-install: $(PAM_MODULE)
+	@test -n "$(PAM_MULTIARCH)" || { echo "pam-install: no multiarch triplet (set PAM_MULTIARCH)" >&2; exit 1; }
+	install -d -m 0755 $(DESTDIR)$(PAM_SECURITYDIR) $(DESTDIR)$(PAM_CONFIGSDIR) \
+		$(DESTDIR)$(PAM_MAN8DIR) $(DESTDIR)$(PAM_EXAMPLESDIR)
+	install -m 0644 $(PAM_MODULE) $(DESTDIR)$(PAM_SECURITYDIR)/.pam_localauth.so.new
+	mv -f $(DESTDIR)$(PAM_SECURITYDIR)/.pam_localauth.so.new \
+		$(DESTDIR)$(PAM_SECURITYDIR)/pam_localauth.so
+	gzip -9n -c pam/pam_localauth.8 > $(DESTDIR)$(PAM_MAN8DIR)/pam_localauth.8.gz
+	chmod 0644 $(DESTDIR)$(PAM_MAN8DIR)/pam_localauth.8.gz
+	install -m 0644 pam/pam-configs/localauth $(DESTDIR)$(PAM_CONFIGSDIR)/localauth
+	install -m 0644 $(addprefix pam/examples/,$(PAM_EXAMPLES)) $(DESTDIR)$(PAM_EXAMPLESDIR)/
+
+# Removes the files pam-install put and its own examples directory; shared directories stay.
+# Run `pam-auth-update --remove localauth` first on a live system, or common-auth names a
+# module that is gone.
+pam-uninstall:
+	@test -n "$(PAM_MULTIARCH)" || { echo "pam-uninstall: no multiarch triplet (set PAM_MULTIARCH)" >&2; exit 1; }
+	rm -f $(DESTDIR)$(PAM_SECURITYDIR)/pam_localauth.so \
+		$(DESTDIR)$(PAM_SECURITYDIR)/.pam_localauth.so.new \
+		$(DESTDIR)$(PAM_MAN8DIR)/pam_localauth.8.gz \
+		$(DESTDIR)$(PAM_CONFIGSDIR)/localauth \
+		$(addprefix $(DESTDIR)$(PAM_EXAMPLESDIR)/,$(PAM_EXAMPLES))
+	if [ -d $(DESTDIR)$(PAM_EXAMPLESDIR) ]; then \
+		rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PAM_EXAMPLESDIR); fi
+
+# pam-install and pam-uninstall into temporary DESTDIRs (PREFIX=/usr and /usr/local).
+pam-test-install: $(PAM_MODULE)
+	$(PAM_PYTHON) pam/tests/install_test.py --make "$(MAKE) -f pam/pam.mk" \
+		--module $(PAM_MODULE) --multiarch "$(PAM_MULTIARCH)" --examples "$(PAM_EXAMPLES)"
 
 pam-clean:
 	rm -rf $(PAM_BUILD)
