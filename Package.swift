@@ -11,10 +11,12 @@ let package = Package(
         .executable(name: "localauthd", targets: ["localauthd"]),
         .executable(name: "localauthctl", targets: ["localauthctl"]),
         .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
+        .executable(name: "vault", targets: ["vault"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // C, confined: each system library is reached from exactly one Swift target.
@@ -36,6 +38,7 @@ let package = Package(
                 "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore", "CSystemd",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .target(name: "LocalAuthClient", dependencies: ["LocalAuthProtocol"]),
         .executableTarget(name: "localauthd", dependencies: ["LocalAuthDaemon"]),
@@ -45,7 +48,8 @@ let package = Package(
                 "LocalAuthClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
-        .target(name: "LocalAuthentication", dependencies: ["LocalAuthClient"]),
+        .target(name: "LocalAuthentication", dependencies: ["LocalAuthClient", "LocalAuthProtocol"]),
+        .executableTarget(name: "vault", dependencies: ["LocalAuthentication"], path: "Examples/Vault"),
 
         .testTarget(name: "LocalAuthProtocolTests", dependencies: ["LocalAuthProtocol"], resources: []),
         .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore"]),
@@ -53,5 +57,10 @@ let package = Package(
         .testTarget(name: "LocalAuthStoreTests", dependencies: ["LocalAuthStore"]),
         .testTarget(name: "LocalAuthDaemonTests", dependencies: ["LocalAuthDaemon"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LocalAuthClient", "LocalAuthProtocol"]),
+        .testTarget(
+            name: "LocalAuthenticationTests",
+            dependencies: ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol"]),
+        // Written as code for Apple's platforms is written: it must compile unchanged.
+        .testTarget(name: "AppleStyleTests", dependencies: ["LocalAuthentication"]),
     ]
 )

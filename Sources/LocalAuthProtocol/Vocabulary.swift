@@ -60,7 +60,7 @@ public enum PolicyKind: Int64, Sendable, CaseIterable {
 /// `biometryType`: Apple's `LABiometryType` raw values.
 public enum BiometryKind: Int64, Sendable {
     case none = 0
-    case touchID = 2
+    case touchID = 1
 }
 
 /// `event` of an EVENT frame.

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// The policies a context evaluates; Apple's case names and raw values.
+///
+/// On Linux there is no companion device (Apple Watch, Mac): `deviceOwnerAuthenticationWithCompanion`
+/// fails with `LAError.Code.companionNotAvailable`, and `deviceOwnerAuthenticationWithBiometricsOrCompanion`
+/// is evaluated as `deviceOwnerAuthenticationWithBiometrics`, as Apple's systems do when no companion is near.
+public enum LAPolicy: Int, Sendable, Hashable {
+    /// A fingerprint, nothing else.
+    case deviceOwnerAuthenticationWithBiometrics = 1
+    /// A fingerprint when one can be used, otherwise (or after the fallback) the user's passcode.
+    case deviceOwnerAuthentication = 2
+    /// A companion device; never available on Linux.
+    case deviceOwnerAuthenticationWithCompanion = 3
+    /// A fingerprint or a companion device; on Linux the same as `deviceOwnerAuthenticationWithBiometrics`.
+    case deviceOwnerAuthenticationWithBiometricsOrCompanion = 4
+
+    @available(*, deprecated, renamed: "deviceOwnerAuthenticationWithCompanion")
+    public static var deviceOwnerAuthenticationWithWatch: LAPolicy { .deviceOwnerAuthenticationWithCompanion }
+
+    @available(*, deprecated, renamed: "deviceOwnerAuthenticationWithBiometricsOrCompanion")
+    public static var deviceOwnerAuthenticationWithBiometricsOrWatch: LAPolicy {
+        .deviceOwnerAuthenticationWithBiometricsOrCompanion
+    }
+}
+
+/// The kind of biometry a device has; Apple's case names and raw values. A fingerprint reader is `touchID`.
+public enum LABiometryType: Int, Sendable, Hashable {
+    case none = 0
+    case touchID = 1
+    case faceID = 2
+    case opticID = 4
+
+    @available(*, deprecated, renamed: "none")
+    public static var LABiometryNone: LABiometryType { .none }
+}
+
+/// The longest reuse window `touchIDAuthenticationAllowableReuseDuration` honours: 5 minutes.
+public let LATouchIDAuthenticationMaximumAllowableReuseDuration: TimeInterval = 300

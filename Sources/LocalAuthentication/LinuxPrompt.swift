@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// MARK: - Linux-only additions (Apple's API has none of these)
+//
+// On Apple's systems the framework shows its own UI: the Touch ID sheet and the passcode dialog. Linux has no
+// such system UI for a terminal or a desktop app to borrow, so an `LAContext` asks through a prompt that the
+// app may supply: `LAContext.linuxPrompt`. By default it is `LALinuxPrompt.terminal`, which writes to the
+// controlling terminal and reads the passcode from it without echo. When there is no prompt (nil, or the
+// terminal prompt without a controlling terminal), an evaluation that needs the passcode fails with
+// `LAError.Code.notInteractive`.
+
+/// Linux-only: a line the authentication UI shows while an evaluation runs.
+public struct LALinuxPromptMessage: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// "Unlock the vault: Place your right index finger on the fingerprint reader [Cancel]".
+        case placeFinger
+        /// A bad swipe: "Swipe was too short, try again". Not counted as a failure.
+        case retry
+        /// "Fingerprint not recognised (2 tries left)".
+        case noMatch
+        /// "Fingerprint locked after too many attempts — use your passcode".
+        case biometryLocked
+        /// "Wrong passcode"; when another passcode is wanted, the prompt is asked again.
+        case passcodeWrong
+        /// Any other line worth showing.
+        case information
+    }
+
+    public var kind: Kind
+    public var text: String
+
+    public init(kind: Kind, text: String) {
+        self.kind = kind
+        self.text = text
+    }
+}
+
+/// Linux-only: one request for the user's passcode.
+public struct LALinuxPasscodeRequest: Sendable {
+    /// The daemon's line, with the app's `localizedReason` and cancel title, e.g.
+    /// "Unlock the vault: Enter your passcode [Cancel]".
+    public var text: String
+    /// The context's `localizedReason` for this evaluation.
+    public var localizedReason: String
+    /// The context's `localizedCancelTitle`.
+    public var localizedCancelTitle: String?
+    /// 1 for the first question of an evaluation, 2 after a wrong passcode, …
+    public var attempt: Int
+    /// Time left of a passcode delay after too many wrong passcodes (0 when none runs); a passcode given
+    /// before it ends is refused unchecked.
+    public var delay: TimeInterval
+
+    let cancellation: Cancellation
+
+    /// True once the evaluation has ended (`invalidate()`, timeout): the answer will be ignored. A prompt
+    /// that waits for a person may poll it to give up early.
+    public var isCancelled: Bool { cancellation.isCancelled }
+
+    init(
+        text: String, localizedReason: String, localizedCancelTitle: String?, attempt: Int, delay: TimeInterval,
+        cancellation: Cancellation
+    ) {
+        self.text = text
+        self.localizedReason = localizedReason
+        self.localizedCancelTitle = localizedCancelTitle
+        self.attempt = attempt
+        self.delay = delay
+        self.cancellation = cancellation
+    }
+}
+
+/// Linux-only: the UI an `LAContext` uses in place of Apple's system UI.
+public struct LALinuxPrompt: Sendable {
+    /// Shows a line while the evaluation runs (called on the context's private queue).
+    public var show: @Sendable (LALinuxPromptMessage) -> Void
+    /// Asks for the passcode (called on the context's private queue, which it may block). Returning nil
+    /// cancels the evaluation: `LAError.Code.userCancel`.
+    public var passcode: @Sendable (LALinuxPasscodeRequest) -> String?
+    /// Whether this prompt can ask at all, checked at the start of every evaluation.
+    let isAvailable: @Sendable () -> Bool
+
+    /// A prompt of the app's own: `show` for the progress lines, `passcode` to ask for the passcode.
+    public init(
+        show: @escaping @Sendable (LALinuxPromptMessage) -> Void = { _ in },
+        passcode: @escaping @Sendable (LALinuxPasscodeRequest) -> String?
+    ) {
+        self.init(show: show, passcode: passcode, isAvailable: { true })
+    }
+
+    init(
+        show: @escaping @Sendable (LALinuxPromptMessage) -> Void,
+        passcode: @escaping @Sendable (LALinuxPasscodeRequest) -> String?,
+        isAvailable: @escaping @Sendable () -> Bool
+    ) {
+        self.show = show
+        self.passcode = passcode
+        self.isAvailable = isAvailable
+    }
+
+    /// The controlling terminal (`/dev/tty`): progress lines are written to it and the passcode is read from
+    /// it without echo. An empty line or end of input cancels. Unavailable without a controlling terminal.
+    public static let terminal = LALinuxPrompt(
+        show: { message in Terminal.write(message.text + "\n") },
+        passcode: { request in Terminal.readSecret(prompt: request.text + ": ", request: request) },
+        isAvailable: { Terminal.isAvailable })
+}
+
+/// A flag shared between an evaluation and its passcode request.
+final class Cancellation: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ended = false
+    private var byApp = false
+
+    /// The evaluation has ended, or is ending: its answers are not wanted.
+    var isCancelled: Bool { lock.withLock { ended } }
+    /// `invalidate()` ended it.
+    var isCancelledByApp: Bool { lock.withLock { byApp } }
+
+    func cancel(byApp app: Bool) {
+        lock.withLock {
+            if app && !ended { byApp = true }
+            ended = true
+        }
+    }
+}
+
+/// The controlling terminal.
+enum Terminal {
+    static func open() -> Int32 { Glibc.open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC) }
+
+    static var isAvailable: Bool {
+        let fd = open()
+        guard fd >= 0 else { return false }
+        close(fd)
+        return true
+    }
+
+    static func write(_ text: String) {
+        let fd = open()
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        write(fd, text)
+    }
+
+    private static func write(_ fd: Int32, _ text: String) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return }
+            offset += n
+        }
+    }
+
+    /// Reads one line without echo; nil on an empty line, end of input, or when the request is cancelled.
+    static func readSecret(prompt: String, request: LALinuxPasscodeRequest) -> String? {
+        let fd = open()
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var saved = termios()
+        let isTTY = tcgetattr(fd, &saved) == 0
+        if isTTY {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            quiet.c_lflag |= tcflag_t(ECHONL)
+            tcsetattr(fd, TCSAFLUSH, &quiet)
+        }
+        defer { if isTTY { tcsetattr(fd, TCSAFLUSH, &saved) } }
+        write(fd, prompt)
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            // Wake now and then to notice a cancelled evaluation (invalidate(), timeout).
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, 200)
+            if request.isCancelled {
+                write(fd, "\n")
+                return nil
+            }
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else {
+                if ready < 0 { return nil }
+                continue
+            }
+            let n = read(fd, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            guard n == 1 else { return nil }  // end of input
+            if byte == 0x0A || byte == 0x0D { break }
+            line.append(byte)
+            if line.count > 1024 { return nil }
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        return text.isEmpty ? nil : text
+    }
+}

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+
+/// The default Linux prompt, `LALinuxPrompt.terminal`: the vault runs on a pseudo-terminal that is its
+/// controlling terminal, and the passcode is typed there.
+@Suite(.timeLimit(.minutes(1)))
+struct TerminalPromptTests {
+    @Test func vault_onAControllingTerminal_readsThePasscodeWithoutEcho() throws {
+        let d = try Daemon()
+        try d.setPasscode("open sesame")  // no finger enrolled: the owner policy asks for the passcode
+        let terminal = try PseudoTerminal()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+        p.arguments = ["--ctty", "--wait", Daemon.binDirectory + "/vault"]
+        p.environment = ["LOCALAUTHD_SOCKET": d.socketPath, "PATH": "/usr/bin:/bin"]
+        let side = FileHandle(fileDescriptor: terminal.secondary, closeOnDealloc: false)
+        p.standardInput = side
+        p.standardOutput = side
+        p.standardError = side
+        try p.run()
+        terminal.closeSecondary()
+        defer {
+            if p.isRunning { p.terminate() }
+            p.waitUntilExit()
+        }
+
+        _ = try terminal.read(until: "> ")
+        terminal.write("unlock\n")
+        let question = try terminal.read(until: "Enter your passcode [Keep Locked]: ")
+        #expect(question.contains("Unlock your vault"), "the reason reaches the terminal: \(question)")
+        terminal.write("open sesame\n")
+        let answer = try terminal.read(until: "Vault unlocked.")
+        #expect(!answer.contains("open sesame"), "the passcode was echoed: \(answer)")
+        terminal.write("quit\n")
+    }
+}
+
+/// A pseudo-terminal pair: the test holds the primary side, the program gets the secondary side.
+final class PseudoTerminal {
+    let primary: Int32
+    private(set) var secondary: Int32
+    private var seen: [UInt8] = []
+
+    init() throws {
+        // posix_openpt and friends need _XOPEN_SOURCE, which the Glibc module lacks: the ioctls they wrap.
+        let unlock: UInt = 0x4004_5431  // TIOCSPTLCK
+        let number: UInt = 0x8004_5430  // TIOCGPTN
+        primary = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        var locked: Int32 = 0
+        var index: Int32 = 0
+        guard primary >= 0, ioctl(primary, unlock, &locked) == 0, ioctl(primary, number, &index) == 0 else {
+            throw DaemonError.setup("no pseudo-terminal")
+        }
+        secondary = open("/dev/pts/\(index)", O_RDWR | O_NOCTTY)
+        guard secondary >= 0 else { throw DaemonError.setup("cannot open /dev/pts/\(index)") }
+    }
+
+    func closeSecondary() {
+        if secondary >= 0 { close(secondary) }
+        secondary = -1
+    }
+
+    deinit {
+        closeSecondary()
+        close(primary)
+    }
+
+    func write(_ text: String) {
+        _ = Array(text.utf8).withUnsafeBytes { Glibc.write(primary, $0.baseAddress, $0.count) }
+    }
+
+    /// Everything the program wrote since the last call, up to and including `marker` (10 s at most).
+    func read(until marker: String) throws -> String {
+        let deadline = Date().addingTimeInterval(10)
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        while true {
+            let text = String(decoding: seen, as: UTF8.self)
+            if let range = text.range(of: marker) {
+                let upTo = String(text[..<range.upperBound])
+                seen = Array(text[range.upperBound...].utf8)
+                return upTo
+            }
+            let left = Int32(deadline.timeIntervalSinceNow * 1000)
+            guard left > 0 else { throw DaemonError.setup("'\(marker)' never came; the terminal showed: \(text)") }
+            var pfd = pollfd(fd: primary, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, left) > 0 else { continue }
+            let n = Glibc.read(primary, &buffer, buffer.count)
+            guard n > 0 else { throw DaemonError.setup("the terminal closed; it showed: \(text)") }
+            seen += buffer[0..<n]
+        }
+    }
+}
