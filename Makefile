@@ -8,7 +8,8 @@ CONFIG ?= release
 BIN_DEBUG = .build/debug
 BIN_RELEASE = .build/release
 
-.PHONY: all build build-debug deps demo test test-swift test-integration lint format clean install uninstall
+.PHONY: all build build-debug deps demo test test-swift test-integration lint format clean install uninstall \
+        test-system
 
 all: deps build pam
 
@@ -18,6 +19,7 @@ deps:
 build: deps
 	$(SWIFT) build -c $(CONFIG) --product localauthd
 	$(SWIFT) build -c $(CONFIG) --product localauthctl
+	$(SWIFT) build -c $(CONFIG) --product vault
 
 build-debug: deps
 	$(SWIFT) build --build-tests
@@ -34,14 +36,68 @@ test: deps build-debug pam pam-asan
 	$(MAKE) lint
 
 lint:
-	swift-format lint --strict -r Sources Tests Package.swift
+	swift-format lint --strict -r Sources Tests Examples Package.swift
 	$(MAKE) pam-lint
 
 format:
-	swift-format format -i -r Sources Tests Package.swift
+	swift-format format -i -r Sources Tests Examples Package.swift
 	clang-format -i pam/*.c pam/*.h pam/tests/*.c
 
 clean: pam-clean
 	rm -rf .build
+
+# Installation. `make install PREFIX=/usr DESTDIR=…` installs the binaries built by `make`
+# (BUILT selects another build, e.g. BUILT=.build/debug), the units, the man pages, the shell
+# completions, the example configuration, and the PAM module with its pam-configs profile
+# (pam-install in pam/pam.mk). Units go where systemd looks for PREFIX: /usr/lib/systemd/system,
+# /usr/local/lib/systemd/system. The layout is checked by tests/system/install.sh.
+BUILT ?= .build/$(CONFIG)
+SBINDIR ?= $(PREFIX)/sbin
+BINDIR ?= $(PREFIX)/bin
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/localauth
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/vendor-completions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+MAN_PAGES := man/localauthd.8 man/localauthctl.1 man/localauthd.conf.5
+
+install: pam
+	@test -x $(BUILT)/localauthd -a -x $(BUILT)/localauthctl || $(MAKE) build
+	install -d -m 0755 $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	install -m 0755 $(BUILT)/localauthd $(DESTDIR)$(SBINDIR)/localauthd
+	install -m 0755 $(BUILT)/localauthctl $(DESTDIR)$(BINDIR)/localauthctl
+	sed 's|@SBINDIR@|$(SBINDIR)|g' systemd/localauthd.service > $(DESTDIR)$(UNITDIR)/localauthd.service
+	install -m 0644 systemd/localauthd.socket $(DESTDIR)$(UNITDIR)/localauthd.socket
+	chmod 0644 $(DESTDIR)$(UNITDIR)/localauthd.service
+	for page in $(MAN_PAGES); do \
+		section=$${page##*.}; \
+		gzip -9n -c $$page > $(DESTDIR)$(MANDIR)/man$$section/$${page#man/}.gz; \
+		chmod 0644 $(DESTDIR)$(MANDIR)/man$$section/$${page#man/}.gz; \
+	done
+	install -m 0644 config/localauthd.conf $(DESTDIR)$(DOCDIR)/localauthd.conf
+	$(BUILT)/localauthctl --generate-completion-script bash > $(DESTDIR)$(BASHCOMPDIR)/localauthctl
+	$(BUILT)/localauthctl --generate-completion-script zsh > $(DESTDIR)$(ZSHCOMPDIR)/_localauthctl
+	$(BUILT)/localauthctl --generate-completion-script fish > $(DESTDIR)$(FISHCOMPDIR)/localauthctl.fish
+	chmod 0644 $(DESTDIR)$(BASHCOMPDIR)/localauthctl $(DESTDIR)$(ZSHCOMPDIR)/_localauthctl \
+		$(DESTDIR)$(FISHCOMPDIR)/localauthctl.fish
+	$(MAKE) pam-install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+
+# Removes exactly what install put, then the directories it made that are left empty.
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/localauthd $(DESTDIR)$(BINDIR)/localauthctl \
+		$(DESTDIR)$(UNITDIR)/localauthd.service $(DESTDIR)$(UNITDIR)/localauthd.socket \
+		$(DESTDIR)$(MANDIR)/man8/localauthd.8.gz $(DESTDIR)$(MANDIR)/man1/localauthctl.1.gz \
+		$(DESTDIR)$(MANDIR)/man5/localauthd.conf.5.gz $(DESTDIR)$(DOCDIR)/localauthd.conf \
+		$(DESTDIR)$(BASHCOMPDIR)/localauthctl $(DESTDIR)$(ZSHCOMPDIR)/_localauthctl \
+		$(DESTDIR)$(FISHCOMPDIR)/localauthctl.fish
+	$(MAKE) pam-uninstall PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	if [ -d $(DESTDIR)$(DOCDIR) ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(DOCDIR); fi
+
+# The installed tree, the units under systemd-analyze, the man pages, the promised config errors.
+test-system: build-debug pam
+	tests/system/install.sh
 
 -include pam/pam.mk

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import LocalAuthCore
+import Logging
 
 #if canImport(Glibc)
     import Glibc
@@ -14,6 +15,10 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// How long the reader stays open after its last use; nil: never closed.
     public var readerLingerMs: Int? = 2000
     public var enrollTimeoutMs: Int64 = 60_000
+    /// When socket-activated: exit after this many seconds with no connection; 0: never.
+    public var idleExitSeconds = 0
+    /// The least severe record written; audit decisions are `info`, refusals `notice`.
+    public var logLevel = Logger.Level.info
 
     public init() {}
 
@@ -38,6 +43,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
         "enroll-timeout-seconds": { c, v throws(ValueError) in
             c.enrollTimeoutMs = Int64(try integer(v, 10...600)) * 1000
         },
+        "idle-exit-seconds": { c, v throws(ValueError) in c.idleExitSeconds = try integer(v, 0...86_400) },
+        "log-level": { c, v throws(ValueError) in c.logLevel = try level(v) },
     ]
 
     struct ValueError: Error { var reason: String }
@@ -101,6 +108,15 @@ public struct DaemonConfiguration: Equatable, Sendable {
             throw ValueError(reason: "'\(value)' is not a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return n
+    }
+
+    /// swift-log's level names, as journalctl shows them: `trace` … `critical`.
+    static func level(_ value: String) throws(ValueError) -> Logger.Level {
+        guard let level = Logger.Level(rawValue: value) else {
+            let names = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+            throw ValueError(reason: "'\(value)' is not one of \(names)")
+        }
+        return level
     }
 
     /// `60, 5m, 15m, 1h`: seconds, or with an s, m or h suffix; at most 10, each 1 s to 24 h, never decreasing.

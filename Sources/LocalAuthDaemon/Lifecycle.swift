@@ -76,20 +76,43 @@ public struct DaemonOptions: Sendable, Equatable {
     }
 }
 
-/// Starts the parts in order, serves until SIGTERM or SIGINT, stops them in reverse.
+/// Starts the parts in order, serves until SIGTERM or SIGINT (or, when socket-activated, until
+/// idle for `idle-exit-seconds`), stops them in reverse. Tells systemd each step (`STATUS=`),
+/// `READY=1` once a connection can be answered, `WATCHDOG=1` while the event loop and the daemon
+/// actor answer, `STOPPING=1` on the way out.
 public enum DaemonMain {
+    /// Why the daemon stops.
+    enum Stop: Sendable, Equatable {
+        case signal(Int32)
+        case idle(Int)
+    }
+
     public static func run(_ options: DaemonOptions) async -> Int32 {
-        let audit = AuditLog()
+        let early = AuditLog()
         signal(SIGPIPE, SIG_IGN)
+        // Before anything can answer: a SIGTERM that arrives once a client has been served must
+        // stop the daemon, never fall between ignoring the default action and the source.
+        let stop = AsyncStream.makeStream(of: Stop.self)
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)  // first: libdispatch's source then takes the signal over
+            let source = DispatchSource.makeSignalSource(signal: sig)
+            source.setEventHandler { stop.continuation.yield(.signal(sig)) }
+            source.resume()
+            sources.append(source)
+        }
+        Notify.status("Reading the configuration")
         let config: DaemonConfiguration
         do {
             let (loaded, warnings) = try loadConfiguration(options)
-            for warning in warnings { audit.notice(warning) }
+            for warning in warnings { early.notice(warning) }
             config = loaded
         } catch {
-            audit.notice("refusing to start: \(error)")
+            early.notice("refusing to start: \(error)")
+            Notify.status("Refused to start: \(error)")
             return 2
         }
+        let audit = AuditLog(level: config.logLevel)
         var settings = Daemon.Settings()
         settings.lockout = config.lockout
         settings.enrollTimeoutMs = config.enrollTimeoutMs
@@ -99,13 +122,16 @@ public enum DaemonMain {
             setenv("FP_VIRTUAL_DEVICE", socket, 1)
             settings.virtualReaderSocket = socket
         }
+        Notify.status("Opening the state directory \(options.stateDirectory)")
         let store: EnrollmentStore
         do {
             store = try EnrollmentStore(stateDirectory: options.stateDirectory) { audit.notice($0) }
         } catch {
             audit.notice("cannot use the state directory \(options.stateDirectory): \(error)")
+            Notify.status("Cannot use the state directory \(options.stateDirectory): \(error)")
             return 1
         }
+        Notify.status("Starting libfprint")
         let reader: FingerprintReader?
         do {
             let linger = options.lingerMsOverride.map { $0 == -1 ? nil : $0 } ?? config.readerLingerMs
@@ -116,38 +142,96 @@ public enum DaemonMain {
         }
         let daemon = Daemon(reader: reader, store: store, settings: settings, audit: audit)
         let adopted = adoptedSocket()
+        let devices = await reader?.devices() ?? []
+        let readers = devices.isEmpty ? "no reader" : devices.map(\.name).joined(separator: ", ")
+        let place = adopted != nil ? "the socket from systemd" : options.socketPath
+        let idleExit = adopted != nil ? config.idleExitSeconds : 0
+        let serving =
+            "Serving on \(place); reader: \(readers)"
+            + (idleExit > 0 ? "; exits after \(idleExit) s without a connection" : "")
+        // systemd's socket already takes connections: say READY before the first is accepted, so
+        // READY=1 precedes every answer. Our own socket: after binding, so "ready" means connectable.
+        if adopted != nil { Notify.send("READY=1\nSTATUS=\(serving)") }
         let server: Server
         do {
-            try makeParentDirectory(of: options.socketPath)
+            if adopted == nil { try makeParentDirectory(of: options.socketPath) }
             server = try await Server(daemon: daemon, socketPath: options.socketPath, adoptedFD: adopted, audit: audit)
         } catch {
             audit.notice("cannot listen on \(options.socketPath): \(error)")
+            Notify.status("Cannot listen on \(options.socketPath): \(error)")
             return 1
         }
-        let devices = await reader?.devices() ?? []
-        audit.info(
-            "ready on \(adopted != nil ? "the socket from systemd" : options.socketPath); readers: \(devices.isEmpty ? "none" : devices.map(\.name).joined(separator: ", "))"
-        )
-        sd_notify(0, "READY=1\nSTATUS=Serving; \(devices.count) reader(s)")
+        if adopted == nil { Notify.send("READY=1\nSTATUS=\(serving)") }
+        audit.info("ready on \(place); readers: \(readers)")
 
-        let stop = AsyncStream.makeStream(of: Int32.self)
-        var sources: [DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig)
-            source.setEventHandler { stop.continuation.yield(sig) }
-            source.resume()
-            sources.append(source)
+        var background: [Task<Void, Never>] = []
+        if let interval = Notify.watchdogInterval() {
+            background.append(Task { await watchdog(every: interval, daemon: daemon, server: server) })
+        }
+        if idleExit > 0 {
+            background.append(
+                Task {
+                    if await waitUntilIdle(seconds: idleExit, server: server, serving: serving) {
+                        stop.continuation.yield(.idle(idleExit))
+                    }
+                })
         }
         var it = stop.stream.makeAsyncIterator()
-        let sig = await it.next() ?? SIGTERM
-        sd_notify(0, "STOPPING=1\nSTATUS=Stopping")
-        audit.info("stopping on signal \(sig)")
+        let reason = await it.next() ?? .signal(SIGTERM)
+        for task in background { task.cancel() }
+        switch reason {
+        case .signal(let sig):
+            Notify.send("STOPPING=1\nSTATUS=Stopping on signal \(sig)")
+            audit.info("stopping on signal \(sig)")
+        case .idle(let seconds):
+            Notify.send("STOPPING=1\nSTATUS=Exiting: no connection for \(seconds) s; the socket starts it again")
+            audit.info("exiting after \(seconds) s without a connection; the next connection starts the daemon again")
+        }
         await server.shutdown()
         await reader?.shutdown()
         if adopted == nil { unlink(options.socketPath) }
         _ = sources
         return 0
+    }
+
+    /// `WATCHDOG=1` every `interval`, each time only after the event loop and the daemon actor have
+    /// answered, so a wedged daemon stops pinging and systemd restarts it.
+    static func watchdog(every interval: Duration, daemon: Daemon, server: Server) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            if Task.isCancelled { return }
+            await daemon.ping()
+            guard (try? await server.channel.eventLoop.submit({}).get()) != nil else { return }
+            Notify.send("WATCHDOG=1")
+        }
+    }
+
+    /// Returns true once no client has been connected for `seconds` and the listening socket is
+    /// closed with every accepted connection served: a client that connects after that waits in
+    /// systemd's backlog for the next start, so no request is lost.
+    static func waitUntilIdle(seconds: Int, server: Server, serving: String) async -> Bool {
+        let tick = Duration.milliseconds(min(1000, max(50, seconds * 250)))
+        let clock = ContinuousClock()
+        var idleSince = clock.now
+        var lastCount = -1
+        while !Task.isCancelled {
+            try? await Task.sleep(for: tick)
+            let count = server.openConnections
+            if count != lastCount {
+                Notify.status(count == 0 ? serving : "\(serving); \(count) client(s) connected")
+                lastCount = count
+            }
+            if count > 0 {
+                idleSince = clock.now
+                continue
+            }
+            guard clock.now - idleSince >= .seconds(seconds) else { continue }
+            // Stop accepting; systemd keeps the socket and its backlog. Serve what was accepted.
+            try? await server.channel.close()
+            while server.openConnections > 0 { try? await Task.sleep(for: .milliseconds(20)) }
+            return true
+        }
+        return false
     }
 
     /// `--config FILE` (which must exist), else `/etc/localauthd.conf` when it exists.

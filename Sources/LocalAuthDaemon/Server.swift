@@ -55,6 +55,9 @@ public final class Server: Sendable {
         }
     }
 
+    /// Connections accepted and not yet closed (for idle exit and `systemctl status`).
+    public var openConnections: Int { counter.total }
+
     /// Stops accepting, closes every connection (their requests end as systemCancel).
     public func shutdown() async {
         try? await channel.close()
@@ -74,6 +77,8 @@ final class ConnectionCounter: Sendable {
         var total = 0
     }
     private let counts = Mutex(Counts())
+
+    var total: Int { counts.withLock { $0.total } }
 
     func acquire(uid: UInt32, limits: Server.Limits) -> Bool {
         counts.withLock { c in

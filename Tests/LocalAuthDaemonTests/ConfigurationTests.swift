@@ -20,6 +20,8 @@ import Testing
             max-reuse-seconds = 120
             reader-linger-ms = -1
             enroll-timeout-seconds = 90
+            idle-exit-seconds = 30
+            log-level = debug
             """
         let (c, warnings) = try DaemonConfiguration.parse(text, file: "f")
         #expect(warnings.isEmpty)
@@ -29,6 +31,8 @@ import Testing
                     fingerAttempts: 3, passcodeAttempts: 4, passcodeDelays: [30, 120, 3600], maxReuseSeconds: 120))
         #expect(c.readerLingerMs == nil)
         #expect(c.enrollTimeoutMs == 90_000)
+        #expect(c.idleExitSeconds == 30)
+        #expect(c.logLevel == .debug)
     }
 
     @Test func parse_whenKeyIsUnknown_warnsWithLineAndGoesOn() throws {
@@ -44,6 +48,12 @@ import Testing
         ("passcode-delays = 5m, 1m", 1, "passcode-delays: delays must not decrease"),
         ("passcode-delays = 2d", 1, "passcode-delays: '2d' is not a delay from 1s to 24h"),
         ("max-reuse-seconds = 301", 1, "max-reuse-seconds: '301' is not a whole number from 0 to 300"),
+        ("idle-exit-seconds = -1", 1, "idle-exit-seconds: '-1' is not a whole number from 0 to 86400"),
+        ("idle-exit-seconds = 5m", 1, "idle-exit-seconds: '5m' is not a whole number from 0 to 86400"),
+        (
+            "log-level = verbose", 1,
+            "log-level: 'verbose' is not one of trace, debug, info, notice, warning, error, critical"
+        ),
         ("finger-attempts", 1, "expected 'key = value'"),
         ("finger-attempts =", 1, "'finger-attempts' has no value"),
         ("finger-attempts = 3\nfinger-attempts = 4", 2, "'finger-attempts' is set twice"),

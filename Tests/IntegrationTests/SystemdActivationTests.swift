@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import LocalAuthClient
+import LocalAuthProtocol
+import Testing
+
+/// The daemon under systemd's own `systemd-socket-activate`, with a `NOTIFY_SOCKET` listener in
+/// the test: what systemd would see from `localauthd.socket` + `localauthd.service`.
+@Suite(.timeLimit(.minutes(2)), .serialized)
+struct SystemdActivationTests {
+    @Test func firstConnection_startsDaemon_readyPrecedesAnswer_stoppingOnSIGTERM() throws {
+        let env = try ActivationEnvironment()
+        let notify = try NotifyListener(path: env.directory + "/notify")
+        let activator = try env.spawn(listenOn: env.socketPath, notifySocket: notify.path)
+        defer { activator.terminateAndWait() }
+        // Nothing runs the daemon until a client connects.
+        usleep(200_000)
+        #expect(!notify.messages().contains { $0.contains("READY=1") })
+
+        let connection = try DaemonConnection(socketPath: env.socketPath, clientName: "first", timeoutMs: 15_000)
+        let received = notify.messages()
+        let result = try connection.perform(.devices, timeoutMs: 15_000) { _ in nil }
+        #expect(result.isSuccess, "\(result.message)")
+        // HELLO was answered, so READY=1 was already sent: it is in the listener's queue.
+        #expect(received.contains { $0.contains("READY=1") }, "\(received)")
+        let ready = received.first { $0.contains("READY=1") } ?? ""
+        #expect(ready.contains("STATUS=Serving on the socket from systemd; reader: Virtual device"), "\(ready)")
+
+        #expect(activator.terminateAndWait() == 0)
+        #expect(notify.messages().contains { $0.contains("STOPPING=1") }, "\(notify.messages())")
+    }
+
+    @Test func watchdogUsecSet_pingsAtHalfTheInterval() throws {
+        let env = try ActivationEnvironment()
+        let notify = try NotifyListener(path: env.directory + "/notify")
+        let activator = try env.spawn(
+            listenOn: env.socketPath, notifySocket: notify.path, extraEnvironment: ["WATCHDOG_USEC=400000"])
+        defer { activator.terminateAndWait() }
+        _ = try DaemonConnection(socketPath: env.socketPath, clientName: "wd", timeoutMs: 15_000)
+        usleep(1_100_000)
+        let pings = notify.messages().filter { $0 == "WATCHDOG=1" }.count
+        #expect((3...7).contains(pings), "\(notify.messages())")
+    }
+
+    @Test func noWatchdogUsec_sendsNoPing() throws {
+        let env = try ActivationEnvironment()
+        let notify = try NotifyListener(path: env.directory + "/notify")
+        let activator = try env.spawn(listenOn: env.socketPath, notifySocket: notify.path)
+        defer { activator.terminateAndWait() }
+        _ = try DaemonConnection(socketPath: env.socketPath, clientName: "wd", timeoutMs: 15_000)
+        usleep(600_000)
+        #expect(!notify.messages().contains("WATCHDOG=1"))
+    }
+
+    @Test func idleExit_thenNewConnection_startsAgainAndLosesNoRequest() throws {
+        let env = try ActivationEnvironment(config: "idle-exit-seconds = 1\n")
+        let notify = try NotifyListener(path: env.directory + "/notify")
+        let supervisor = try SocketSupervisor(env: env, notifySocket: notify.path)
+        defer { supervisor.stop() }
+
+        func ask() throws -> LocalAuthProtocol.Result {
+            do {
+                let c = try DaemonConnection(socketPath: env.socketPath, clientName: "idle", timeoutMs: 15_000)
+                return try c.perform(.devices, timeoutMs: 15_000) { _ in nil }
+            } catch {
+                let pid = supervisor.currentPID.map(String.init) ?? "none"
+                let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+                let links = fds.map {
+                    "\($0)->"
+                        + ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) ?? "?")
+                }
+                throw HarnessError.setup(
+                    "\(error) after \(supervisor.starts) starts, exits \(supervisor.exits), pid \(pid) fds \(links):\n\(env.log)"
+                )
+            }
+        }
+        do {
+            #expect(try ask().isSuccess)
+        } catch {
+            Issue.record("\(error)\n\(env.log)")
+            return
+        }
+        // Idle for more than a second: the daemon exits cleanly and systemd's socket stays.
+        let deadline = Date().addingTimeInterval(10)
+        while supervisor.exits.isEmpty && Date() < deadline { usleep(20_000) }
+        #expect(supervisor.exits == [0], "\(env.log)")
+        #expect(notify.messages().contains { $0.hasPrefix("STOPPING=1\nSTATUS=Exiting: no connection for 1 s") })
+        #expect(try ask().isSuccess)
+        #expect(supervisor.starts == 2)
+
+        // Requests spaced around the idle limit, so some arrive while the daemon is exiting.
+        for delay in [950_000, 1_000_000, 1_050_000, 1_100_000, 1_000_000, 980_000] {
+            usleep(useconds_t(delay))
+            let r = try ask()
+            #expect(r.isSuccess, "\(r.message)\n\(env.log)")
+        }
+        #expect(supervisor.exits.allSatisfy { $0 == 0 }, "\(supervisor.exits)")
+    }
+
+    @Test func idleExitZero_neverExits() throws {
+        let env = try ActivationEnvironment(config: "idle-exit-seconds = 0\n")
+        let notify = try NotifyListener(path: env.directory + "/notify")
+        let supervisor = try SocketSupervisor(env: env, notifySocket: notify.path)
+        defer { supervisor.stop() }
+        _ = try DaemonConnection(socketPath: env.socketPath, clientName: "idle", timeoutMs: 15_000)
+        usleep(1_500_000)
+        #expect(supervisor.exits.isEmpty)
+        #expect(supervisor.starts == 1)
+    }
+}
+
+/// A temporary directory with a state directory, a configuration and the daemon's log.
+final class ActivationEnvironment: @unchecked Sendable {
+    let directory: String
+    var socketPath: String { directory + "/socket" }
+    var logPath: String { directory + "/daemon.log" }
+    var configPath: String { directory + "/localauthd.conf" }
+
+    init(config: String = "") throws {
+        var template = Array("/tmp/la-sd-XXXXXX".utf8CString)
+        guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
+        directory = String(cString: dir)
+        chmod(directory, 0o755)
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    var daemonArguments: [String] {
+        [
+            DaemonHarness.binDirectory + "/localauthd", "--socket", socketPath, "--state-dir", directory + "/state",
+            "--virtual-reader", "--config", configPath,
+        ]
+    }
+
+    /// `systemd-socket-activate` listening on `listenOn` (nil: the socket passed as fd 3 through
+    /// LISTEN_FDS, as systemd passes it); it executes the daemon on the first connection.
+    func spawn(
+        listenOn: String?, notifySocket: String, extraEnvironment: [String] = [], inheritedListener: Int32? = nil
+    ) throws -> SpawnedProcess {
+        var args = ["/usr/bin/systemd-socket-activate"]
+        if let listenOn { args += ["-l", listenOn] }
+        for e in ["NOTIFY_SOCKET=\(notifySocket)"] + extraEnvironment { args += ["-E", e] }
+        args += daemonArguments
+        // As systemd starts a service: no descriptor of the test process's but the socket passed.
+        let keep = inheritedListener == nil ? 2 : 3
+        var command =
+            "for f in /proc/$$/fd/*; do f=${f##*/}; [ \"$f\" -gt \(keep) ] && eval \"exec $f>&-\"; done; "
+        command += args.map { "'\($0)'" }.joined(separator: " ")
+        command = command.replacingOccurrences(
+            of: "done; ",
+            with: "done; " + (inheritedListener != nil ? "LISTEN_PID=$$ LISTEN_FDS=1 exec " : "exec "))
+        let process = try SpawnedProcess(
+            ["/bin/bash", "-c", command], stderrPath: logPath, fd3: inheritedListener,
+            environment: ["PATH=/usr/bin:/bin"])
+        if let listenOn {  // systemd-socket-activate listens before anyone may connect
+            let deadline = Date().addingTimeInterval(10)
+            while access(listenOn, F_OK) != 0 && Date() < deadline { usleep(5_000) }
+        }
+        return process
+    }
+}
+
+/// A child started with posix_spawn (so fd 3 can be handed over, as systemd does).
+final class SpawnedProcess: @unchecked Sendable {
+    let pid: pid_t
+    private var status: Int32?
+
+    init(_ argv: [String], stderrPath: String, fd3: Int32?, environment: [String]) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, stderrPath, O_WRONLY | O_APPEND, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_APPEND, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let fd3 { posix_spawn_file_actions_adddup2(&actions, fd3, 3) }
+        let cArgs = argv.map { strdup($0) } + [nil]
+        let cEnv = environment.map { strdup($0) } + [nil]
+        defer { for p in cArgs + cEnv { free(p) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, cEnv)
+        guard rc == 0 else { throw HarnessError.setup("posix_spawn failed: \(rc)") }
+        self.pid = pid
+    }
+
+    /// The exit status once it has exited (nil while it runs).
+    func poll() -> Int32? {
+        if let status { return status }
+        var raw: Int32 = 0
+        guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
+        status = (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+        return status
+    }
+
+    @discardableResult
+    func terminateAndWait() -> Int32 {
+        if let status = poll() { return status }
+        kill(pid, SIGTERM)
+        for _ in 0..<500 {
+            if let status = poll() { return status }
+            usleep(10_000)
+        }
+        kill(pid, SIGKILL)
+        while poll() == nil { usleep(10_000) }
+        return status ?? -1
+    }
+}
+
+/// What systemd does for `localauthd.socket`: holds the listening socket, starts the service
+/// when a connection waits and none runs, and keeps the socket (and its backlog) while it is away.
+final class SocketSupervisor: @unchecked Sendable {
+    let env: ActivationEnvironment
+    let listener: Int32
+    private let lock = NSLock()
+    private var _starts = 0
+    private var _exits: [Int32] = []
+    private var running = true
+    private var child: SpawnedProcess?
+    private var thread: Thread?
+
+    var starts: Int { lock.withLock { _starts } }
+    var currentPID: pid_t? { lock.withLock { child?.pid } }
+    var exits: [Int32] { lock.withLock { _exits } }
+
+    init(env: ActivationEnvironment, notifySocket: String) throws {
+        self.env = env
+        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(env.socketPath.utf8)) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, listen(listener, 256) == 0 else { throw HarnessError.setup("cannot listen") }
+        chmod(env.socketPath, 0o666)
+        let t = Thread { [self] in loop(notifySocket: notifySocket) }
+        thread = t
+        t.start()
+    }
+
+    private func loop(notifySocket: String) {
+        while lock.withLock({ running }) {
+            if let c = lock.withLock({ child }) {
+                if let status = c.poll() {
+                    lock.withLock {
+                        _exits.append(status)
+                        child = nil
+                    }
+                }
+                usleep(5_000)
+                continue
+            }
+            var pfd = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            guard Glibc.poll(&pfd, 1, 20) > 0 else { continue }
+            if let c = try? env.spawn(listenOn: nil, notifySocket: notifySocket, inheritedListener: listener) {
+                lock.withLock {
+                    child = c
+                    _starts += 1
+                }
+            }
+        }
+    }
+
+    func stop() {
+        lock.withLock { running = false }
+        while thread?.isFinished == false { usleep(5_000) }
+        lock.withLock { child }?.terminateAndWait()
+        close(listener)
+    }
+}
+
+/// A `NOTIFY_SOCKET`: a datagram socket collecting what the daemon sends to "systemd". Drained
+/// all the time, as systemd does: a full queue (10 datagrams) would block the daemon's sd_notify.
+final class NotifyListener: @unchecked Sendable {
+    let path: String
+    let fd: Int32
+    private let lock = NSLock()
+    private var received: [String] = []
+    private var open = true
+
+    init(path: String) throws {
+        self.path = path
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0 else { throw HarnessError.setup("cannot bind \(path)") }
+        Thread.detachNewThread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while lock.withLock({ open }) {
+                var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&pfd, 1, 20) > 0 else { continue }
+                let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if n > 0 { lock.withLock { received.append(String(decoding: buffer[0..<n], as: UTF8.self)) } }
+            }
+            close(fd)
+        }
+    }
+
+    deinit { lock.withLock { open = false } }
+
+    /// Every message so far, in order of arrival (waits for the queue to be read).
+    func messages() -> [String] {
+        var pending = 1
+        while pending > 0 {
+            ioctl(fd, UInt(FIONREAD), &pending)
+            if pending > 0 { usleep(2_000) }
+        }
+        return lock.withLock { received }
+    }
+}
