@@ -29,10 +29,12 @@ demo: deps build-debug pam
 
 # Everything the project checks. Unit and integration tests of the Swift targets (the
 # integration tests start the real daemon on a temporary socket with libfprint's virtual
-# devices), the PAM module's C tests and its tests through real libpam, then the linters.
+# devices), the PAM module's C tests and its tests through real libpam, the installed tree and
+# units (tests/system/install.sh), then the linters.
 test: deps build-debug pam pam-asan
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build 2>&1 | tee .build/swift-test.log; exit $${PIPESTATUS[0]}
 	$(MAKE) pam-test-unit pam-test-integration pam-test-asan pam-test-install
+	$(MAKE) test-system
 	$(MAKE) lint
 
 lint:
