@@ -138,6 +138,17 @@ final class ActivationEnvironment: @unchecked Sendable {
 
     /// `systemd-socket-activate` listening on `listenOn` (nil: the socket passed as fd 3 through
     /// LISTEN_FDS, as systemd passes it); it executes the daemon on the first connection.
+    /// Whether a Unix socket at `path` is in the listening state (`__SO_ACCEPTCON` in /proc/net/unix).
+    /// The file alone appears at bind(), before listen(): a connect then is refused. Probing with a
+    /// connection would start the daemon, which some tests must see happen only on demand.
+    static func isListening(_ path: String) -> Bool {
+        guard let table = try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8) else { return false }
+        return table.split(separator: "\n").contains { line in
+            let columns = line.split(separator: " ", omittingEmptySubsequences: true)
+            return columns.count >= 8 && columns.last.map(String.init) == path && columns[3] == "00010000"
+        }
+    }
+
     func spawn(
         listenOn: String?, notifySocket: String, extraEnvironment: [String] = [], inheritedListener: Int32? = nil
     ) throws -> SpawnedProcess {
@@ -158,7 +169,7 @@ final class ActivationEnvironment: @unchecked Sendable {
             environment: ["PATH=/usr/bin:/bin"])
         if let listenOn {  // systemd-socket-activate listens before anyone may connect
             let deadline = Date().addingTimeInterval(10)
-            while access(listenOn, F_OK) != 0 && Date() < deadline { usleep(5_000) }
+            while !Self.isListening(listenOn) && Date() < deadline { usleep(5_000) }
         }
         return process
     }

@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import LocalAuthClient
+import LocalAuthProtocol
+import Testing
+
+/// The real `localauthd` logging to "the journal": `JOURNAL_STREAM` names its stderr, and in a
+/// private mount namespace `/run/systemd/journal` is a directory of the test's, whose `socket` is a
+/// datagram socket the test reads. Records are journald's native protocol, read back field by field.
+@Suite(.timeLimit(.minutes(2)))
+struct JournalTests {
+    /// The documented `MESSAGE_ID` of each kind of audit record (`AuditLog.messageIDs`).
+    static let evaluateID = "507d44f6ba20425fb2e87165eff5ff51"
+    static let enrollID = "e8c3f3b63f7545b2b6a4c55fd2409691"
+    static let passcodeSetID = "3933d89789564958841e6d1046a7a989"
+
+    static func biometrics(tries: Int64 = 1) -> EvaluateOptions {
+        EvaluateOptions(
+            policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", service: "journal-test", tries: tries,
+            timeoutMs: 10_000)
+    }
+
+    static let owner = EvaluateOptions(
+        policy: .deviceOwnerAuthentication, user: "alice", service: "journal-test", flags: [.passcodeCapable],
+        tries: 1, timeoutMs: 10_000)
+
+    /// Answers the passcode questions with `answers` in turn, and gives up (CANCEL) when they run out.
+    static func typing(_ answers: String...) -> (Event) -> EventReply? {
+        var asked = 0
+        return { event in
+            guard event.kind == .passcodeNeeded else { return nil }
+            asked += 1
+            return asked <= answers.count ? .passcode(answers[asked - 1]) : .cancel
+        }
+    }
+
+    @Test func journal_whenEvaluating_recordsAuditFieldsWithFixedMessageID() async throws {
+        let journal = try JournalSocket()
+        let d = try JournaledDaemon(journal: journal)
+        try await d.enroll(user: "alice", printID: "alice-1")
+
+        try d.simulate("touch", "alice-1")
+        let (matched, _) = try d.perform(.evaluate(Self.biometrics()))
+        #expect(matched.isSuccess, "\(matched.message)")
+        let success = try journal.next("the record of the matching evaluation", log: d) {
+            $0["LOCALAUTH_OPERATION"] == "evaluate"
+        }
+        #expect(success["MESSAGE_ID"] == Self.evaluateID, "\(success)")
+        #expect(success["PRIORITY"] == "6", "\(success)")
+        #expect(success["LOCALAUTH_USER"] == "alice", "\(success)")
+        #expect(success["LOCALAUTH_SERVICE"] == "journal-test", "\(success)")
+        #expect(success["LOCALAUTH_POLICY"] == "1", "\(success)")
+        #expect(success["LOCALAUTH_RESULT"] == "success", "\(success)")
+        #expect(success["LOCALAUTH_CALLER_UID"] == "\(getuid())", "\(success)")
+        #expect(success["LOCALAUTH_CALLER_PID"] == "\(getpid())", "\(success)")
+        #expect(success["SYSLOG_IDENTIFIER"] == "localauthd", "\(success)")
+        let message = try #require(success["MESSAGE"], "\(success)")
+        #expect(message.hasPrefix("audit op=evaluate user=\"alice\" caller_uid=\(getuid())"), "\(message)")
+        #expect(message.contains("service=\"journal-test\""), "\(message)")
+        #expect(message.contains("result=success"), "\(message)")
+
+        // A miss: the same fixed id, its own result, at notice.
+        try d.simulate("touch", "mallory")
+        let (missed, _) = try d.perform(.evaluate(Self.biometrics()))
+        #expect(missed.resultCode == .authenticationFailed, "\(missed.message)")
+        let failure = try journal.next("the record of the missed evaluation", log: d) {
+            $0["LOCALAUTH_OPERATION"] == "evaluate"
+        }
+        #expect(failure["MESSAGE_ID"] == Self.evaluateID, "\(failure)")
+        #expect(failure["PRIORITY"] == "5", "\(failure)")
+        #expect(failure["LOCALAUTH_USER"] == "alice", "\(failure)")
+        #expect(failure["LOCALAUTH_SERVICE"] == "journal-test", "\(failure)")
+        #expect(failure["LOCALAUTH_RESULT"] == "authenticationFailed", "\(failure)")
+        #expect(failure["LOCALAUTH_CALLER_UID"] == "\(getuid())", "\(failure)")
+        #expect(failure["MESSAGE"]?.contains("result=authenticationFailed") == true, "\(failure)")
+    }
+
+    @Test func journal_whenEnrolling_recordsAuditFieldsWithFixedMessageID() async throws {
+        let journal = try JournalSocket()
+        let d = try JournaledDaemon(journal: journal)
+        try await d.enroll(user: "alice", printID: "alice-1")
+        let record = try journal.next("the record of the enrolment", log: d) { $0["LOCALAUTH_OPERATION"] == "enroll" }
+        #expect(record["MESSAGE_ID"] == Self.enrollID, "\(record)")
+        #expect(record["PRIORITY"] == "6", "\(record)")
+        #expect(record["LOCALAUTH_USER"] == "alice", "\(record)")
+        #expect(record["LOCALAUTH_RESULT"] == "success", "\(record)")
+        #expect(record["LOCALAUTH_CALLER_UID"] == "\(getuid())", "\(record)")
+        #expect(record["LOCALAUTH_CALLER_PID"] == "\(getpid())", "\(record)")
+        #expect(record["SYSLOG_IDENTIFIER"] == "localauthd", "\(record)")
+        let message = try #require(record["MESSAGE"], "\(record)")
+        #expect(message.hasPrefix("audit op=enroll user=\"alice\" caller_uid=\(getuid())"), "\(message)")
+        #expect(message.contains("result=success"), "\(message)")
+    }
+
+    @Test func journal_neverRecordsThePasscode() async throws {
+        let journal = try JournalSocket()
+        let d = try JournaledDaemon(journal: journal)
+        let passcode = "journal-secret-\(UInt32.random(in: 0...UInt32.max))"
+        let wrong = "journal-wrong-\(UInt32.random(in: 0...UInt32.max))"
+
+        let (set, _) = try d.perform(.passcodeSet(user: "alice", passcode: passcode, oldPasscode: nil))
+        #expect(set.isSuccess, "\(set.message)")
+        let setRecord = try journal.next("the record of setting the passcode", log: d) {
+            $0["LOCALAUTH_OPERATION"] == "passcodeSet"
+        }
+        #expect(setRecord["MESSAGE_ID"] == Self.passcodeSetID, "\(setRecord)")
+        #expect(setRecord["LOCALAUTH_RESULT"] == "success", "\(setRecord)")
+
+        // A wrong passcode, then the right one, each typed when the owner policy asks for it.
+        let (unlocked, events) = try d.perform(.evaluate(Self.owner), onEvent: Self.typing(wrong, passcode))
+        #expect(unlocked.isSuccess, "\(unlocked.message)")
+        #expect(events.filter { $0.kind == .passcodeNeeded }.count == 2, "\(events)")
+        let evaluation = try journal.next("the record of the evaluation", log: d) {
+            $0["LOCALAUTH_OPERATION"] == "evaluate"
+        }
+        #expect(evaluation["MESSAGE_ID"] == Self.evaluateID, "\(evaluation)")
+        #expect(evaluation["LOCALAUTH_RESULT"] == "success", "\(evaluation)")
+        #expect(evaluation["LOCALAUTH_POLICY"] == "2", "\(evaluation)")
+
+        // Every record the daemon ever sends: the last one says it is stopping.
+        #expect(d.stop() == 0)
+        _ = try journal.next("the record of stopping", log: d) {
+            $0["MESSAGE"]?.hasPrefix("stopping on signal") == true
+        }
+        try journal.drain()
+        if ProcessInfo.processInfo.environment["JOURNAL_TESTS_DUMP"] != nil { print(journal.records) }
+        for record in journal.records {
+            #expect(!record.raw.contains(Array(passcode.utf8)), "the passcode is in \(record)")
+            #expect(!record.raw.contains(Array(wrong.utf8)), "the wrong passcode is in \(record)")
+        }
+        let stderr = Array(d.daemonLog.utf8)
+        #expect(!stderr.contains(Array(passcode.utf8)) && !stderr.contains(Array(wrong.utf8)), "\(d.daemonLog)")
+    }
+}
+
+/// One record read from the journal socket: its datagram and its fields.
+struct JournalRecord: CustomStringConvertible {
+    let raw: [UInt8]
+    let fields: [(String, [UInt8])]
+
+    /// The last value of `key`, as text.
+    subscript(key: String) -> String? {
+        fields.last { $0.0 == key }.map { String(decoding: $0.1, as: UTF8.self) }
+    }
+
+    var description: String {
+        "{" + fields.map { "\($0.0)=\(String(decoding: $0.1, as: UTF8.self).debugDescription)" }.joined(separator: ", ")
+            + "}"
+    }
+
+    /// journald's native protocol: `KEY=value\n`, or `KEY\n` + 64-bit little-endian length + bytes + `\n`.
+    init(datagram d: [UInt8]) throws {
+        raw = d
+        var fields: [(String, [UInt8])] = []
+        var i = 0
+        while i < d.count {
+            guard let newline = d[i...].firstIndex(of: UInt8(ascii: "\n")) else {
+                throw JournalError.malformed("a field without its newline at byte \(i)", d)
+            }
+            let line = d[i..<newline]
+            if let equals = line.firstIndex(of: UInt8(ascii: "=")) {
+                fields.append((String(decoding: line[..<equals], as: UTF8.self), Array(line[(equals + 1)...])))
+                i = newline + 1
+                continue
+            }
+            let start = newline + 1 + 8
+            guard start <= d.count else { throw JournalError.malformed("a binary field without its length", d) }
+            var length = 0
+            for k in 0..<8 { length |= Int(d[newline + 1 + k]) << (8 * k) }
+            guard length >= 0, start + length < d.count, d[start + length] == UInt8(ascii: "\n") else {
+                throw JournalError.malformed("a binary field of \(length) bytes that does not fit", d)
+            }
+            fields.append((String(decoding: line, as: UTF8.self), Array(d[start..<(start + length)])))
+            i = start + length + 1
+        }
+        self.fields = fields
+    }
+}
+
+enum JournalError: Error, CustomStringConvertible {
+    case setup(String)
+    case malformed(String, [UInt8])
+    case unsupported(String)
+    case timeout(String, [JournalRecord], String)
+
+    var description: String {
+        switch self {
+        case .setup(let why): "journal socket: \(why)"
+        case .malformed(let why, let bytes): "malformed journal datagram: \(why): \(bytes)"
+        case .unsupported(let why): "journal datagram not handled: \(why)"
+        case .timeout(let what, let records, let log):
+            "\(what) did not arrive within the deadline; records so far: \(records)\ndaemon stderr:\n\(log)"
+        }
+    }
+}
+
+/// A `SOCK_DGRAM` Unix socket named `socket` in a directory of its own, standing in for
+/// `/run/systemd/journal`; it keeps every record in order of arrival.
+final class JournalSocket: @unchecked Sendable {
+    let directory: String
+    let journalDirectory: String
+    private let fd: Int32
+    private(set) var records: [JournalRecord] = []
+    /// Records before this index have been returned by `next`.
+    private var cursor = 0
+
+    init() throws {
+        var template = Array("/tmp/la-journal-XXXXXX".utf8CString)
+        guard let dir = mkdtemp(&template) else { throw JournalError.setup("mkdtemp failed") }
+        directory = String(cString: dir)
+        journalDirectory = directory + "/journal"
+        guard mkdir(journalDirectory, 0o755) == 0 else { throw JournalError.setup("mkdir failed: \(errno)") }
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw JournalError.setup("socket failed: \(errno)") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let path = Array((journalDirectory + "/socket").utf8)
+        guard path.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw JournalError.setup("path too long")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0 else { throw JournalError.setup("bind failed: \(errno)") }
+    }
+
+    deinit {
+        close(fd)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Reads one datagram if one arrives within `timeoutMs`; false when none did.
+    private func receive(timeoutMs: Int32) throws -> Bool {
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&pfd, 1, timeoutMs) > 0 else { return false }
+        var buffer = [UInt8](repeating: 0, count: 1 << 18)
+        var control = [UInt8](repeating: 0, count: 512)
+        let (count, controlLength, flags) = buffer.withUnsafeMutableBytes { bytes in
+            control.withUnsafeMutableBytes { controlBytes in
+                var vector = iovec(iov_base: bytes.baseAddress, iov_len: bytes.count)
+                return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                    var message = msghdr()
+                    message.msg_iov = vectorPointer
+                    message.msg_iovlen = 1
+                    message.msg_control = controlBytes.baseAddress
+                    message.msg_controllen = controlBytes.count
+                    let n = recvmsg(fd, &message, Int32(MSG_CMSG_CLOEXEC))
+                    return (n, message.msg_controllen, message.msg_flags)
+                }
+            }
+        }
+        guard count >= 0 else { throw JournalError.setup("recvmsg failed: \(errno)") }
+        guard controlLength == 0 else {
+            throw JournalError.unsupported(
+                "a record came with ancillary data (a memfd passed with SCM_RIGHTS, for a record too large for a datagram)"
+            )
+        }
+        guard flags & Int32(MSG_TRUNC) == 0 else { throw JournalError.unsupported("a datagram was truncated") }
+        records.append(try JournalRecord(datagram: Array(buffer[0..<count])))
+        return true
+    }
+
+    /// The first record after the last one returned that satisfies `match`, awaited up to `timeout` seconds.
+    func next(
+        _ what: String, timeout: TimeInterval = 15, log daemon: JournaledDaemon? = nil,
+        where match: (JournalRecord) -> Bool
+    ) throws -> JournalRecord {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let index = records[cursor...].firstIndex(where: match) {
+                cursor = index + 1
+                return records[index]
+            }
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { throw JournalError.timeout(what, records, daemon?.daemonLog ?? "") }
+            _ = try receive(timeoutMs: Int32(left * 1000) + 1)
+        }
+    }
+
+    /// Reads whatever is already queued.
+    func drain() throws {
+        while try receive(timeoutMs: 0) {}
+    }
+}
+
+/// `localauthd --virtual-reader` on a temporary socket, as `DaemonHarness` starts it, but with
+/// `JOURNAL_STREAM` naming its stderr file and, in a private mount namespace, `journal`'s directory
+/// bind-mounted over `/run/systemd/journal`.
+final class JournaledDaemon: @unchecked Sendable {
+    let directory: String
+    let socketPath: String
+    let stateDirectory: String
+    let stderrPath: String
+    private let process = Process()
+
+    /// Run by `sh` inside the namespace: `$1` is the directory to mount, the rest the daemon's command line.
+    /// Where this machine has no `/run/systemd/journal`, a tmpfs over `/run/systemd` (or `/run`) provides one.
+    static let script = """
+        set -e
+        journal=$1
+        shift
+        if [ ! -d /run/systemd/journal ]; then
+            if [ -d /run/systemd ]; then mount -t tmpfs tmpfs /run/systemd; else mount -t tmpfs tmpfs /run; fi
+            mkdir -p /run/systemd/journal
+        fi
+        mount --bind "$journal" /run/systemd/journal
+        exec "$@"
+        """
+
+    init(journal: JournalSocket) throws {
+        var template = Array("/tmp/la-XXXXXX".utf8CString)
+        guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
+        directory = String(cString: dir)
+        chmod(directory, 0o755)
+        socketPath = directory + "/socket"
+        stateDirectory = directory + "/state"
+        stderrPath = directory + "/daemon.log"
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        var st = stat()
+        guard stat(stderrPath, &st) == 0 else { throw HarnessError.setup("stat \(stderrPath) failed: \(errno)") }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        process.arguments = [
+            "--mount", "--propagation", "private", "/bin/sh", "-c", Self.script, "sh", journal.journalDirectory,
+            DaemonHarness.binDirectory + "/localauthd", "--socket", socketPath, "--state-dir", stateDirectory,
+            "--virtual-reader",
+        ]
+        process.environment = ["PATH": "/usr/bin:/bin", "JOURNAL_STREAM": "\(st.st_dev):\(st.st_ino)"]
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            if (try? DaemonConnection(socketPath: socketPath, clientName: "harness", timeoutMs: 1000)) != nil { return }
+            guard process.isRunning else { break }
+            usleep(10_000)
+        }
+        throw HarnessError.setup("localauthd did not start: \(daemonLog)")
+    }
+
+    var daemonLog: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// SIGTERM and wait; returns the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        guard process.isRunning else { return process.terminationStatus }
+        process.terminate()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// One request on a fresh connection, with its events.
+    func perform(_ request: Request, onEvent: @escaping (Event) -> EventReply? = { _ in nil }) throws -> (
+        LocalAuthProtocol.Result, [Event]
+    ) {
+        let c = try DaemonConnection(socketPath: socketPath, clientName: "journal-test")
+        var events: [Event] = []
+        let result = try c.perform(request, timeoutMs: 60_000) { e in
+            events.append(e)
+            return onEvent(e)
+        }
+        return (result, events)
+    }
+
+    func simulate(_ action: String, _ argument: String? = nil) throws {
+        let (r, _) = try perform(.simulate(action: action, argument: argument))
+        guard r.isSuccess else { throw HarnessError.setup("simulate \(action) failed: \(r.message)") }
+    }
+
+    /// Enrols the right index finger as `DaemonHarness.enroll` does: five touches of `printID`, given
+    /// once the daemon has prompted, from a blocking client on a thread of its own.
+    func enroll(user: String, printID: String) async throws {
+        let socket = socketPath
+        let (prompts, prompted) = AsyncStream.makeStream(of: Void.self)
+        let outcome = Task {
+            try await withCheckedThrowingContinuation { (done: CheckedContinuation<LocalAuthProtocol.Result, Error>) in
+                Thread.detachNewThread {
+                    defer { prompted.finish() }
+                    do {
+                        let c = try DaemonConnection(socketPath: socket, clientName: "enroll")
+                        let r = try c.perform(.enroll(user: user, finger: .rightIndex), timeoutMs: 60_000) {
+                            if $0.kind == .placeFinger { prompted.yield() }
+                            return nil
+                        }
+                        done.resume(returning: r)
+                    } catch {
+                        done.resume(throwing: error)
+                    }
+                }
+            }
+        }
+        var waiting = prompts.makeAsyncIterator()
+        if await waiting.next() != nil {
+            for _ in 0..<5 { try simulate("touch", printID) }
+        }
+        let result = try await outcome.value
+        guard result.isSuccess else { throw HarnessError.setup("enrolment failed: \(result.message)\n\(daemonLog)") }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Whether `needle` occurs in these bytes.
+    func contains(_ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, needle.count <= count else { return needle.isEmpty }
+        return (0...(count - needle.count)).contains { self[$0..<($0 + needle.count)].elementsEqual(needle) }
+    }
+}
