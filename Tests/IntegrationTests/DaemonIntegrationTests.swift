@@ -260,3 +260,58 @@ struct CLITests {
         #expect(r.out.contains("simulate"))
     }
 }
+
+/// One unprivileged uid cannot take the daemon's connections from everyone else.
+@Suite(.timeLimit(.minutes(1)))
+struct ConnectionLimitTests {
+    /// uid 65534 holds 33 connections (HELLO on each): 32 are welcomed, the 33rd gets ERROR
+    /// tooManyConnections; root is served meanwhile.
+    @Test func connections_whenOneUIDExceedsItsLimit_refusesTheExcessAndServesRoot() throws {
+        let d = try DaemonHarness()
+        let script = """
+            import socket, struct, sys, time
+            def frame(t, fields):
+                body = struct.pack(">H", t) + b"".join(struct.pack(">HH", tag, len(v)) + v for tag, v in fields)
+                return struct.pack(">I", len(body)) + body
+            hello = frame(1, [(1, struct.pack(">q", 1)), (2, b"flood")])
+            held, welcomed, refused = [], 0, 0
+            for i in range(33):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(5)
+                s.connect(sys.argv[1])
+                s.sendall(hello)
+                (n,) = struct.unpack(">I", s.recv(4, socket.MSG_WAITALL))
+                body = s.recv(n, socket.MSG_WAITALL)
+                (t,) = struct.unpack(">H", body[:2])
+                if t == 0x8001: welcomed += 1
+                elif t == 0x80FF and struct.unpack(">q", body[6:14])[0] == 6: refused += 1
+                held.append(s)
+            print(welcomed, refused, flush=True)
+            sys.stdin.read()  # hold every connection until the test is done
+            """
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        p.arguments = [
+            "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, d.socketPath,
+        ]
+        let out = Pipe()
+        let input = Pipe()
+        p.standardOutput = out
+        p.standardInput = input
+        try p.run()
+        defer {
+            try? input.fileHandleForWriting.close()
+            p.waitUntilExit()
+        }
+        var bytes = Data()
+        while !bytes.contains(UInt8(ascii: "\n")) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }  // the script ended early; the expectation below says how
+            bytes += chunk
+        }
+        let line = String(decoding: bytes, as: UTF8.self)
+        #expect(line.trimmingCharacters(in: .whitespacesAndNewlines) == "32 1", "welcomed, refused: \(line)")
+        let (devices, _) = try d.perform(.devices)
+        #expect(devices.isSuccess)
+    }
+}
