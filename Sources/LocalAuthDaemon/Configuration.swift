@@ -19,6 +19,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var idleExitSeconds = 0
     /// The least severe record written; audit decisions are `info`, refusals `notice`.
     public var logLevel = Logger.Level.info
+    /// libfprint drivers of external readers, usable with a laptop's lid closed (see `Daemon.Settings`).
+    public var externalReaderDrivers: Set<String> = []
 
     public init() {}
 
@@ -45,6 +47,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         },
         "idle-exit-seconds": { c, v throws(ValueError) in c.idleExitSeconds = try integer(v, 0...86_400) },
         "log-level": { c, v throws(ValueError) in c.logLevel = try level(v) },
+        "external-reader-drivers": { c, v throws(ValueError) in c.externalReaderDrivers = try drivers(v) },
     ]
 
     struct ValueError: Error { var reason: String }
@@ -117,6 +120,24 @@ public struct DaemonConfiguration: Equatable, Sendable {
             throw ValueError(reason: "'\(value)' is not one of \(names)")
         }
         return level
+    }
+
+    /// `synaptics, elanmoc`: libfprint driver names (lowercase letters, digits, `_` and `-`), comma-separated.
+    static func drivers(_ value: String) throws(ValueError) -> Set<String> {
+        var out = Set<String>()
+        for item in value.split(separator: ",", omittingEmptySubsequences: false) {
+            let name = item.trimmed
+            guard !name.isEmpty, name.count <= 64,
+                name.unicodeScalars.allSatisfy({
+                    ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-"
+                })
+            else {
+                throw ValueError(
+                    reason: "'\(item.trimmed)' is not a libfprint driver name (lowercase letters, digits, _ and -)")
+            }
+            out.insert(String(name))
+        }
+        return out
     }
 
     /// `60, 5m, 15m, 1h`: seconds, or with an s, m or h suffix; at most 10, each 1 s to 24 h, never decreasing.

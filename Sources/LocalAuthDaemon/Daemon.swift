@@ -40,6 +40,9 @@ public actor Daemon {
         /// Set when started with `--virtual-reader`: the virtual device's control socket.
         public var virtualReaderSocket: String?
         public var enrollTimeoutMs: Int64 = 60_000
+        /// libfprint drivers of readers that are not built into the machine (a USB reader on the
+        /// desk): they stay usable while a laptop's lid is closed. Every other reader is built in.
+        public var externalReaderDrivers: Set<String> = []
         public init() {}
     }
 
@@ -48,6 +51,11 @@ public actor Daemon {
     let settings: Settings
     let audit: AuditLog
     let clock: @Sendable () -> Int64
+    /// logind over D-Bus: sessions sd-login cannot place, the lid. Nil in unit tests.
+    let logind: Logind?
+    /// The inputs of running evaluations, so that sleep can cancel them.
+    var running: [Int: AsyncStream<EvaluationInput>.Continuation] = [:]
+    var nextEvaluation = 0
     /// Last success per reuse scope (user, service, session): memory only, so a restart or a
     /// suspend never extends a reuse window.
     var lastSuccess: [ReuseScope: Int64] = [:]
@@ -62,9 +70,10 @@ public actor Daemon {
 
     public init(
         reader: FingerprintReader?, store: EnrollmentStore, settings: Settings, audit: AuditLog,
-        clock: @escaping @Sendable () -> Int64 = wallClockMs
+        logind: Logind? = nil, clock: @escaping @Sendable () -> Int64 = wallClockMs
     ) {
         self.reader = reader
+        self.logind = logind
         self.store = store
         self.settings = settings
         self.audit = audit
@@ -181,9 +190,16 @@ public actor Daemon {
         let device = await currentDevice()
         let (state, readable, _) = loadState(user)
         let prints = enrolledPrints(user, on: device)
-        let unavailable: String? =
-            session.isRemote
-            ? "the request comes from a remote session" : device == nil ? "no fingerprint reader is connected" : nil
+        let unavailable: String?
+        if session.isRemote {
+            unavailable = "the request comes from a remote session"
+        } else if device == nil {
+            unavailable = "no fingerprint reader is connected"
+        } else if let device, !settings.externalReaderDrivers.contains(device.driver), await lidClosed() {
+            unavailable = "the laptop lid is closed and the reader is built in"
+        } else {
+            unavailable = nil
+        }
         let facts = EvaluationFacts(
             readerAvailable: unavailable == nil, readerUnavailableReason: unavailable,
             enrolledFingers: prints.map(\.finger), stateReadable: readable, lastSuccessMs: lastSuccessMs)
@@ -226,7 +242,7 @@ public actor Daemon {
     }
 
     func canEvaluate(policy: PolicyKind, user: String, caller: PeerCredentials) async -> LocalAuthProtocol.Result {
-        let (facts, state, _, _) = await facts(user: user, session: CallerSession(of: caller, tty: nil))
+        let (facts, state, _, _) = await facts(user: user, session: session(of: caller, tty: nil))
         var result = PolicyEvaluator.canEvaluate(
             policy: policy, state: state, facts: facts, config: settings.lockout, nowMs: clock())
         // The core supplies biometryType and domainState; the daemon adds what STATUS also says.
@@ -240,12 +256,15 @@ public actor Daemon {
     func evaluate(_ options: EvaluateOptions, user: String, caller: PeerCredentials, io: RequestIO) async
         -> LocalAuthProtocol.Result
     {
-        let session = CallerSession(of: caller, tty: options.tty)
+        let session = await session(of: caller, tty: options.tty)
         let scope = ReuseScope(user: user, service: options.service ?? "", session: session.key)
         let (facts, state, device, prints) = await facts(
             user: user, session: session, lastSuccessMs: lastSuccess[scope])
         let evaluator = PolicyEvaluator(options: options, state: state, facts: facts, config: settings.lockout)
         let (inputs, feed) = AsyncStream.makeStream(of: EvaluationInput.self)
+        let id = nextEvaluation
+        nextEvaluation += 1
+        running[id] = feed
         let deadline = Self.timer(ms: options.timeoutMs) { feed.yield(.policy(.timedOut)) }
         let forwarder = Task {
             for await signal in io.signals {
@@ -257,6 +276,7 @@ public actor Daemon {
             }
         }
         defer {
+            running[id] = nil
             deadline.cancel()
             forwarder.cancel()
         }
@@ -417,24 +437,33 @@ public actor Daemon {
         }
     }
 
-    /// logind's view of the caller, looked up once per request (`sd_pid_get_session`).
+    /// logind's view of the caller, looked up once per request.
     struct CallerSession {
         /// The login session, else the terminal and uid: a reuse window never crosses it.
         let key: String
         /// Biometrics are refused for a remote session (ssh, polkit's agent over ssh).
         let isRemote: Bool
+    }
 
-        init(of caller: PeerCredentials, tty: String?) {
-            var session: UnsafeMutablePointer<CChar>?
-            guard sd_pid_get_session(pid_t(caller.pid), &session) >= 0, let session else {
-                key = "tty:\(tty ?? "none"):uid:\(caller.uid)"
-                isRemote = false
-                return
-            }
+    /// sd-login's files first (`sd_pid_get_session`, no round trip); when they place the caller in no
+    /// session (a container, a process outside logind's cgroups), logind's `GetSessionByPID`.
+    func session(of caller: PeerCredentials, tty: String?) async -> CallerSession {
+        var session: UnsafeMutablePointer<CChar>?
+        if sd_pid_get_session(pid_t(caller.pid), &session) >= 0, let session {
             defer { free(session) }
-            key = "session:" + String(cString: session)
-            isRemote = sd_session_is_remote(session) > 0
+            return CallerSession(
+                key: "session:" + String(cString: session), isRemote: sd_session_is_remote(session) > 0)
         }
+        if let logind, let found = await logind.session(ofPID: caller.pid) {
+            return CallerSession(key: "session:" + found.path, isRemote: found.isRemote)
+        }
+        return CallerSession(key: "tty:\(tty ?? "none"):uid:\(caller.uid)", isRemote: false)
+    }
+
+    /// logind's `LidClosed`, else the ACPI lid button; false on a machine without a lid.
+    func lidClosed() async -> Bool {
+        if let logind, let closed = await logind.lidClosed() { return closed }
+        return LidSwitch.closed()
     }
 
     func enroll(
@@ -633,6 +662,22 @@ public actor Daemon {
 
     /// Forgets every reuse window (suspend, administrator's request).
     public func clearReuseWindows() { lastSuccess.removeAll() }
+
+    /// Before system sleep: forget reuse windows, cancel running evaluations (`systemCancel`), and
+    /// suspend the reader. A finger given before sleep never counts after it.
+    public func prepareForSleep() async {
+        clearReuseWindows()
+        for feed in running.values { feed.yield(.policy(.cancelled(.systemCancel))) }
+        audit.info(
+            "system going to sleep: reuse windows cleared, \(running.count) evaluation(s) cancelled, reader suspended")
+        await reader?.suspend()
+    }
+
+    /// After system resume.
+    public func resumedFromSleep() async {
+        await reader?.resume()
+        audit.info("system resumed: reader resumed")
+    }
 
     func simulate(action: String, argument: String?) async -> LocalAuthProtocol.Result {
         guard let socket = settings.virtualReaderSocket else {

@@ -116,6 +116,7 @@ public enum DaemonMain {
         var settings = Daemon.Settings()
         settings.lockout = config.lockout
         settings.enrollTimeoutMs = config.enrollTimeoutMs
+        settings.externalReaderDrivers = config.externalReaderDrivers
         if options.virtualReader {
             // The virtual driver reads these at enumeration; set before libfprint starts.
             let socket = options.stateDirectory + "/virtual-reader.socket"
@@ -140,7 +141,11 @@ public enum DaemonMain {
             audit.notice("libfprint failed to start (\(error)); serving without biometrics")
             reader = nil
         }
-        let daemon = Daemon(reader: reader, store: store, settings: settings, audit: audit)
+        let logind = Logind(audit: audit)
+        let daemon = Daemon(reader: reader, store: store, settings: settings, audit: audit, logind: logind)
+        logind.watchSleep { goingToSleep in
+            if goingToSleep { await daemon.prepareForSleep() } else { await daemon.resumedFromSleep() }
+        }
         let adopted = adoptedSocket()
         let devices = await reader?.devices() ?? []
         let readers = devices.isEmpty ? "no reader" : devices.map(\.name).joined(separator: ", ")
@@ -188,6 +193,7 @@ public enum DaemonMain {
             audit.info("exiting after \(seconds) s without a connection; the next connection starts the daemon again")
         }
         await server.shutdown()
+        logind.close()
         await reader?.shutdown()
         if adopted == nil { unlink(options.socketPath) }
         _ = sources

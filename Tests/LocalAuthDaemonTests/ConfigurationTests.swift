@@ -22,6 +22,7 @@ import Testing
             enroll-timeout-seconds = 90
             idle-exit-seconds = 30
             log-level = debug
+            external-reader-drivers = synaptics, elan-moc
             """
         let (c, warnings) = try DaemonConfiguration.parse(text, file: "f")
         #expect(warnings.isEmpty)
@@ -33,6 +34,7 @@ import Testing
         #expect(c.enrollTimeoutMs == 90_000)
         #expect(c.idleExitSeconds == 30)
         #expect(c.logLevel == .debug)
+        #expect(c.externalReaderDrivers == ["synaptics", "elan-moc"])
     }
 
     @Test func parse_whenKeyIsUnknown_warnsWithLineAndGoesOn() throws {
@@ -53,6 +55,14 @@ import Testing
         (
             "log-level = verbose", 1,
             "log-level: 'verbose' is not one of trace, debug, info, notice, warning, error, critical"
+        ),
+        (
+            "external-reader-drivers = synaptics,,elan", 1,
+            "external-reader-drivers: '' is not a libfprint driver name (lowercase letters, digits, _ and -)"
+        ),
+        (
+            "external-reader-drivers = Synaptics", 1,
+            "external-reader-drivers: 'Synaptics' is not a libfprint driver name (lowercase letters, digits, _ and -)"
         ),
         ("finger-attempts", 1, "expected 'key = value'"),
         ("finger-attempts =", 1, "'finger-attempts' has no value"),

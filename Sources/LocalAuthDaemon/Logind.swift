@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+import CSystemd
+import Dispatch
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// systemd-logind over the system D-Bus (sd-bus): the login session of a caller that sd-login's files
+/// cannot place, the lid switch, and `PrepareForSleep` followed with a delay inhibitor.
+///
+/// sd-bus is not thread-safe, so the connection is only ever used on `queue`. Calls there are
+/// synchronous with a short timeout; the daemon actor and Swift's cooperative threads never wait on
+/// the bus, they await a continuation. Without a system bus (a test, a container) every question
+/// answers nil and the caller falls back; a lost bus is reconnected at most every 5 s, when asked.
+public final class Logind: @unchecked Sendable {
+    static let destination = "org.freedesktop.login1"
+    static let managerPath = "/org/freedesktop/login1"
+    static let managerInterface = "org.freedesktop.login1.Manager"
+    static let sessionInterface = "org.freedesktop.login1.Session"
+    /// A logind slower than this is treated as absent for that question (the bus default is 25 s).
+    static let callTimeoutUsec: UInt64 = 500_000
+    /// logind waits at most `InhibitDelayMaxSec` (5 s by default) for a delay inhibitor; ours is
+    /// released after this long even if suspending the reader has not finished.
+    static let sleepDelayLimit: DispatchTimeInterval = .seconds(3)
+
+    private let queue = DispatchQueue(label: "localauthd.logind")
+    private let audit: AuditLog
+    // Everything below: on `queue` only.
+    private var bus: OpaquePointer?
+    private var source: DispatchSourceRead?
+    private var lastAttemptNs: UInt64?
+    private var inhibitor: Int32 = -1
+    private var sleepHandler: (@Sendable (_ goingToSleep: Bool) async -> Void)?
+    /// Counts `PrepareForSleep` signals, so a late timer never releases a newer inhibitor.
+    private var sleepGeneration = 0
+
+    public init(audit: AuditLog) {
+        self.audit = audit
+    }
+
+    /// Follows `PrepareForSleep`: `handler(true)` before sleep, holding a delay inhibitor until it
+    /// returns (or `sleepDelayLimit` passes), `handler(false)` after resume, then inhibits again.
+    func watchSleep(_ handler: @escaping @Sendable (_ goingToSleep: Bool) async -> Void) {
+        queue.async {
+            self.sleepHandler = handler
+            if self.connected() != nil { self.takeInhibitor() }
+        }
+    }
+
+    /// The caller's login session as logind's D-Bus API tells it (`GetSessionByPID`): its object
+    /// path and its `Remote` property; nil when there is no bus, no logind, or no session.
+    func session(ofPID pid: Int32) async -> (path: String, isRemote: Bool)? {
+        await onQueue { self.lookUpSession(pid) }
+    }
+
+    /// logind's `LidClosed`; nil when logind cannot say.
+    func lidClosed() async -> Bool? {
+        await onQueue {
+            guard let bus = self.connected() else { return nil }
+            return self.boolProperty(bus, path: Self.managerPath, interface: Self.managerInterface, name: "LidClosed")
+        }
+    }
+
+    /// Stops following sleep and closes the connection (daemon shutdown).
+    func close() {
+        queue.sync { self.disconnect(nil) }
+    }
+
+    // MARK: On the queue
+
+    private func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: body()) }
+        }
+    }
+
+    /// The open connection, or a new one when the last attempt is at least 5 s old.
+    private func connected() -> OpaquePointer? {
+        if let bus { return bus }
+        let now = DispatchTime.now().uptimeNanoseconds
+        if let last = lastAttemptNs, now - last < 5_000_000_000 { return nil }
+        lastAttemptNs = now
+        var opened: OpaquePointer?
+        guard sd_bus_open_system(&opened) >= 0, let opened else { return nil }
+        sd_bus_set_method_call_timeout(opened, Self.callTimeoutUsec)
+        let added = sd_bus_match_signal(
+            opened, nil, Self.destination, Self.managerPath, Self.managerInterface, "PrepareForSleep",
+            Self.onPrepareForSleep, Unmanaged.passUnretained(self).toOpaque())
+        guard added >= 0 else {
+            sd_bus_flush_close_unref(opened)
+            return nil
+        }
+        let watch = DispatchSource.makeReadSource(fileDescriptor: sd_bus_get_fd(opened), queue: queue)
+        watch.setEventHandler { [unowned self] in self.process() }
+        watch.setCancelHandler { sd_bus_flush_close_unref(opened) }
+        watch.resume()
+        bus = opened
+        source = watch
+        audit.debug("connected to the system bus")
+        return opened
+    }
+
+    /// Dispatches what the bus has read or received: signals reach `onPrepareForSleep` here.
+    private func process() {
+        while let bus {
+            let r = sd_bus_process(bus, nil)
+            if r < 0 {
+                disconnect(
+                    "lost the system bus (\(String(cString: strerror(-r)))); sleep is not followed until it is back")
+                return
+            }
+            if r == 0 { return }
+        }
+    }
+
+    private func disconnect(_ why: String?) {
+        if let why { audit.notice(why) }
+        if inhibitor >= 0 {
+            Glibc.close(inhibitor)
+            inhibitor = -1
+        }
+        source?.cancel()  // its cancel handler closes the connection, after the source let go of the fd
+        source = nil
+        bus = nil
+    }
+
+    private func lookUpSession(_ pid: Int32) -> (path: String, isRemote: Bool)? {
+        guard let bus = connected() else { return nil }
+        defer { process() }
+        var pidArgument = UInt32(bitPattern: pid)
+        let path: String? = call(bus, Self.managerPath, Self.managerInterface, "GetSessionByPID") { message in
+            sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &pidArgument)
+        } read: { reply in
+            var value: UnsafePointer<CChar>?
+            guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "o")), &value) >= 0, let value else { return nil }
+            return String(cString: value)
+        }
+        guard let path,
+            let remote = boolProperty(bus, path: path, interface: Self.sessionInterface, name: "Remote")
+        else { return nil }
+        return (path, remote)
+    }
+
+    private func boolProperty(_ bus: OpaquePointer, path: String, interface: String, name: String) -> Bool? {
+        var error = sd_bus_error()
+        defer { sd_bus_error_free(&error) }
+        var value: Int32 = 0
+        let r = sd_bus_get_property_trivial(
+            bus, Self.destination, path, interface, name, &error, CChar(UInt8(ascii: "b")), &value)
+        process()
+        return r >= 0 ? value != 0 : nil
+    }
+
+    /// One method call to logind: `append` writes the arguments, `read` takes the answer.
+    private func call<T>(
+        _ bus: OpaquePointer, _ path: String, _ interface: String, _ member: String,
+        append: (OpaquePointer) -> Int32, read: (OpaquePointer) -> T?
+    ) -> T? {
+        var message: OpaquePointer?
+        guard sd_bus_message_new_method_call(bus, &message, Self.destination, path, interface, member) >= 0,
+            let message
+        else { return nil }
+        defer { sd_bus_message_unref(message) }
+        guard append(message) >= 0 else { return nil }
+        var error = sd_bus_error()
+        defer { sd_bus_error_free(&error) }
+        var reply: OpaquePointer?
+        guard sd_bus_call(bus, message, 0, &error, &reply) >= 0, let reply else {
+            if let name = error.name {
+                audit.debug("logind \(member): \(String(cString: name))")
+            }
+            return nil
+        }
+        defer { sd_bus_message_unref(reply) }
+        return read(reply)
+    }
+
+    /// `Inhibit("sleep", …, "delay")`: logind waits for us before sleeping until the fd is closed.
+    private func takeInhibitor() {
+        guard inhibitor < 0, sleepHandler != nil, let bus = connected() else { return }
+        defer { process() }
+        let arguments = [
+            "sleep", "localauthd", "Suspend the fingerprint reader and forget reuse windows", "delay",
+        ]
+        let fd: Int32? = call(bus, Self.managerPath, Self.managerInterface, "Inhibit") { message in
+            for argument in arguments {
+                let r = argument.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
+                if r < 0 { return r }
+            }
+            return 0
+        } read: { reply in
+            var received: Int32 = -1
+            guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "h")), &received) >= 0 else { return nil }
+            // The message owns the received descriptor: keep a copy of our own.
+            let copy = fcntl(received, F_DUPFD_CLOEXEC, 3)
+            return copy >= 0 ? copy : nil
+        }
+        if let fd {
+            inhibitor = fd
+        } else {
+            audit.notice("logind refused a sleep delay inhibitor; the reader is not suspended before sleep")
+        }
+    }
+
+    private func releaseInhibitor() {
+        guard inhibitor >= 0 else { return }
+        Glibc.close(inhibitor)
+        inhibitor = -1
+    }
+
+    private func prepareForSleep(_ goingToSleep: Bool) {
+        sleepGeneration += 1
+        let generation = sleepGeneration
+        guard let handler = sleepHandler else { return }
+        if goingToSleep {
+            queue.asyncAfter(deadline: .now() + Self.sleepDelayLimit) {
+                guard self.sleepGeneration == generation, self.inhibitor >= 0 else { return }
+                self.audit.notice("preparing the reader for sleep took too long; letting the system sleep")
+                self.releaseInhibitor()
+            }
+        }
+        Task {
+            await handler(goingToSleep)
+            self.queue.async {
+                guard self.sleepGeneration == generation else { return }
+                if goingToSleep { self.releaseInhibitor() } else { self.takeInhibitor() }
+            }
+        }
+    }
+
+    private static let onPrepareForSleep: sd_bus_message_handler_t = { message, userdata, _ in
+        guard let message, let userdata else { return 0 }
+        var value: Int32 = 0
+        guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "b")), &value) >= 0 else { return 0 }
+        Unmanaged<Logind>.fromOpaque(userdata).takeUnretainedValue().prepareForSleep(value != 0)
+        return 0
+    }
+}
+
+/// The lid as the kernel's ACPI button driver reports it, for machines where logind cannot be asked.
+enum LidSwitch {
+    /// True when any `DIRECTORY/*/state` says `closed` (`state:      closed`); false without a lid.
+    static func closed(directory: String = "/proc/acpi/button/lid") -> Bool {
+        guard let dir = opendir(directory) else { return false }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name.hasPrefix(".") { continue }
+            if let text = readSmallFile(directory + "/" + name + "/state"), text.contains("closed") { return true }
+        }
+        return false
+    }
+
+    private static func readSmallFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let n = read(fd, &buffer, buffer.count)
+        return n > 0 ? String(decoding: buffer[..<n], as: UTF8.self) : nil
+    }
+}
