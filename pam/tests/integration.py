@@ -19,6 +19,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -212,25 +213,50 @@ class Ctx:
         os.chmod(os.path.join(self.services, name), 0o644)
         return name
 
-    def conv(self, service, user, answers=(), fail=(), items=None, flags=0, env=None):
+    def conv(self, service, user, answers=(), fail=(), items=None, flags=0, env=None,
+             syslog=False):
         """One pam_authenticate through pamconv.py: a conversation that fails on the message
-        styles in fail; returns {code, prompts, info, errors, env, start, end}."""
+        styles in fail; returns {code, prompts, info, errors, env, start, end}, and with
+        syslog=True also "syslog": the lines the process sent to /dev/log."""
         spec = {"answers": list(answers), "fail": list(fail), "items": items or {}}
+        wrap, listener = [], None
+        if syslog:
+            # A private mount namespace whose /dev is an overlay with our socket as /dev/log:
+            # glibc's syslog(3) reaches the test, and the machine's /dev is untouched.
+            path = os.path.join(self.mkdir("syslog"), "log")
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            listener.bind(path)
+            listener.setblocking(False)
+            wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                    'mount -t overlay overlay -o "lowerdir=/dev,upperdir=$1,workdir=$2" /dev '
+                    '&& : > /dev/log && mount --bind "$3" /dev/log && shift 3 && exec "$@"',
+                    "sh", self.mkdir("dev-upper"), self.mkdir("dev-work"), path]
         run_env = dict(os.environ, PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=self.services,
                        LD_PRELOAD="libpam_wrapper.so")
         for k in ("PAM_RHOST", "PAM_TTY", "PAM_AUTHTOK"):
             run_env.pop(k, None)
         run_env.update(env or {})  # pam_set_items.so sets the PAM items named here
+        if syslog:
+            run_env["PAM_WRAPPER_USE_SYSLOG"] = "1"  # else pam_wrapper keeps pam_syslog's lines
         if ARGS.asan:
             run_env["LD_PRELOAD"] = ARGS.libasan + " libpam_wrapper.so"
             run_env["ASAN_OPTIONS"] = "detect_leaks=0:exitcode=86"  # Python's own leaks
             run_env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=87"
-        r = subprocess.run([PYTHON, os.path.join(HERE, "pamconv.py"), service, user, str(flags),
-                            json.dumps(spec)], env=run_env, capture_output=True, text=True,
-                           timeout=60)
+        r = subprocess.run(wrap + [PYTHON, os.path.join(HERE, "pamconv.py"), service, user,
+                                   str(flags), json.dumps(spec)], env=run_env,
+                           capture_output=True, text=True, timeout=60)
         check(r.returncode == 0 and "runtime error:" not in r.stderr,
               "pamconv failed (%d): %s" % (r.returncode, r.stderr))
-        return json.loads(r.stdout.strip().splitlines()[-1])
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        if listener is not None:
+            res["syslog"] = []
+            while True:
+                try:
+                    res["syslog"].append(listener.recv(4096).decode(errors="replace"))
+                except BlockingIOError:
+                    break
+            listener.close()
+        return res
 
     def pam(self, service, user, expect=PAM_SUCCESS, answers=(), flags=0, items=None,
             as_user=None, wait=True):
@@ -679,6 +705,28 @@ def a_terminal_or_a_conversation_that_shows_messages_is_interactive(ctx):
         check(not flags_sent(fake) & FLAG_INTERACTION_NOT_ALLOWED, "%s: no flag" % items)
         want = [PROBE] if not items else []
         check(res["info"] == want, "%s: %s" % (items, res))
+
+
+@case()
+def every_skip_says_why_in_one_syslog_line(ctx):
+    fake = FakeDaemon(ctx, [result(-1004, "Interaction is not allowed")])
+    plain = ctx.service("socket=%s" % fake.sock)
+    first = ctx.service("socket=%s password_first" % fake.sock, name="first")
+    gone = ctx.service("socket=%s/nothing-here" % ctx.root, name="gone")
+    paths = [
+        ("a password was typed", first, {"answers": ["typed"]}),
+        ("a password was already given", first, {"env": {"PAM_AUTHTOK": "earlier"}}),
+        ("the application cannot ask for a password", first, {"fail": ["echo_off"]}),
+        ("remote session from far.example", plain, {"items": {"rhost": "far.example"}}),
+        ("localauthd is not running", gone, {}),
+        ("no terminal, and the application cannot show a message", plain, {"fail": ["info"]}),
+    ]
+    for why, svc, kw in paths:
+        res = ctx.conv(svc, "nobody", syslog=True, **kw)
+        lines = [l for l in res["syslog"] if "fingerprint not used" in l]
+        check(len(lines) == 1 and lines[0].endswith("fingerprint not used for nobody: " + why),
+              "%s: %s" % (why, res["syslog"]))
+        check(lines[0].startswith("<85>"), "LOG_AUTHPRIV (pam_syslog's) | LOG_NOTICE: %s" % lines)
 
 
 # ---------------------------------------------------------------------------------------------
