@@ -226,9 +226,10 @@ static void skipped(struct session *s, const char *user, const char *why)
 
 /* The rule for non-interactive callers (sudo -n or -A without a terminal, scripts, cron): a
  * caller is interactive when PAM_TTY names a terminal, or when it did not ask for PAM_SILENT
- * and its conversation takes a PAM_TEXT_INFO message (LA_PROBE_LINE). Otherwise nothing can tell the person to touch the
- * reader, and the daemon is asked with interactionNotAllowed. password_first has already
- * asked a question that was answered: that caller is interactive. */
+ * and its conversation takes a PAM_TEXT_INFO message (LA_PROBE_LINE). Otherwise nothing can
+ * tell the person to touch the reader, and the daemon is asked with interactionNotAllowed.
+ * password_first has already asked a question that was answered: that caller is
+ * interactive. */
 static int interactive(struct session *s, const char *tty, int answered)
 {
     if (answered || la_tty_names_terminal(tty))

@@ -314,7 +314,7 @@ def parse_pamtester(out, err, start, end):
     code = None
     info, errors = [], []
     for stream, sink in ((out, info), (err, errors)):
-        for line in stream.replace("Passcode: ", "").splitlines():
+        for line in stream.replace("Passcode: ", "").replace("Password: ", "").splitlines():
             if line.startswith("pamtester: "):
                 verdict = line[len("pamtester: "):]
                 if verdict == "successfully authenticated":

@@ -37,7 +37,9 @@ class PamConv(ctypes.Structure):
     _fields_ = [("conv", CONV), ("appdata_ptr", ctypes.c_void_p)]
 
 
-libc = ctypes.CDLL("libc.so.6")
+# calloc and strdup from the global scope too: under ASan (LD_PRELOAD) they must be the
+# allocator whose free libpam calls on the answers.
+libc = ctypes.CDLL(None)
 libc.calloc.restype = ctypes.c_void_p
 libc.calloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
 libc.strdup.restype = ctypes.c_void_p
