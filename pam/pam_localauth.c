@@ -213,13 +213,24 @@ static void show(struct session *s, int style, const char *msg)
     (void)pam_prompt(s->pamh, style, NULL, "%s", line);
 }
 
+static void replace_controls(char *text)
+{
+    for (; *text != '\0'; text++)
+        if ((unsigned char)*text < 0x20 || *text == 0x7f)
+            *text = '?';
+}
+
 /* Says in one line why the finger was not asked for: always in syslog, and to the person
  * when the conversation can show a message. */
 static void skipped(struct session *s, const char *user, const char *why)
 {
-    char line[LA_WIRE_MAX_FIELD + 1];
-    pam_syslog(s->pamh, LOG_NOTICE, "fingerprint not used for %s: %s",
-               user != NULL ? user : "(no user yet)", why);
+    char line[LA_WIRE_MAX_FIELD + 1], name[128];
+    /* The user name and PAM_RHOST come from outside: no control character reaches the log. */
+    snprintf(name, sizeof name, "%s", user != NULL ? user : "(no user yet)");
+    snprintf(line, sizeof line, "%s", why);
+    replace_controls(name);
+    replace_controls(line);
+    pam_syslog(s->pamh, LOG_NOTICE, "fingerprint not used for %s: %s", name, line);
     snprintf(line, sizeof line, "Fingerprint not used: %s", why);
     show(s, PAM_TEXT_INFO, line);
 }

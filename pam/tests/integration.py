@@ -718,6 +718,7 @@ def every_skip_says_why_in_one_syslog_line(ctx):
         ("a password was already given", first, {"env": {"PAM_AUTHTOK": "earlier"}}),
         ("the application cannot ask for a password", first, {"fail": ["echo_off"]}),
         ("remote session from far.example", plain, {"items": {"rhost": "far.example"}}),
+        ("remote session from forged?<85>line", plain, {"items": {"rhost": "forged\n<85>line"}}),
         ("localauthd is not running", gone, {}),
         ("no terminal, and the application cannot show a message", plain, {"fail": ["info"]}),
     ]
