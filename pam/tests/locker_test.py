@@ -219,6 +219,11 @@ class Locker:
 
     def __init__(self, world):
         self.world = world
+        # The X server releases the previous i3lock's grab when it handles that client's
+        # disconnect, which a loaded machine can delay; i3lock gives up on a held grab after a
+        # few tries ("Cannot grab pointer/keyboard"). Its window goes at the same moment.
+        wait_until(lambda: self.xdotool("search", "--name", "^i3lock$", must_succeed=False) == 1,
+                   "the previous i3lock's window is gone")
         Locker.count += 1
         self.log_path = world.path("i3lock-%d.log" % Locker.count)
         env = {"PATH": "/usr/bin:/bin", "HOME": world.home, "DISPLAY": world.display,
@@ -242,9 +247,19 @@ class Locker:
         except Failure as e:
             raise Failure("%s (exit status %s):\n%s" % (e, self.proc.poll(), self.log()[-800:]))
 
-    def xdotool(self, *args):
-        subprocess.run(["xdotool", *args], env=dict(os.environ, DISPLAY=self.world.display),
-                       check=True, timeout=BUDGET_WAIT_S)
+    def xdotool(self, *args, must_succeed=True):
+        """Runs xdotool; a connection the X server refused (seen with three servers on a loaded
+        machine) is tried again, as it is not the answer. Returns the exit status."""
+        deadline = time.monotonic() + BUDGET_WAIT_S
+        while True:
+            r = subprocess.run(["xdotool", *args], env=dict(os.environ, DISPLAY=self.world.display),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               timeout=BUDGET_WAIT_S)
+            if "open display" not in r.stderr or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        check(not must_succeed or r.returncode == 0, "xdotool %s: %s" % (" ".join(args), r.stderr))
+        return r.returncode
 
     def enter(self):
         self.xdotool("key", "Return")
