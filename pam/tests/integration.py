@@ -856,6 +856,8 @@ def real_not_interactive_is_refused_at_once(ctx):
     res = ctx.conv(svc, "nobody", fail=["info", "error"])
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
     check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
+    audit = open(ctx.path("localauthd.log")).read()
+    check("result=notInteractive" in audit, "the daemon decided and audited it: %s" % audit[-500:])
     # The finger still works for the same account when the caller can show messages.
     res = verify_with_touches(ctx, d, svc, "nobody", PAM_SUCCESS, ["finger-1"])
     expect_code(res, PAM_SUCCESS)
