@@ -197,10 +197,15 @@ class World:
         os.chmod(os.path.join(self.services, "i3lock"), 0o644)
 
     def close(self):
+        # SIGTERM first: Xvfb removes its socket and lock file only when it may clean up.
         for p in reversed(self.children):
             if p.poll() is None:
-                p.kill()
-                p.wait()
+                p.terminate()
+                try:
+                    p.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
