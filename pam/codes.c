@@ -43,11 +43,13 @@ int la_result_to_pam(int64_t code, const struct la_outcome *seen)
 
 int la_result_is_shown(int64_t code)
 {
-    /* Results that follow no event the person already saw; "not enrolled" and "no reader"
-     * stay silent so that people without a fingerprint set up see only their password
-     * prompt. */
+    /* Results that follow no event the person already saw. "Not enrolled" stays silent so
+     * that people without a fingerprint set up see only their password prompt; "not
+     * available" is shown, because it says why the finger is skipped (no reader, the lid is
+     * closed, a remote session), and so is "not interactive". */
     return code == LA_BIOMETRY_LOCKOUT || code == LA_TIMED_OUT || code == LA_BUSY ||
-           code == LA_NOT_AUTHORIZED;
+           code == LA_NOT_AUTHORIZED || code == LA_BIOMETRY_NOT_AVAILABLE ||
+           code == LA_NOT_INTERACTIVE;
 }
 
 const char *la_result_name(int64_t code)

@@ -30,12 +30,22 @@ static const char *value_of(const char *arg, const char *name)
     return strncmp(arg, name, n) == 0 && arg[n] == '=' ? arg + n + 1 : NULL;
 }
 
+int la_tty_names_terminal(const char *tty)
+{
+    if (tty == NULL)
+        return 0;
+    return strncmp(tty, "/dev/", 5) == 0 || strncmp(tty, "tty", 3) == 0 ||
+           strncmp(tty, "pts/", 4) == 0 || strcmp(tty, "console") == 0 || tty[0] == ':';
+}
+
 /* One argument: NULL when applied, else why it was ignored. */
 static const char *apply(struct la_options *o, const char *arg)
 {
     const char *v;
     if (strcmp(arg, "debug") == 0) {
         o->debug = 1;
+    } else if (strcmp(arg, "password_first") == 0) {
+        o->password_first = 1;
     } else if ((v = value_of(arg, "socket")) != NULL) {
         size_t n = strlen(v);
         if (v[0] != '/')

@@ -27,7 +27,13 @@ struct la_options {
     int have_reason; /* otherwise the module uses PAM_SERVICE */
     char reason[LA_WIRE_MAX_FIELD + 1];
     int debug;
+    int password_first; /* ask for a typed password before the finger (screen lockers) */
 };
+
+/* Whether a PAM_TTY value names a terminal or a display a person sits at: "/dev/…", "tty…",
+ * "pts/…", "console", or an X display (":0"). Without one, sudo sets "", cron "cron", sshd
+ * "ssh". NULL is no terminal. */
+int la_tty_names_terminal(const char *tty);
 
 /* Called once for each argument that is ignored, with the argument and why. */
 typedef void (*la_options_warn_fn)(void *ctx, const char *arg, const char *why);

@@ -57,7 +57,8 @@ PAM_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fram
 PAM_ASAN_CFLAGS := -std=gnu11 -O1 -g $(PAM_WARN) -fPIC -fvisibility=hidden $(PAM_SAN)
 
 .PHONY: pam pam-asan pam-test-unit pam-fuzz pam-lint pam-clean pam-test-integration \
-        pam-test-asan pam-format pam-bench pam-install pam-uninstall pam-test-install
+        pam-test-asan pam-format pam-bench pam-install pam-uninstall pam-test-install \
+        pam-test-locker
 
 pam: $(PAM_MODULE)
 
@@ -120,6 +121,14 @@ pam-test-integration: $(PAM_MODULE)
 pam-test-asan: $(PAM_ASAN_MODULE)
 	$(PAM_PYTHON) pam/tests/integration.py --module $(abspath $(PAM_ASAN_MODULE)) \
 		--bin $(abspath $(PAM_DAEMON_BIN)) --asan
+
+# The real i3lock under Xvfb, driven with xdotool, as an unprivileged user, in front of the
+# shipped pam/examples/i3lock stack and the real daemon (issue 9). Runs in a private mount
+# namespace; PAM_LOCKER_RUNS runs of each case, the figures printed as medians.
+PAM_LOCKER_RUNS ?= 3
+pam-test-locker: $(PAM_MODULE)
+	$(PAM_PYTHON) pam/tests/locker_test.py --module $(abspath $(PAM_MODULE)) \
+		--bin $(abspath $(PAM_DAEMON_BIN)) --runs $(PAM_LOCKER_RUNS)
 
 # The PAM client that bench/pam_timing.py drives (its conversation answers the finger prompt
 # with a virtual scan). Not part of any install.

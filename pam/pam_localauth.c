@@ -40,13 +40,20 @@
 #define LA_CANCEL_GRACE_MS 1000
 /* Pause between connect attempts while the daemon's listen backlog is full. */
 #define LA_CONNECT_RETRY_MS 10
+/* password_first: what the question says. Lockers ignore it; a greeter shows it as the label. */
+#define LA_PASSWORD_PROMPT "Password: "
+/* The message that finds out whether a caller without a terminal can show the person
+ * anything. Not empty: some conversations (libpamtest's) refuse an empty message. */
+#define LA_PROBE_LINE "Checking for a fingerprint"
+/* run() goes on to the daemon. */
+#define LA_CONTINUE (-1)
 
 /* Everything one call owns; lives on pam_sm_authenticate's stack. */
 struct session {
     pam_handle_t *pamh;
     const struct la_options *opt;
     int fd;
-    int silent;
+    int silent;       /* PAM_SILENT, or the conversation cannot show a message */
     int64_t deadline; /* CLOCK_MONOTONIC, milliseconds */
     int sent_passcode;
     struct la_outcome seen;
@@ -206,6 +213,86 @@ static void show(struct session *s, int style, const char *msg)
     (void)pam_prompt(s->pamh, style, NULL, "%s", line);
 }
 
+static void replace_controls(char *text)
+{
+    for (; *text != '\0'; text++)
+        if ((unsigned char)*text < 0x20 || *text == 0x7f)
+            *text = '?';
+}
+
+/* Says in one line why the finger was not asked for: always in syslog, and to the person
+ * when the conversation can show a message. */
+static void skipped(struct session *s, const char *user, const char *why)
+{
+    char line[LA_WIRE_MAX_FIELD + 1], name[128];
+    /* The user name and PAM_RHOST come from outside: no control character reaches the log. */
+    snprintf(name, sizeof name, "%s", user != NULL ? user : "(no user yet)");
+    snprintf(line, sizeof line, "%s", why);
+    replace_controls(name);
+    replace_controls(line);
+    pam_syslog(s->pamh, LOG_NOTICE, "fingerprint not used for %s: %s", name, line);
+    snprintf(line, sizeof line, "Fingerprint not used: %s", why);
+    show(s, PAM_TEXT_INFO, line);
+}
+
+/* The rule for non-interactive callers (sudo -n or -A without a terminal, scripts, cron): a
+ * caller is interactive when PAM_TTY names a terminal, or when it did not ask for PAM_SILENT
+ * and its conversation takes a PAM_TEXT_INFO message (LA_PROBE_LINE). Otherwise nothing can
+ * tell the person to touch the reader, and the daemon is asked with interactionNotAllowed.
+ * password_first has already asked a question that was answered: that caller is
+ * interactive. */
+static int interactive(struct session *s, const char *tty, int answered)
+{
+    if (answered || la_tty_names_terminal(tty))
+        return 1;
+    if (s->silent)
+        return 0;
+    if (pam_prompt(s->pamh, PAM_TEXT_INFO, NULL, "%s", LA_PROBE_LINE) == PAM_SUCCESS)
+        return 1;
+    s->silent = 1; /* a conversation that failed once is not asked to show anything else */
+    return 0;
+}
+
+/* password_first: a screen locker collects the password before it calls PAM and answers
+ * every question with it. Something typed goes to PAM_AUTHTOK for the password module
+ * (pam_unix try_first_pass) and the finger is skipped; Enter alone means the finger.
+ * Returns LA_CONTINUE for the finger, else the PAM code to return at once. */
+static int typed_password(struct session *s, const char *user, int *answered)
+{
+    const void *item = NULL;
+    char *answer = NULL;
+    if (pam_get_item(s->pamh, PAM_AUTHTOK, &item) == PAM_SUCCESS && item != NULL) {
+        if (((const char *)item)[0] == '\0')
+            return LA_CONTINUE; /* an earlier module asked, and Enter alone was the answer */
+        skipped(s, user, "a password was already given");
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+    int rc = pam_prompt(s->pamh, PAM_PROMPT_ECHO_OFF, &answer, "%s", LA_PASSWORD_PROMPT);
+    if (rc == PAM_SUCCESS && answer != NULL && answer[0] == '\0') {
+        *answered = 1;
+        rc = LA_CONTINUE;
+    } else if (rc == PAM_SUCCESS && answer != NULL) {
+        rc = pam_set_item(s->pamh, PAM_AUTHTOK, answer); /* libpam keeps its own copy */
+        if (rc == PAM_SUCCESS)
+            skipped(s, user, "a password was typed");
+        else
+            pam_syslog(s->pamh, LOG_ERR, "cannot store the typed password: %s",
+                       pam_strerror(s->pamh, rc));
+        rc = PAM_AUTHINFO_UNAVAIL;
+    } else if (rc == PAM_CONV_AGAIN) {
+        rc = PAM_INCOMPLETE; /* an event-driven application: call again with the answer */
+    } else {
+        s->silent = 1;
+        skipped(s, user, "the application cannot ask for a password");
+        rc = PAM_CONV_ERR;
+    }
+    if (answer != NULL) {
+        explicit_bzero(answer, strlen(answer));
+        free(answer);
+    }
+    return rc;
+}
+
 /* Answers passcodeNeeded: PASSCODE, or CANCEL when the person gives nothing or the
  * conversation fails. */
 static int answer_passcode(struct session *s)
@@ -282,10 +369,15 @@ static int run(struct session *s)
 {
     const void *item = NULL;
     const char *user = NULL, *service = NULL, *tty = NULL;
+    int answered = 0;
 
     if (pam_get_item(s->pamh, PAM_RHOST, &item) == PAM_SUCCESS && item != NULL &&
         ((const char *)item)[0] != '\0' && strcmp(item, "localhost") != 0) {
-        debug(s, "remote session from %s: not asking the reader", (const char *)item);
+        char why[160];
+        snprintf(why, sizeof why, "remote session from %.100s", (const char *)item);
+        if (pam_get_item(s->pamh, PAM_USER, &item) != PAM_SUCCESS)
+            item = NULL;
+        skipped(s, item, why);
         return PAM_AUTHINFO_UNAVAIL;
     }
     int rc = pam_get_user(s->pamh, &user, NULL);
@@ -307,14 +399,23 @@ static int run(struct session *s)
                         !la_wire_utf8_valid((const uint8_t *)tty, strlen(tty))))
         tty = NULL;
 
+    if (s->opt->password_first && (rc = typed_password(s, user, &answered)) != LA_CONTINUE)
+        return rc;
+    int64_t flags = s->opt->policy == LA_POLICY_OWNER ? LA_FLAG_PASSCODE_CAPABLE : 0;
+    /* The daemon answers notInteractive at once and audits it (a recent success that it may
+     * reuse still counts), so the reader is never started for a caller nobody watches. */
+    if (!interactive(s, tty, answered))
+        flags |= LA_FLAG_INTERACTION_NOT_ALLOWED;
+
     if (connect_daemon(s) != 0) {
-        debug(s, "localauthd not reachable at %s", s->opt->socket);
+        skipped(s, user, "localauthd is not running");
         return PAM_AUTHINFO_UNAVAIL;
     }
     if (send_frame(s, la_encode_hello(&s->w, LA_CLIENT_NAME)) != 0 ||
         read_reply(s, s->deadline) != 0 || s->reply.type != LA_MSG_WELCOME ||
         s->reply.version != LA_WIRE_VERSION) {
         pam_syslog(s->pamh, LOG_ERR, "no usable WELCOME from %s", s->opt->socket);
+        skipped(s, user, "localauthd does not answer");
         return PAM_AUTHINFO_UNAVAIL;
     }
     debug(s, "connected to %s", s->reply.server);
@@ -326,7 +427,7 @@ static int run(struct session *s)
         .service = service,
         .tty = tty,
         .reason = s->opt->have_reason ? s->opt->reason : service,
-        .flags = s->opt->policy == LA_POLICY_OWNER ? LA_FLAG_PASSCODE_CAPABLE : 0,
+        .flags = flags,
         .tries = s->opt->tries,
         .timeout_ms = left < 1 ? 1 : left,
     };
@@ -350,10 +451,13 @@ static int run(struct session *s)
         if (s->reply.type == LA_MSG_RESULT) {
             int64_t code = s->reply.code;
             rc = la_result_to_pam(code, &s->seen);
-            if (la_result_is_shown(code))
+            if (code == LA_NOT_INTERACTIVE && flags & LA_FLAG_INTERACTION_NOT_ALLOWED)
+                skipped(s, user, "no terminal, and the application cannot show a message");
+            else if (la_result_is_shown(code))
                 show(s, PAM_ERROR_MSG, s->reply.message);
-            pam_syslog(s->pamh, rc == PAM_SUCCESS ? LOG_INFO : LOG_NOTICE, "user %s: %s (%lld): %s",
-                       user, la_result_name(code), (long long)code, pam_strerror(s->pamh, rc));
+            pam_syslog(s->pamh, rc == PAM_SUCCESS ? LOG_INFO : LOG_NOTICE,
+                       "user %s: %s (%lld): %s: %s", user, la_result_name(code), (long long)code,
+                       pam_strerror(s->pamh, rc), s->reply.message);
             return rc;
         }
         pam_syslog(s->pamh, LOG_ERR, "localauthd: error %lld: %s", (long long)s->reply.code,

@@ -59,7 +59,7 @@ enum la_tag {
 
 enum la_policy { LA_POLICY_BIOMETRICS = 1, LA_POLICY_OWNER = 2 };
 
-enum la_flag { LA_FLAG_PASSCODE_CAPABLE = 1 << 2 };
+enum la_flag { LA_FLAG_INTERACTION_NOT_ALLOWED = 1 << 0, LA_FLAG_PASSCODE_CAPABLE = 1 << 2 };
 
 enum la_event {
     LA_EVENT_PLACE_FINGER = 1,

@@ -27,6 +27,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (o.policy != LA_POLICY_BIOMETRICS && o.policy != LA_POLICY_OWNER)
         abort();
+    if (o.password_first != 0 && o.password_first != 1)
+        abort();
+    /* The terminal rule reads any string without going past its end. */
+    (void)la_tty_names_terminal(argv[0]);
     if (o.timeout < LA_TIMEOUT_MIN || o.timeout > LA_TIMEOUT_MAX || o.tries < LA_TRIES_MIN ||
         o.tries > LA_TRIES_MAX)
         abort();

@@ -19,6 +19,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -34,9 +35,13 @@ PYTHON = "/usr/bin/python3"
 WRAPPER_MODULES = "/usr/lib/x86_64-linux-gnu/pam_wrapper"
 
 PAM_SUCCESS, PAM_CONV_ERR, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL = 0, 19, 7, 9
-PAM_USER_UNKNOWN, PAM_MAXTRIES, PAM_SILENT = 10, 11, 0x8000
+PAM_USER_UNKNOWN, PAM_MAXTRIES, PAM_SILENT, PAM_INCOMPLETE = 10, 11, 0x8000, 31
+# What the module shows a caller without a terminal to find out whether it can show messages.
+PROBE = "Checking for a fingerprint"
+FLAG_INTERACTION_NOT_ALLOWED = 1
 CODE_NAMES = {0: "PAM_SUCCESS", 7: "PAM_AUTH_ERR", 9: "PAM_AUTHINFO_UNAVAIL",
-              10: "PAM_USER_UNKNOWN", 11: "PAM_MAXTRIES", 19: "PAM_CONV_ERR"}
+              10: "PAM_USER_UNKNOWN", 11: "PAM_MAXTRIES", 19: "PAM_CONV_ERR",
+              31: "PAM_INCOMPLETE"}
 
 ARGS = None
 CASES = []
@@ -198,12 +203,60 @@ class Ctx:
         self.children.append(p)
         return p
 
-    def service(self, args, name="la-test"):
+    def service(self, args, name="la-test", control="required", after=()):
+        """A service whose stack is pam_set_items, the module, then the lines in after."""
         with open(os.path.join(self.services, name), "w") as f:
             f.write("auth optional %s/pam_set_items.so\n" % WRAPPER_MODULES)
-            f.write("auth required %s %s\n" % (ARGS.module, args))
+            f.write("auth %s %s %s\n" % (control, ARGS.module, args))
+            for line in after:
+                f.write(line + "\n")
         os.chmod(os.path.join(self.services, name), 0o644)
         return name
+
+    def conv(self, service, user, answers=(), fail=(), items=None, flags=0, env=None,
+             syslog=False):
+        """One pam_authenticate through pamconv.py: a conversation that fails on the message
+        styles in fail; returns {code, prompts, info, errors, env, start, end}, and with
+        syslog=True also "syslog": the lines the process sent to /dev/log."""
+        spec = {"answers": list(answers), "fail": list(fail), "items": items or {}}
+        wrap, listener = [], None
+        if syslog:
+            # A private mount namespace whose /dev is an overlay with our socket as /dev/log:
+            # glibc's syslog(3) reaches the test, and the machine's /dev is untouched.
+            path = os.path.join(self.mkdir("syslog"), "log")
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            listener.bind(path)
+            listener.setblocking(False)
+            wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                    'mount -t overlay overlay -o "lowerdir=/dev,upperdir=$1,workdir=$2" /dev '
+                    '&& : > /dev/log && mount --bind "$3" /dev/log && shift 3 && exec "$@"',
+                    "sh", self.mkdir("dev-upper"), self.mkdir("dev-work"), path]
+        run_env = dict(os.environ, PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=self.services,
+                       LD_PRELOAD="libpam_wrapper.so")
+        for k in ("PAM_RHOST", "PAM_TTY", "PAM_AUTHTOK"):
+            run_env.pop(k, None)
+        run_env.update(env or {})  # pam_set_items.so sets the PAM items named here
+        if syslog:
+            run_env["PAM_WRAPPER_USE_SYSLOG"] = "1"  # else pam_wrapper keeps pam_syslog's lines
+        if ARGS.asan:
+            run_env["LD_PRELOAD"] = ARGS.libasan + " libpam_wrapper.so"
+            run_env["ASAN_OPTIONS"] = "detect_leaks=0:exitcode=86"  # Python's own leaks
+            run_env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=87"
+        r = subprocess.run(wrap + [PYTHON, os.path.join(HERE, "pamconv.py"), service, user,
+                                   str(flags), json.dumps(spec)], env=run_env,
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0 and "runtime error:" not in r.stderr,
+              "pamconv failed (%d): %s" % (r.returncode, r.stderr))
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        if listener is not None:
+            res["syslog"] = []
+            while True:
+                try:
+                    res["syslog"].append(listener.recv(4096).decode(errors="replace"))
+                except BlockingIOError:
+                    break
+            listener.close()
+        return res
 
     def pam(self, service, user, expect=PAM_SUCCESS, answers=(), flags=0, items=None,
             as_user=None, wait=True):
@@ -261,7 +314,7 @@ def parse_pamtester(out, err, start, end):
     code = None
     info, errors = [], []
     for stream, sink in ((out, info), (err, errors)):
-        for line in stream.replace("Passcode: ", "").splitlines():
+        for line in stream.replace("Passcode: ", "").replace("Password: ", "").splitlines():
             if line.startswith("pamtester: "):
                 verdict = line[len("pamtester: "):]
                 if verdict == "successfully authenticated":
@@ -282,7 +335,8 @@ def no_daemon_is_authinfo_unavail_at_once(ctx):
     svc = ctx.service("socket=%s/nothing-here" % ctx.root)
     res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL)
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
-    check(res["info"] == [] and res["errors"] == [], "silent: %s" % res)
+    check(res["info"] == [PROBE, "Fingerprint not used: localauthd is not running"]
+          and res["errors"] == [], "the person is told why: %s" % res)
     check(res["end"] - res["start"] < 0.5, "fast: %.3f s" % (res["end"] - res["start"]))
 
 
@@ -293,7 +347,8 @@ def remote_rhost_never_connects(ctx):
     for rhost in ("attacker.example", "10.0.0.7", "::1"):
         res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL, items={"rhost": rhost})
         expect_code(res, PAM_AUTHINFO_UNAVAIL)
-        check(res["info"] == [] and res["errors"] == [], "silent: %s" % res)
+        check(res["info"] == ["Fingerprint not used: remote session from " + rhost]
+              and res["errors"] == [], "the person is told why: %s" % res)
     check(fake.connections() == 0, "connections made: %d" % fake.connections())
     # The listener does record connections: a local session reaches it.
     expect_code(ctx.pam(svc, "nobody", items={"rhost": "localhost"}), PAM_SUCCESS)
@@ -349,7 +404,7 @@ def events_become_conversation_messages(ctx):
     svc = ctx.service("socket=%s" % fake.sock)
     res = ctx.pam(svc, "nobody")
     expect_code(res, PAM_SUCCESS)
-    check(res["info"] == ["Place your right index finger on the fingerprint reader",
+    check(res["info"] == [PROBE, "Place your right index finger on the fingerprint reader",
                           "Swipe was too short, try again", "Reader warming up",
                           "Use your passcode instead", "A kind of event from the future",
                           "bell? and escape?[2J"], "info %s" % res["info"])
@@ -394,13 +449,13 @@ def every_result_code_maps_as_documented(ctx):
              -1101: PAM_AUTHINFO_UNAVAIL, -1102: PAM_USER_UNKNOWN, -1103: PAM_AUTHINFO_UNAVAIL,
              -1105: PAM_AUTHINFO_UNAVAIL, -1106: PAM_AUTHINFO_UNAVAIL,
              -1107: PAM_AUTHINFO_UNAVAIL, 7: PAM_AUTH_ERR, -12345: PAM_AUTH_ERR}
-    shown = {-8, -1100, -1103, -1107}
+    shown = {-6, -8, -1004, -1100, -1103, -1107}
     for code, pam_code in table.items():
         fake = FakeDaemon(ctx, [result(code, "message for %d" % code)])
         res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", pam_code)
         expect_code(res, pam_code)
         want = ["message for %d" % code] if code in shown else []
-        check(res["errors"] == want and res["info"] == [], "code %d: %s" % (code, res))
+        check(res["errors"] == want and res["info"] == [PROBE], "code %d: %s" % (code, res))
 
 
 @case()
@@ -512,7 +567,7 @@ def daemon_death_mid_verify_returns_within_a_second(ctx):
     res = ctx.finish(p, cmd)
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
     check(res["end"] - killed < 1.0, "returned %.3f s after the kill" % (res["end"] - killed))
-    check(res["info"] == ["Place your finger"], str(res))
+    check(res["info"] == [PROBE, "Place your finger"], str(res))
 
 
 @case()
@@ -546,6 +601,133 @@ def bad_arguments_are_ignored_not_fatal(ctx):
     expect_code(ctx.pam(svc, "nobody"), PAM_SUCCESS)
     f = fake.frames()[1]["fields"]
     check(f["tries"] == 3 and f["policy"] == 1 and 29000 <= f["timeoutMs"] <= 30000, str(f))
+
+
+# password_first: what a screen locker that collected the password before calling PAM needs.
+# pam_get_items.so after the module puts PAM_AUTHTOK into the PAM environment, so the test
+# sees what the password module would get.
+
+GET_ITEMS = "auth required %s/pam_get_items.so" % WRAPPER_MODULES
+
+
+@case()
+def password_first_typed_password_becomes_authtok_without_asking_the_daemon(ctx):
+    fake = FakeDaemon(ctx, [result(0)])
+    svc = ctx.service("socket=%s password_first" % fake.sock, control="sufficient",
+                      after=[GET_ITEMS])
+    res = ctx.conv(svc, "nobody", answers=["correct horse"])
+    expect_code(res, PAM_SUCCESS)  # pam_get_items decided; the module stepped aside
+    check(res["env"]["PAM_AUTHTOK"] == "correct horse", "PAM_AUTHTOK: %s" % res)
+    check(res["prompts"] == ["Password: "], "asked once: %s" % res)
+    check(res["info"] == ["Fingerprint not used: a password was typed"], str(res))
+    check(fake.connections() == 0, "the daemon was not asked")
+    # The module alone: PAM_AUTHINFO_UNAVAIL at once, so the password module decides.
+    res = ctx.conv(ctx.service("socket=%s password_first" % fake.sock, name="alone"), "nobody",
+                   answers=["correct horse"])
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
+
+
+@case()
+def password_first_enter_alone_asks_for_the_finger(ctx):
+    fake = FakeDaemon(ctx, [event(lawire.EV_PLACE, "Place your finger"), result(0)])
+    svc = ctx.service("socket=%s password_first" % fake.sock, control="sufficient",
+                      after=[GET_ITEMS])
+    res = ctx.conv(svc, "nobody", answers=[""])
+    expect_code(res, PAM_SUCCESS)
+    check(res["prompts"] == ["Password: "] and res["info"] == ["Place your finger"], str(res))
+    check(res["env"]["PAM_AUTHTOK"] is None, "nothing stored: %s" % res)
+    f = fake.frames()[1]["fields"]
+    check(fake.frames()[1]["frame"] == lawire.EVALUATE and "flags" not in f, str(f))
+
+
+@case()
+def password_first_does_not_ask_again_when_a_password_was_given(ctx):
+    fake = FakeDaemon(ctx, [result(0)])
+    svc = ctx.service("socket=%s password_first" % fake.sock)
+    res = ctx.conv(svc, "nobody", env={"PAM_AUTHTOK": "given earlier"})
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(res["prompts"] == [] and fake.connections() == 0, str(res))
+    check(res["info"] == ["Fingerprint not used: a password was already given"], str(res))
+
+
+@case()
+def password_first_failed_conversation_is_conv_err_without_the_daemon(ctx):
+    fake = FakeDaemon(ctx, [result(0)])
+    svc = ctx.service("socket=%s password_first" % fake.sock)
+    res = ctx.conv(svc, "nobody", fail=["echo_off"])
+    expect_code(res, PAM_CONV_ERR)
+    check(fake.connections() == 0 and res["end"] - res["start"] < 0.5, str(res))
+    # Without password_first the same application is not asked a question at all.
+    expect_code(ctx.conv(ctx.service("socket=%s" % fake.sock, name="plain"), "nobody",
+                         fail=["echo_off"]), PAM_SUCCESS)
+
+
+# Non-interactive callers: no terminal and no conversation that can show a message.
+
+
+def flags_sent(fake):
+    return fake.frames()[-1]["fields"].get("flags", 0)
+
+
+@case()
+def no_terminal_and_a_conversation_that_cannot_show_messages_is_not_interactive(ctx):
+    fake = FakeDaemon(ctx, [result(-1004, "Interaction is not allowed")])
+    svc = ctx.service("socket=%s" % fake.sock)
+    for tty in (None, "", "cron", "ssh"):  # no PAM_TTY; sudo without a tty; cron; sshd
+        items = {"tty": tty} if tty is not None else {}
+        res = ctx.conv(svc, "nobody", fail=["info", "error"], items=items)
+        expect_code(res, PAM_AUTHINFO_UNAVAIL)
+        check(flags_sent(fake) & FLAG_INTERACTION_NOT_ALLOWED, "tty %r: flag sent" % tty)
+        check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
+
+
+@case()
+def no_terminal_and_pam_silent_is_not_interactive(ctx):
+    fake = FakeDaemon(ctx, [result(-1004, "Interaction is not allowed")])
+    res = ctx.conv(ctx.service("socket=%s" % fake.sock), "nobody", flags=PAM_SILENT)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(flags_sent(fake) & FLAG_INTERACTION_NOT_ALLOWED and res["info"] == [], str(res))
+
+
+@case()
+def a_terminal_or_a_conversation_that_shows_messages_is_interactive(ctx):
+    fake = FakeDaemon(ctx, [result(0)])
+    svc = ctx.service("socket=%s" % fake.sock)
+    # sudo in a terminal (even one whose conversation refuses messages, and with PAM_SILENT),
+    # a greeter on a display, and a polkit agent (no tty, shows messages).
+    for items, fail, flags in (({"tty": "/dev/pts/3"}, ["info", "error"], 0),
+                               ({"tty": "/dev/pts/3"}, [], PAM_SILENT),
+                               ({"tty": ":0"}, ["info"], 0),
+                               ({}, [], 0)):
+        res = ctx.conv(svc, "nobody", fail=fail, items=items, flags=flags)
+        expect_code(res, PAM_SUCCESS)
+        check(not flags_sent(fake) & FLAG_INTERACTION_NOT_ALLOWED, "%s: no flag" % items)
+        want = [PROBE] if not items else []
+        check(res["info"] == want, "%s: %s" % (items, res))
+
+
+@case()
+def every_skip_says_why_in_one_syslog_line(ctx):
+    fake = FakeDaemon(ctx, [result(-1004, "Interaction is not allowed")])
+    plain = ctx.service("socket=%s" % fake.sock)
+    first = ctx.service("socket=%s password_first" % fake.sock, name="first")
+    gone = ctx.service("socket=%s/nothing-here" % ctx.root, name="gone")
+    paths = [
+        ("a password was typed", first, {"answers": ["typed"]}),
+        ("a password was already given", first, {"env": {"PAM_AUTHTOK": "earlier"}}),
+        ("the application cannot ask for a password", first, {"fail": ["echo_off"]}),
+        ("remote session from far.example", plain, {"items": {"rhost": "far.example"}}),
+        ("remote session from forged?<85>line", plain, {"items": {"rhost": "forged\n<85>line"}}),
+        ("localauthd is not running", gone, {}),
+        ("no terminal, and the application cannot show a message", plain, {"fail": ["info"]}),
+    ]
+    for why, svc, kw in paths:
+        res = ctx.conv(svc, "nobody", syslog=True, **kw)
+        lines = [l for l in res["syslog"] if "fingerprint not used" in l]
+        check(len(lines) == 1 and lines[0].endswith("fingerprint not used for nobody: " + why),
+              "%s: %s" % (why, res["syslog"]))
+        check(lines[0].startswith("<85>"), "LOG_AUTHPRIV (pam_syslog's) | LOG_NOTICE: %s" % lines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -652,6 +834,33 @@ def real_unprivileged_caller(ctx):
     expect_code(res, PAM_SUCCESS)
     res = ctx.pam(svc, "root", PAM_AUTH_ERR, as_user="nobody")
     expect_code(res, PAM_AUTH_ERR)
+
+
+@case(needs_daemon=True)
+def real_password_first_enter_alone_then_finger(ctx):
+    d = RealDaemon(ctx)
+    d.enroll("nobody", "finger-1")
+    svc = ctx.service("socket=%s password_first" % d.sock)
+    res = verify_with_touches(ctx, d, svc, "nobody", PAM_SUCCESS, ["finger-1"], answers=[""])
+    expect_code(res, PAM_SUCCESS)
+    res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL, answers=["a typed password"])
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
+
+
+@case(needs_daemon=True)
+def real_not_interactive_is_refused_at_once(ctx):
+    d = RealDaemon(ctx)
+    d.enroll("nobody", "finger-1")
+    svc = ctx.service("socket=%s" % d.sock)
+    res = ctx.conv(svc, "nobody", fail=["info", "error"])
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
+    audit = open(ctx.path("localauthd.log")).read()
+    check("result=notInteractive" in audit, "the daemon decided and audited it: %s" % audit[-500:])
+    # The finger still works for the same account when the caller can show messages.
+    res = verify_with_touches(ctx, d, svc, "nobody", PAM_SUCCESS, ["finger-1"])
+    expect_code(res, PAM_SUCCESS)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,16 +31,17 @@ static void defaults(void)
     CHECK(strcmp(o.socket, "/run/localauthd/socket") == 0);
     CHECK(o.policy == LA_POLICY_BIOMETRICS);
     CHECK(o.timeout == 30 && o.tries == 3);
-    CHECK(!o.have_reason && !o.debug);
+    CHECK(!o.have_reason && !o.debug && !o.password_first);
 }
 
 static void every_option_applies(void)
 {
-    const char *argv[] = {"socket=/tmp/x/s",         "policy=owner", "timeout=300", "tries=5",
-                          "reason=unlock the vault", "debug"};
-    CHECK(la_options_parse(&o, 6, argv, count, NULL) == 0);
+    const char *argv[] = {"socket=/tmp/x/s",         "policy=owner", "timeout=300",   "tries=5",
+                          "reason=unlock the vault", "debug",        "password_first"};
+    CHECK(la_options_parse(&o, 7, argv, count, NULL) == 0);
     CHECK(strcmp(o.socket, "/tmp/x/s") == 0);
     CHECK(o.policy == LA_POLICY_OWNER && o.timeout == 300 && o.tries == 5 && o.debug);
+    CHECK(o.password_first);
     CHECK(o.have_reason && strcmp(o.reason, "unlock the vault") == 0);
     CHECK(parse1("policy=biometrics") == 0 && o.policy == LA_POLICY_BIOMETRICS);
     CHECK(parse1("timeout=1") == 0 && o.timeout == 1);
@@ -109,6 +110,25 @@ static void reason_limits(void)
     CHECK(parse1("reason=Entsperren — bitte") == 0 && o.have_reason);
 }
 
+static void password_first_is_a_bare_word(void)
+{
+    const char *bad[] = {"password_first=1", "password_first=yes", "Password_first",
+                         "password-first",   "password_firstx",    "try_first_pass"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK(parse1(bad[i]) == 1 && !o.password_first);
+    CHECK(parse1("password_first") == 0 && o.password_first);
+}
+
+static void tty_names_a_terminal_or_a_display(void)
+{
+    const char *yes[] = {"/dev/pts/3", "/dev/tty1", "tty1", "pts/0", "console", ":0", ":1.0"};
+    const char *no[] = {NULL, "", "cron", "ssh", "sudo", "dev/pts/3", "x:0", " /dev/tty1"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        CHECK(la_tty_names_terminal(yes[i]));
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        CHECK(!la_tty_names_terminal(no[i]));
+}
+
 void test_options(void)
 {
     TEST(defaults);
@@ -119,4 +139,6 @@ void test_options(void)
     TEST(unknown_and_malformed_are_ignored_once_each);
     TEST(null_argv_entries_and_no_callback);
     TEST(reason_limits);
+    TEST(password_first_is_a_bare_word);
+    TEST(tty_names_a_terminal_or_a_display);
 }
