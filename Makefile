@@ -103,3 +103,4 @@ test-system: build-debug pam
 	tests/system/install.sh
 
 -include pam/pam.mk
+-include fuzz/fuzz.mk
