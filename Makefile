@@ -34,6 +34,7 @@ demo: deps build-debug pam
 test: deps build-debug pam pam-asan
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build 2>&1 | tee .build/swift-test.log; exit $${PIPESTATUS[0]}
 	$(MAKE) pam-test-unit pam-test-integration pam-test-asan pam-test-install
+	$(MAKE) pam-test-death pam-test-hostile pam-test-memcheck pam-test-failinject
 	$(MAKE) test-system
 	$(MAKE) lint
 

@@ -62,7 +62,7 @@ PAM_ASAN_CFLAGS := -std=gnu11 -O1 -g $(PAM_WARN) -fPIC -fvisibility=hidden $(PAM
 
 .PHONY: pam pam-asan pam-test-unit pam-fuzz pam-lint pam-clean pam-test-integration \
         pam-test-asan pam-format pam-bench pam-install pam-uninstall pam-test-install \
-        pam-test-death pam-test-memcheck pam-test-failinject
+        pam-test-death pam-test-memcheck pam-test-failinject pam-test-hostile
 
 pam: $(PAM_MODULE)
 
@@ -145,6 +145,13 @@ pam-test-death: $(PAM_MODULE) $(PAM_STEP_CLIENT)
 	$(PAM_PYTHON) pam/tests/daemon_death.py --module $(abspath $(PAM_MODULE)) \
 		--bin $(abspath $(PAM_DAEMON_BIN)) --client $(abspath $(PAM_STEP_CLIENT)) \
 		--kills $(PAM_DEATH_KILLS) --json $(PAM_BUILD)/daemon_death.json
+
+# Hostile local clients (1000 idle connections, a flood from uid 65534, oversized and slow
+# frames) while root's pam_authenticate is timed by bench_client (section 6).
+pam-test-hostile: $(PAM_MODULE) $(PAM_BENCH_CLIENT)
+	$(PAM_PYTHON) pam/tests/hostile.py --module $(abspath $(PAM_MODULE)) \
+		--bin $(abspath $(PAM_DAEMON_BIN)) --client $(abspath $(PAM_BENCH_CLIENT)) \
+		--json $(PAM_BUILD)/hostile.json
 
 # The module under valgrind memcheck through pamtester: 0 errors, 0 leaks (section 4).
 pam-test-memcheck: $(PAM_MODULE)

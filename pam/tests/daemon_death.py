@@ -94,14 +94,14 @@ class Daemon:
                               capture_output=True, text=True, timeout=30,
                               env={"PATH": "/usr/bin:/bin", "LOCALAUTHD_SOCKET": self.sock})
 
-    def enroll(self):
-        p = subprocess.Popen([os.path.join(self.bin, "localauthctl"), "enroll", "--user", USER,
+    def enroll(self, user=USER, print_id=FINGER):
+        p = subprocess.Popen([os.path.join(self.bin, "localauthctl"), "enroll", "--user", user,
                               "--finger", "right-index-finger"],
                              env={"PATH": "/usr/bin:/bin", "LOCALAUTHD_SOCKET": self.sock},
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + 60
         while p.poll() is None and time.monotonic() < deadline:
-            self.ctl("simulate", "touch", FINGER)  # taken only while the enrolment runs
+            self.ctl("simulate", "touch", print_id)  # taken only while the enrolment runs
             time.sleep(0.2)
         out = p.communicate(timeout=10)[0]
         if p.returncode != 0:
