@@ -4,7 +4,8 @@
 # As root it runs apt-get; otherwise it prints the one line to run.
 set -euo pipefail
 packages=(pkg-config libfprint-2-dev libglib2.0-dev libpam0g-dev libsystemd-dev libcrypt-dev
-    libpam-wrapper pamtester python3-pypamtest clang-format man-db util-linux systemd)
+    libpam-wrapper pamtester python3-pypamtest clang-format man-db util-linux systemd
+    valgrind)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
