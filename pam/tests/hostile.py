@@ -225,7 +225,9 @@ def main():
             daemon.proc.terminate()
             daemon.proc.wait()
         if failures:
+            load_log.flush()
             print("daemon log tail:\n" + open(daemon.log.name).read()[-1500:])
+            print("hostile_load.py errors:\n" + open(load_log.name).read()[-3000:])
         shutil.rmtree(root, ignore_errors=True)
     if args.json and report:
         with open(args.json, "w") as f:

@@ -40,12 +40,29 @@ def stdin_closed(timeout=0.0):
     return bool(r) and not os.read(sys.stdin.fileno(), 4096)
 
 
+def connect(path):
+    """A blocking connection (20 s timeout); retried while the listen backlog is full."""
+    deadline = time.monotonic() + 20
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(20)
+        try:
+            s.connect(path)
+            return s
+        except BlockingIOError:
+            s.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+
+
 def hello(path):
     """A connection that said HELLO; (socket, True) when welcomed, (None, error code) if not."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(20)
-    s.connect(path)
-    s.sendall(HELLO)
+    s = connect(path)
+    try:
+        s.sendall(HELLO)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # a refused connection may be closed before HELLO is out; its ERROR is still there
     try:
         msg_type, fields = lawire.read_frame(s)
     except (EOFError, ConnectionError):
@@ -146,6 +163,8 @@ def flood(path, n):
                 chunk = s.recv(65536)
             except BlockingIOError:
                 continue
+            except ConnectionError:
+                chunk = b""
             if not chunk:
                 errors += 1
                 poller.unregister(s)
@@ -161,8 +180,11 @@ def flood(path, n):
                 if msg_type == lawire.RESULT:
                     results += 1
                     answered += 1
-                    s.send(REQUESTS[sent % len(REQUESTS)])
-                    sent += 1
+                    try:
+                        s.send(REQUESTS[sent % len(REQUESTS)])
+                        sent += 1
+                    except ConnectionError:
+                        errors += 1  # seen as closed by the next recv
                 elif msg_type == lawire.ERROR:
                     errors += 1
             pending[fd] = (s, buf)
@@ -174,10 +196,11 @@ def oversized(path):
     rounds, errors_seen, codes = 0, 0, {}
     say("ready")
     while not stdin_closed():
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(20)
-        s.connect(path)
-        s.sendall(struct.pack(">I", 0x7FFFFFFF) + b"\x00\x01" + b"A" * 1024)
+        s = connect(path)
+        try:
+            s.sendall(struct.pack(">I", 0x7FFFFFFF) + b"\x00\x01" + b"A" * 1024)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the daemon may close before all of it is written; its ERROR is still there
         try:
             msg_type, fields = lawire.read_frame(s)
             if msg_type == lawire.ERROR:
