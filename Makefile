@@ -35,6 +35,7 @@ test: deps build-debug pam pam-asan
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build 2>&1 | tee .build/swift-test.log; exit $${PIPESTATUS[0]}
 	$(MAKE) pam-test-unit pam-test-integration pam-test-asan pam-test-install
 	$(MAKE) pam-test-locker
+	$(MAKE) pam-test-death pam-test-hostile pam-test-memcheck pam-test-failinject
 	$(MAKE) test-system
 	$(MAKE) lint
 
@@ -104,3 +105,4 @@ test-system: build-debug pam
 	tests/system/install.sh
 
 -include pam/pam.mk
+-include fuzz/fuzz.mk

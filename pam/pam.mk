@@ -29,6 +29,10 @@ PAM_TEST_SRCS := pam/tests/unit.c pam/tests/test_wire.c pam/tests/test_options.c
                  pam/tests/test_codes.c pam/tests/test_exports.c
 PAM_FUZZ_TARGETS := fuzz_wire fuzz_options
 PAM_BENCH_CLIENT := $(PAM_BUILD)/tests/bench_client
+PAM_STEP_CLIENT := $(PAM_BUILD)/tests/step_client
+PAM_FAILINJECT := $(PAM_BUILD)/tests/libfailinject.so
+# Kills of the daemon in pam-test-death (docs/reliability.md, promise 1).
+PAM_DEATH_KILLS ?= 100
 
 # Installation. PREFIX and DESTDIR come from the top-level Makefile (or the command line).
 # libpam loads modules named without a path from its own directory, /lib/<multiarch>/security
@@ -58,7 +62,7 @@ PAM_ASAN_CFLAGS := -std=gnu11 -O1 -g $(PAM_WARN) -fPIC -fvisibility=hidden $(PAM
 
 .PHONY: pam pam-asan pam-test-unit pam-fuzz pam-lint pam-clean pam-test-integration \
         pam-test-asan pam-format pam-bench pam-install pam-uninstall pam-test-install \
-        pam-test-locker
+        pam-test-locker pam-test-death pam-test-memcheck pam-test-failinject pam-test-hostile
 
 pam: $(PAM_MODULE)
 
@@ -105,6 +109,7 @@ pam-fuzz: $(addprefix $(PAM_BUILD)/fuzz/,$(PAM_FUZZ_TARGETS)) $(PAM_BUILD)/fuzz/
 			|| { tail -n 40 $(PAM_BUILD)/fuzz/fuzz_$$t.log; exit 1; }; \
 		grep -E '^stat::(number_of_executed_units|new_units_added)' \
 			$(PAM_BUILD)/fuzz/fuzz_$$t.log; \
+		echo "crashes: 0"; \
 	done
 
 pam-lint:
@@ -137,6 +142,38 @@ pam-bench: $(PAM_BENCH_CLIENT) $(PAM_MODULE)
 $(PAM_BENCH_CLIENT): pam/tests/bench_client.c pam/pam.mk
 	@mkdir -p $(@D)
 	$(PAM_CC) -std=gnu11 -O2 $(PAM_WARN) -pthread -o $@ $< -lpam
+
+# Daemon death never hangs a login: kill -9 the real daemon at random moments of
+# pam_authenticate (docs/reliability.md, promise 1).
+$(PAM_STEP_CLIENT): pam/tests/step_client.c pam/pam.mk
+	@mkdir -p $(@D)
+	$(PAM_CC) -std=gnu11 -O2 $(PAM_WARN) -o $@ $< -lpam
+
+pam-test-death: $(PAM_MODULE) $(PAM_STEP_CLIENT)
+	$(PAM_PYTHON) pam/tests/daemon_death.py --module $(abspath $(PAM_MODULE)) \
+		--bin $(abspath $(PAM_DAEMON_BIN)) --client $(abspath $(PAM_STEP_CLIENT)) \
+		--kills $(PAM_DEATH_KILLS) --json $(PAM_BUILD)/daemon_death.json
+
+# Hostile local clients (1000 idle connections, a flood from uid 65534, oversized and slow
+# frames) while root's pam_authenticate is timed by bench_client (section 6).
+pam-test-hostile: $(PAM_MODULE) $(PAM_BENCH_CLIENT)
+	$(PAM_PYTHON) pam/tests/hostile.py --module $(abspath $(PAM_MODULE)) \
+		--bin $(abspath $(PAM_DAEMON_BIN)) --client $(abspath $(PAM_BENCH_CLIENT)) \
+		--json $(PAM_BUILD)/hostile.json
+
+# The module under valgrind memcheck through pamtester: 0 errors, 0 leaks (section 4).
+pam-test-memcheck: $(PAM_MODULE)
+	$(PAM_PYTHON) pam/tests/memcheck.py --module $(abspath $(PAM_MODULE))
+
+# Allocation, poll, read/recv, write/send, socket/connect failing at the Nth call, swept over
+# N: never a crash, never PAM_SUCCESS unless the daemon said yes (section 4).
+$(PAM_FAILINJECT): pam/tests/failinject.c pam/pam.mk
+	@mkdir -p $(@D)
+	$(PAM_CC) -std=gnu11 -O2 $(PAM_WARN) -fPIC -shared -o $@ $< -ldl
+
+pam-test-failinject: $(PAM_MODULE) $(PAM_FAILINJECT)
+	$(PAM_PYTHON) pam/tests/failinject.py --module $(abspath $(PAM_MODULE)) \
+		--shim $(abspath $(PAM_FAILINJECT))
 
 # The module is copied under a temporary name and renamed over the old one, so a process that
 # has the old module mapped (a screen locker) keeps a whole file and no one ever loads half a

@@ -18,6 +18,9 @@ public struct DaemonOptions: Sendable, Equatable {
     public var lingerMsOverride: Int?
     /// `--check-config`: validate the configuration and exit.
     public var checkConfig = false
+    /// `--connection-idle-ms`: close a connection with no request running after this long (for
+    /// tests; the default is `Server.Limits().idleTimeoutMs`, 30 s).
+    public var connectionIdleMsOverride: Int64?
 
     public static let usage = """
         usage: localauthd [--socket PATH] [--state-dir DIR] [--config FILE] [--virtual-reader] [--linger-ms N]
@@ -29,6 +32,8 @@ public struct DaemonOptions: Sendable, Equatable {
           --check-config     validate the configuration, print what is wrong, and exit (0: valid)
           --virtual-reader   use libfprint's virtual_device, driven by `localauthctl simulate`
           --linger-ms N      keep the reader open N ms after its last use (overrides reader-linger-ms; -1: never close)
+          --connection-idle-ms N
+                             close a connection that runs no request after N ms (default 30000)
         """
 
     public enum ParseError: Error, Equatable, CustomStringConvertible {
@@ -69,6 +74,10 @@ public struct DaemonOptions: Sendable, Equatable {
                 let v = try value(a)
                 guard let n = Int(v), n >= -1 else { throw .badValue(a, v) }
                 lingerMsOverride = n
+            case "--connection-idle-ms":
+                let v = try value(a)
+                guard let n = Int64(v), n >= 1 else { throw .badValue(a, v) }
+                connectionIdleMsOverride = n
             default: throw .unknown(a)
             }
             i += 1
@@ -160,7 +169,10 @@ public enum DaemonMain {
         let server: Server
         do {
             if adopted == nil { try makeParentDirectory(of: options.socketPath) }
-            server = try await Server(daemon: daemon, socketPath: options.socketPath, adoptedFD: adopted, audit: audit)
+            var limits = Server.Limits()
+            if let idleMs = options.connectionIdleMsOverride { limits.idleTimeoutMs = idleMs }
+            server = try await Server(
+                daemon: daemon, socketPath: options.socketPath, adoptedFD: adopted, limits: limits, audit: audit)
         } catch {
             audit.notice("cannot listen on \(options.socketPath): \(error)")
             Notify.status("Cannot listen on \(options.socketPath): \(error)")

@@ -17,6 +17,13 @@ public final class Server: Sendable {
         public var connections = 4096
         /// A connection with no request running is closed after this.
         public var idleTimeoutMs: Int64 = 30_000
+        /// Requests one non-root uid may have running at once; its others wait their turn, so a
+        /// flood queues behind itself and never deep in front of root's `pam_authenticate`.
+        public var requestsPerUID = 4
+        /// Requests one non-root uid may start per second, after a burst of `requestBurst`:
+        /// a flood cannot take the daemon's CPU from everyone else (no person needs more).
+        public var requestsPerSecondPerUID = 100
+        public var requestBurst = 50
         public init() {}
     }
 
@@ -24,6 +31,7 @@ public final class Server: Sendable {
     let group: MultiThreadedEventLoopGroup
     let limits: Limits
     let counter: ConnectionCounter
+    let gate: RequestGate
     let audit: AuditLog
     let channel: any Channel
 
@@ -39,12 +47,15 @@ public final class Server: Sendable {
         self.group = group
         let counter = ConnectionCounter()
         self.counter = counter
+        let gate = RequestGate(
+            limit: limits.requestsPerUID, perSecond: limits.requestsPerSecondPerUID, burst: limits.requestBurst)
+        self.gate = gate
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
-                        Connection(daemon: daemon, limits: limits, counter: counter, audit: audit))
+                        Connection(daemon: daemon, limits: limits, counter: counter, gate: gate, audit: audit))
                 }
             }
         if let adoptedFD {
@@ -99,6 +110,106 @@ final class ConnectionCounter: Sendable {
     }
 }
 
+/// Turns to run a request, per non-root uid: at most `requestsPerSecondPerUID` started per second
+/// after a burst, at most `requestsPerUID` running at once (`Server.Limits`); root never waits.
+/// A turn given back goes straight to the uid's longest waiter.
+final class RequestGate: Sendable {
+    private struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+    private struct State {
+        var running: [UInt32: Int] = [:]
+        var waiting: [UInt32: [Waiter]] = [:]
+        var nextID: UInt64 = 0
+        /// When each uid's next request may start (a token bucket kept as one instant).
+        var nextSlot: [UInt32: ContinuousClock.Instant] = [:]
+    }
+    private let state = Mutex(State())
+    private let clock = ContinuousClock()
+    let limit: Int
+    let interval: Duration
+    let burst: Int
+
+    init(limit: Int, perSecond: Int = 1_000_000, burst: Int = 0) {
+        self.limit = limit
+        self.interval = .nanoseconds(1_000_000_000 / max(1, perSecond))
+        self.burst = burst
+    }
+
+    /// Waits until `uid` may start another request; false when cancelled meanwhile.
+    private func pace(uid: UInt32) async -> Bool {
+        let now = clock.now
+        let slot = state.withLock { s in
+            let earliest = now - interval * burst
+            if s.nextSlot.count > 1024 { s.nextSlot = s.nextSlot.filter { $0.value > earliest } }
+            let slot = max(s.nextSlot[uid] ?? earliest, earliest)
+            s.nextSlot[uid] = slot + interval
+            return slot
+        }
+        guard slot > now else { return true }
+        do {
+            try await Task.sleep(until: slot, clock: clock)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Waits for a turn: true once it is ours (give it back with `leave`), false when the task
+    /// was cancelled first (no turn taken).
+    func enter(uid: UInt32) async -> Bool {
+        guard uid != 0 else { return true }
+        guard await pace(uid: uid) else { return false }
+        let id = state.withLock { s in
+            s.nextID += 1
+            return s.nextID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let now: Bool? = state.withLock { s in
+                    if Task.isCancelled { return false }
+                    if s.running[uid, default: 0] < limit {
+                        s.running[uid, default: 0] += 1
+                        return true
+                    }
+                    s.waiting[uid, default: []].append(Waiter(id: id, continuation: continuation))
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiter: Waiter? = state.withLock { s in
+                guard let i = s.waiting[uid]?.firstIndex(where: { $0.id == id }) else { return nil }
+                let w = s.waiting[uid]!.remove(at: i)
+                if s.waiting[uid]!.isEmpty { s.waiting[uid] = nil }
+                return w
+            }
+            waiter?.continuation.resume(returning: false)
+        }
+    }
+
+    func leave(uid: UInt32) {
+        guard uid != 0 else { return }
+        let next: Waiter? = state.withLock { s in
+            if var queue = s.waiting[uid], !queue.isEmpty {
+                let w = queue.removeFirst()
+                s.waiting[uid] = queue.isEmpty ? nil : queue
+                return w  // the turn passes on: running stays the same
+            }
+            s.running[uid, default: 1] -= 1
+            if s.running[uid] == 0 { s.running[uid] = nil }
+            return nil
+        }
+        next?.continuation.resume(returning: true)
+    }
+
+    /// Turns held and waiters queued for `uid` (for tests).
+    func counts(uid: UInt32) -> (running: Int, waiting: Int) {
+        state.withLock { s in (s.running[uid] ?? 0, s.waiting[uid]?.count ?? 0) }
+    }
+}
+
 /// One client: HELLO first, then requests one at a time; bad bytes get one ERROR and a close.
 final class Connection: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
@@ -114,16 +225,18 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     let daemon: Daemon
     let limits: Server.Limits
     let counter: ConnectionCounter
+    let gate: RequestGate
     let audit: AuditLog
     var state = State.awaitingHello
     var reader = FrameReader()
     var caller: PeerCredentials?
     var idleTimer: Scheduled<Void>?
 
-    init(daemon: Daemon, limits: Server.Limits, counter: ConnectionCounter, audit: AuditLog) {
+    init(daemon: Daemon, limits: Server.Limits, counter: ConnectionCounter, gate: RequestGate, audit: AuditLog) {
         self.daemon = daemon
         self.limits = limits
         self.counter = counter
+        self.gate = gate
         self.audit = audit
     }
 
@@ -222,9 +335,13 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
             channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
         }
         let daemon = self.daemon
+        let gate = self.gate
         let bound = NIOLoopBound((self, context), eventLoop: loop)
         let task = Task {
+            // Cancelled while waiting: the connection is gone and nobody reads the answer.
+            guard await gate.enter(uid: caller.uid) else { return }
             let result = await daemon.handle(request, caller: caller, io: RequestIO(send: send, signals: signals))
+            gate.leave(uid: caller.uid)
             loop.execute {
                 let (connection, context) = bound.value
                 connection.finish(result, context: context)
