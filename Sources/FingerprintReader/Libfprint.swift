@@ -371,12 +371,19 @@ final class FprintDevice: @unchecked Sendable {
         }
     }
 
-    /// Wraps `fp_device_open` / `fp_device_open_finish`.
+    /// Wraps `fp_device_open` / `fp_device_open_finish`. Succeeds whenever the device ends up open
+    /// (`fp_device_is_open`): GTask reports an open whose cancellable was cancelled as CANCELLED even
+    /// when the driver finished opening, and the next open would then fail with "already open".
     func open() async -> Result<Void, ReaderError> {
         await perform { device, call, done in
             call.onReady = { result in
                 var error: UnsafeMutablePointer<GError>?
                 let ok = fp_device_open_finish(device, result, &error) != 0
+                if !ok && fp_device_is_open(device) != 0 {
+                    g_clear_error(&error)
+                    done(.success(()))
+                    return
+                }
                 done(ok ? .success(()) : .failure(readerError(consuming: error)))
             }
             fp_device_open(device, call.cancellable, asyncReady, call.retained)
