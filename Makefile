@@ -102,4 +102,13 @@ uninstall:
 test-system: build-debug pam
 	tests/system/install.sh
 
+# Benchmarks side by side with fprintd + pam_fprintd (bench/bench.py; docs/performance.md).
+# Release builds; as root; a few minutes; not part of `make test`. JSON in bench/results/.
+.PHONY: bench
+bench: deps pam pam-bench
+	$(SWIFT) build -c release --product localauthd
+	$(SWIFT) build -c release --product localauthctl
+	$(SWIFT) build -c release --product localauth-bench
+	/usr/bin/python3 bench/bench.py --bin $(BIN_RELEASE) $(BENCH_ARGS)
+
 -include pam/pam.mk
