@@ -4,10 +4,13 @@
 //   localauth-bench can-evaluate RUNS   LAContext.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics),
 //                                       a new context and connection each time (as an app calls it)
 //   localauth-bench status RUNS         DaemonConnection.perform(.status) on one open connection
-//   localauth-bench concurrent CLIENTS ROUNDS USER PRINT
+//   localauth-bench concurrent CLIENTS ROUNDS USER PRINT [RATE]
 //                                       CLIENTS connections, each on its own thread, send ROUNDS status
-//                                       requests at once while one thread runs verifies (a simulated touch
-//                                       of PRINT, then EVALUATE policy 1 for USER) back to back
+//                                       requests each while one thread runs verifies (a simulated touch
+//                                       of PRINT, then EVALUATE policy 1 for USER) back to back. Without
+//                                       RATE all send at once (a burst); with RATE (requests per second,
+//                                       all clients together) each client waits an exponentially
+//                                       distributed pause before each request (Poisson arrivals)
 //
 // The daemon is found through LOCALAUTHD_SOCKET. Prints one JSON object: samples in nanoseconds
 // (CLOCK_MONOTONIC), request sent to its RESULT read.
@@ -136,7 +139,7 @@ func verify(_ connection: DaemonConnection, control: DaemonConnection, user: Str
     }
 }
 
-func concurrent(clients: Int, rounds: Int, user: String, print: String) {
+func concurrent(clients: Int, rounds: Int, user: String, print: String, rate: Double?) {
     let verifier = connect("localauth-bench verify")
     let control = connect("localauth-bench control")
     // The verify's own latency with nothing else running, for comparison.
@@ -165,6 +168,11 @@ func concurrent(clients: Int, rounds: Int, user: String, print: String) {
             local.reserveCapacity(rounds)
             ready.arriveAndWait()
             for _ in 0..<rounds {
+                if let rate {
+                    // Mean pause clients / rate seconds: together the clients send `rate` per second.
+                    let pause = -log(Double.random(in: Double.ulpOfOne..<1)) * Double(clients) / rate
+                    usleep(UInt32(min(pause, 60) * 1_000_000))
+                }
                 let t0 = nowNs()
                 do {
                     let result = try connection.perform(.status(user: nil), timeoutMs: 30_000)
@@ -188,7 +196,8 @@ func concurrent(clients: Int, rounds: Int, user: String, print: String) {
     done.wait(for: clients + 1)
     if !statuses.failures.isEmpty { fail("\(statuses.failures.count) status requests failed: \(statuses.failures[0])") }
     json([
-        "clients": clients, "rounds": rounds, "status_ns": statuses.samples, "verify_ns": verifies.samples,
+        "clients": clients, "rounds": rounds, "rate": rate ?? 0, "status_ns": statuses.samples,
+        "verify_ns": verifies.samples,
         "verify_idle_ns": idleVerifies, "wall_ns": wall,
     ])
 }
@@ -215,7 +224,11 @@ switch args.count > 1 ? args[1] : "" {
 case "can-evaluate": canEvaluate(runs: number(2))
 case "status": status(runs: number(2))
 case "concurrent":
-    guard args.count == 6 else { fail("usage: localauth-bench concurrent CLIENTS ROUNDS USER PRINT") }
-    concurrent(clients: number(2), rounds: number(3), user: args[4], print: args[5])
-default: fail("usage: localauth-bench can-evaluate RUNS | status RUNS | concurrent CLIENTS ROUNDS USER PRINT")
+    guard args.count == 6 || args.count == 7 else {
+        fail("usage: localauth-bench concurrent CLIENTS ROUNDS USER PRINT [RATE]")
+    }
+    concurrent(
+        clients: number(2), rounds: number(3), user: args[4], print: args[5],
+        rate: args.count == 7 ? Double(number(6)) : nil)
+default: fail("usage: localauth-bench can-evaluate RUNS | status RUNS | concurrent CLIENTS ROUNDS USER PRINT [RATE]")
 }
