@@ -3,6 +3,9 @@
 //
 //   localauth-bench can-evaluate RUNS   LAContext.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics),
 //                                       a new context and connection each time (as an app calls it)
+//   localauth-bench verify RUNS USER PRINT
+//                                       a simulated touch of PRINT, then EVALUATE policy 1 for USER, on one
+//                                       connection; PRINT "-": no touch, any result (a user without fingers)
 //   localauth-bench status RUNS         DaemonConnection.perform(.status) on one open connection
 //   localauth-bench concurrent CLIENTS ROUNDS USER PRINT [RATE]
 //                                       CLIENTS connections, each on its own thread, send ROUNDS status
@@ -139,6 +142,28 @@ func verify(_ connection: DaemonConnection, control: DaemonConnection, user: Str
     }
 }
 
+func verifies(runs: Int, user: String, print: String) {
+    let connection = connect("localauth-bench verify")
+    let control = connect("localauth-bench control")
+    var samples: [Int64] = []
+    samples.reserveCapacity(runs)
+    for _ in 0..<runs {
+        if print == "-" {
+            let options = EvaluateOptions(
+                policy: .deviceOwnerAuthenticationWithBiometrics, user: user, service: "localauth-bench", tries: 1,
+                timeoutMs: 10_000)
+            let t0 = nowNs()
+            do { _ = try connection.perform(.evaluate(options), timeoutMs: 15_000) } catch {
+                fail("evaluate: \(error)")
+            }
+            samples.append(nowNs() - t0)
+        } else {
+            samples.append(verify(connection, control: control, user: user, print: print))
+        }
+    }
+    json(["samples_ns": samples])
+}
+
 func concurrent(clients: Int, rounds: Int, user: String, print: String, rate: Double?) {
     let verifier = connect("localauth-bench verify")
     let control = connect("localauth-bench control")
@@ -223,6 +248,9 @@ func number(_ i: Int) -> Int {
 switch args.count > 1 ? args[1] : "" {
 case "can-evaluate": canEvaluate(runs: number(2))
 case "status": status(runs: number(2))
+case "verify":
+    guard args.count == 5 else { fail("usage: localauth-bench verify RUNS USER PRINT") }
+    verifies(runs: number(2), user: args[3], print: args[4])
 case "concurrent":
     guard args.count == 6 || args.count == 7 else {
         fail("usage: localauth-bench concurrent CLIENTS ROUNDS USER PRINT [RATE]")
