@@ -7,6 +7,9 @@ SWIFT ?= swift
 CONFIG ?= release
 BIN_DEBUG = .build/debug
 BIN_RELEASE = .build/release
+# Release binaries carry the Swift runtime (docs/performance.md: localauthctl starts in half the
+# time, the daemon's RSS is 1.7 MB less). `make STATIC_STDLIB=` links it dynamically.
+STATIC_STDLIB ?= --static-swift-stdlib
 
 .PHONY: all build build-debug deps demo test test-swift test-integration lint format clean install uninstall \
         test-system
@@ -17,9 +20,9 @@ deps:
 	@scripts/ensure-deps.sh
 
 build: deps
-	$(SWIFT) build -c $(CONFIG) --product localauthd
-	$(SWIFT) build -c $(CONFIG) --product localauthctl
-	$(SWIFT) build -c $(CONFIG) --product vault
+	$(SWIFT) build -c $(CONFIG) $(STATIC_STDLIB) --product localauthd
+	$(SWIFT) build -c $(CONFIG) $(STATIC_STDLIB) --product localauthctl
+	$(SWIFT) build -c $(CONFIG) $(STATIC_STDLIB) --product vault
 
 build-debug: deps
 	$(SWIFT) build --build-tests
@@ -106,9 +109,9 @@ test-system: build-debug pam
 # Release builds; as root; a few minutes; not part of `make test`. JSON in bench/results/.
 .PHONY: bench
 bench: deps pam pam-bench
-	$(SWIFT) build -c release --product localauthd
-	$(SWIFT) build -c release --product localauthctl
-	$(SWIFT) build -c release --product localauth-bench
+	$(SWIFT) build -c release $(STATIC_STDLIB) --product localauthd
+	$(SWIFT) build -c release $(STATIC_STDLIB) --product localauthctl
+	$(SWIFT) build -c release $(STATIC_STDLIB) --product localauth-bench
 	/usr/bin/python3 bench/bench.py --bin $(BIN_RELEASE) $(BENCH_ARGS)
 
 -include pam/pam.mk
