@@ -232,6 +232,14 @@ class Stack:
         cmd = [self.bench.args.client, self.virtual, USER, str(runs)] + [
             "%s:%s" % p for p in plan]
         r = subprocess.run(cmd, env=self.pam_env(), capture_output=True, text=True, timeout=900)
+        if r.returncode != 0 and "pam_start(" in r.stderr:
+            # pam_wrapper copies the service directory to /tmp/pam.* at pam_start; seen to fail
+            # once on a shared machine (another job cleaning /tmp). The block is run again whole.
+            self.auths += sum(1 for line in r.stdout.splitlines() if line.startswith("{"))
+            log("%s: pam_start failed (%s); running the block again" % (
+                self.name, r.stderr.strip().splitlines()[-1]))
+            r = subprocess.run(cmd, env=self.pam_env(), capture_output=True, text=True,
+                               timeout=900)
         if r.returncode != 0:
             sys.exit("%s: bench_client failed (%d): %s" % (self.name, r.returncode, r.stderr))
         rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
@@ -632,29 +640,35 @@ def percentile(values, q):
 
 
 def budgets(r):
-    """(budget, met?) for each budget of issue 7."""
+    """(budget, what was measured, met?) for each budget of issue 7."""
     def med(key, side):
         return r[key][side]["median"]
     out = []
-    out.append(("1: pam_authenticate match median <= 1/10 of fprintd's",
-                med("1 match total", "localauth") <= med("1 match total", "fprintd") / 10))
-    out.append(("1: start -> prompt median <= 0.5 ms",
-                med("1 match start_to_prompt", "localauth") <= 0.5))
-    out.append(("3: pamtester median <= 1/2 of fprintd's",
-                med("3 pamtester match", "localauth") <= med("3 pamtester match", "fprintd") / 2))
-    out.append(("5: cold start median <= 1/2 of fprintd's",
-                med("5 cold start (list)", "localauth")
-                <= med("5 cold start (list)", "fprintd") / 2))
-    out.append(("6: list median <= fprintd's",
-                med("6 list (warm)", "localauth") <= med("6 list (warm)", "fprintd")))
+
+    def ratio(text, key, factor):
+        ours, theirs = med(key, "localauth"), med(key, "fprintd")
+        out.append((text, "%.3f vs %.3f ms (ratio %.3f)" % (ours, theirs, ours / theirs),
+                    ours <= theirs * factor))
+    ratio("1: pam_authenticate match median <= 1/10 of fprintd's", "1 match total", 0.1)
+    prompt = med("1 match start_to_prompt", "localauth")
+    out.append(("1: start -> prompt median <= 0.5 ms", "%.3f ms" % prompt, prompt <= 0.5))
+    ratio("3: pamtester median <= 1/2 of fprintd's", "3 pamtester match", 0.5)
+    ratio("5: cold start median <= 1/2 of fprintd's", "5 cold start (list)", 0.5)
+    ratio("6: list median <= fprintd's", "6 list (warm)", 1)
     mem = r["rss_kb"]
     idle = {s: mem[s]["idle after start"]["rss_kb"] for s in mem}
-    out.append(("7: idle RSS <= fprintd's", idle["localauth"] <= idle["fprintd"]))
+    out.append(("7: idle RSS <= fprintd's", "%.1f vs %.1f MB" % (
+        idle["localauth"] / 1024, idle["fprintd"] / 1024), idle["localauth"] <= idle["fprintd"]))
     after = [k for k in mem["localauth"] if k.startswith("after ") and "authentications" in k][0]
     growth = mem["localauth"][after]["rss_kb"] - idle["localauth"]
-    out.append(("7: RSS growth after 1000 authentications < 1 MB", growth < 1024))
+    later = mem["localauth"][after]["rss_kb"] - mem["localauth"]["after figure 1"]["rss_kb"]
+    out.append(("7: RSS growth after 1000 authentications < 1 MB", "%+.2f MB (of which %+.2f MB "
+                "after the first %d)" % (growth / 1024, later / 1024,
+                                         mem["localauth"]["after figure 1"]["auths"]),
+                growth < 1024))
     for key in ("8a status, burst", "8b status, paced"):
-        out.append(("%s: p99 < 5 ms" % key, r[key]["localauth"]["p99"] < 5))
+        p99 = r[key]["localauth"]["p99"]
+        out.append(("%s: p99 < 5 ms" % key, "%.3f ms" % p99, p99 < 5))
     return out
 
 
@@ -689,8 +703,8 @@ def print_table(r, info):
             "%.1f MB (PSS %.1f, %d auths)" % (t["rss_kb"] / 1024, (t["pss_kb"] or 0) / 1024,
                                               t["auths"]), o["rss_kb"] / t["rss_kb"]))
     print()
-    for text, met in info["budgets"]:
-        print("%-60s %s" % (text, "met" if met else "NOT MET"))
+    for text, measured, met in info["budgets"]:
+        print("%-56s %-42s %s" % (text, measured, "met" if met else "NOT MET"))
 
 
 def main():
