@@ -20,7 +20,8 @@ Figures (docs/performance.md explains each):
   5  cold start: the first `list` as a whole process to its answer, daemon not running
      (ours: systemd-socket-activate; theirs: D-Bus activation)
   6  `localauthctl list` / `fprintd-list` as a whole process, daemon running
-  7  daemon RSS idle after start, after 20 and after 1000 authentications
+  7  daemon RSS (and PSS, private dirty) idle after start, after figure 1 and after 1000
+     authentications
   8  1000 concurrent status clients while verifies run (ours): a) all at once, b) Poisson
      arrivals at 1000 requests per second in all
 
@@ -182,15 +183,20 @@ def rss_kb(pid):
     raise RuntimeError("no VmRSS for %d" % pid)
 
 
-def pss_kb(pid):
+def rollup_kb(pid, field):
+    """A field of /proc/PID/smaps_rollup (Pss, Private_Dirty, ...), in kB."""
     try:
         with open("/proc/%d/smaps_rollup" % pid) as f:
             for line in f:
-                if line.startswith("Pss:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
     return None
+
+
+def pss_kb(pid):
+    return rollup_kb(pid, "Pss")
 
 
 def timed(cmd, env, what, expect=0):
@@ -528,7 +534,8 @@ class Bench:
     def memory(self, label):
         for side in self.sides:
             self.results.setdefault("rss_kb", {}).setdefault(side.name, {})[label] = {
-                "rss_kb": rss_kb(side.pid), "pss_kb": pss_kb(side.pid), "auths": side.auths}
+                "rss_kb": rss_kb(side.pid), "pss_kb": pss_kb(side.pid),
+                "private_dirty_kb": rollup_kb(side.pid, "Private_Dirty"), "auths": side.auths}
 
     def run(self):
         a = self.args
@@ -698,10 +705,12 @@ def print_table(r, info):
     for label in mem["localauth"]:
         o, t = mem["localauth"][label], mem["fprintd"][label]
         print("%-34s %-36s %-36s %7.3f" % (
-            "7 RSS " + label, "%.1f MB (PSS %.1f, %d auths)" % (
-                o["rss_kb"] / 1024, (o["pss_kb"] or 0) / 1024, o["auths"]),
-            "%.1f MB (PSS %.1f, %d auths)" % (t["rss_kb"] / 1024, (t["pss_kb"] or 0) / 1024,
-                                              t["auths"]), o["rss_kb"] / t["rss_kb"]))
+            "7 RSS " + label, "%.1f MB (PSS %.1f, dirty %.1f; %d auths)" % (
+                o["rss_kb"] / 1024, (o["pss_kb"] or 0) / 1024,
+                (o["private_dirty_kb"] or 0) / 1024, o["auths"]),
+            "%.1f MB (PSS %.1f, dirty %.1f; %d auths)" % (
+                t["rss_kb"] / 1024, (t["pss_kb"] or 0) / 1024,
+                (t["private_dirty_kb"] or 0) / 1024, t["auths"]), o["rss_kb"] / t["rss_kb"]))
     print()
     for text, measured, met in info["budgets"]:
         print("%-56s %-42s %s" % (text, measured, "met" if met else "NOT MET"))
