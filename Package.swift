@@ -50,6 +50,9 @@ let package = Package(
             ]),
         .target(name: "LocalAuthentication", dependencies: ["LocalAuthClient", "LocalAuthProtocol"]),
         .executableTarget(name: "vault", dependencies: ["LocalAuthentication"], path: "Examples/Vault"),
+        // The Swift-client figures of `make bench`; not a product, never installed.
+        .executableTarget(
+            name: "localauth-bench", dependencies: ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol"]),
 
         .testTarget(name: "LocalAuthProtocolTests", dependencies: ["LocalAuthProtocol"], resources: []),
         .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore"]),

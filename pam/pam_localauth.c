@@ -411,14 +411,13 @@ static int run(struct session *s)
         skipped(s, user, "localauthd is not running");
         return PAM_AUTHINFO_UNAVAIL;
     }
-    if (send_frame(s, la_encode_hello(&s->w, LA_CLIENT_NAME)) != 0 ||
-        read_reply(s, s->deadline) != 0 || s->reply.type != LA_MSG_WELCOME ||
-        s->reply.version != LA_WIRE_VERSION) {
-        pam_syslog(s->pamh, LOG_ERR, "no usable WELCOME from %s", s->opt->socket);
+    /* HELLO and EVALUATE go out back to back, the WELCOME is read after: the daemon takes
+     * frames in order, and the finger prompt comes one round trip sooner (docs/performance.md). */
+    if (send_frame(s, la_encode_hello(&s->w, LA_CLIENT_NAME)) != 0) {
+        pam_syslog(s->pamh, LOG_ERR, "cannot send HELLO to %s", s->opt->socket);
         skipped(s, user, "localauthd does not answer");
         return PAM_AUTHINFO_UNAVAIL;
     }
-    debug(s, "connected to %s", s->reply.server);
 
     int64_t left = s->deadline - now_ms() - LA_DAEMON_MARGIN_MS;
     struct la_evaluate ev = {
@@ -433,8 +432,16 @@ static int run(struct session *s)
     };
     if (send_frame(s, la_encode_evaluate(&s->w, &ev)) != 0) {
         pam_syslog(s->pamh, LOG_ERR, "cannot send EVALUATE for %s", user);
+        skipped(s, user, "localauthd does not answer");
         return PAM_AUTHINFO_UNAVAIL;
     }
+    if (read_reply(s, s->deadline) != 0 || s->reply.type != LA_MSG_WELCOME ||
+        s->reply.version != LA_WIRE_VERSION) {
+        pam_syslog(s->pamh, LOG_ERR, "no usable WELCOME from %s", s->opt->socket);
+        skipped(s, user, "localauthd does not answer");
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+    debug(s, "connected to %s", s->reply.server);
 
     for (;;) {
         if (read_reply(s, s->deadline) != 0) {

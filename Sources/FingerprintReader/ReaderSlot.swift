@@ -19,7 +19,7 @@ final class ReaderSlot: Sendable {
         var closing = false
         /// Counts operations, so a linger timer armed by an older one does not close under a newer one.
         var generation: UInt64 = 0
-        var linger: Task<Void, Never>?
+        var linger: DeadlineTimer?
     }
     private let state = Mutex(State())
 
@@ -81,12 +81,11 @@ final class ReaderSlot: Sendable {
 
     private func scheduleLinger(after generation: UInt64) {
         guard let lingerMs else { return }
-        let task = Task { [self] in
-            try? await Task.sleep(for: .milliseconds(lingerMs))
-            if Task.isCancelled { return }
-            await closeIfIdle(since: generation)
+        // A dispatch timer, not Task.sleep: cancelled at the next operation, it lets go at once.
+        let timer = DeadlineTimer(ms: Int64(lingerMs)) { [self] in
+            Task { await closeIfIdle(since: generation) }
         }
-        state.withLock { $0.linger = task }
+        state.withLock { $0.linger = timer }
     }
 
     /// Closes the device if no operation ran since `generation`; waits its turn like any operation.

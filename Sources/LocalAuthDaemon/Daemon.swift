@@ -321,11 +321,8 @@ public actor Daemon {
     }
 
     /// Calls `fire` after `ms` milliseconds unless cancelled first.
-    static func timer(ms: Int64, _ fire: @escaping @Sendable () -> Void) -> Task<Void, Never> {
-        Task {
-            try? await Task.sleep(for: .milliseconds(ms))
-            if !Task.isCancelled { fire() }
-        }
+    static func timer(ms: Int64, _ fire: @escaping @Sendable () -> Void) -> DeadlineTimer {
+        DeadlineTimer(ms: ms, fire)
     }
 
     /// Starts the evaluator, executes its outputs in order and feeds it inputs until it finishes.

@@ -556,6 +556,25 @@ def timeout_is_honoured_when_the_daemon_stalls(ctx):
 
 
 @case()
+def evaluate_goes_out_behind_hello_without_waiting_for_welcome(ctx):
+    # This daemon answers nothing until it has both frames: a module that waits for WELCOME
+    # before sending EVALUATE (one round trip more before the prompt) would stall to its timeout.
+    welcome = lawire.encode(lawire.WELCOME, version=1, peer="fake localauthd").hex()
+    fake = FakeDaemon(ctx, [{"recv": True}, {"recv": True}, {"send": welcome}, result(0)],
+                      handshake=False)
+    res = ctx.pam(ctx.service("socket=%s timeout=3" % fake.sock), "nobody")
+    expect_code(res, PAM_SUCCESS)
+    check(res["end"] - res["start"] < 1, "took %.2f s" % (res["end"] - res["start"]))
+    check([f["frame"] for f in fake.frames()] == [lawire.HELLO, lawire.EVALUATE],
+          str(fake.frames()))
+    # A daemon that refuses the HELLO is still not believed, whatever it sends after.
+    error = lawire.encode(lawire.ERROR, code=2, message="unsupported version").hex()
+    fake = FakeDaemon(ctx, [{"recv": True}, {"send": error}, result(0)], handshake=False)
+    res = ctx.pam(ctx.service("socket=%s timeout=3" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+
+
+@case()
 def daemon_death_mid_verify_returns_within_a_second(ctx):
     fake = FakeDaemon(ctx, [event(lawire.EV_PLACE, "Place your finger"), {"sleep": 60}])
     p, cmd = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL,

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+// localauth-bench: the Swift-client figures of `make bench` (bench/bench.py drives it). Not installed.
+//
+//   localauth-bench can-evaluate RUNS   LAContext.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics),
+//                                       a new context and connection each time (as an app calls it)
+//   localauth-bench verify RUNS USER PRINT
+//                                       a simulated touch of PRINT, then EVALUATE policy 1 for USER, on one
+//                                       connection; PRINT "-": no touch, any result (a user without fingers)
+//   localauth-bench status RUNS         DaemonConnection.perform(.status) on one open connection
+//   localauth-bench concurrent CLIENTS ROUNDS USER PRINT [RATE]
+//                                       CLIENTS connections, each on its own thread, send ROUNDS status
+//                                       requests each while one thread runs verifies (a simulated touch
+//                                       of PRINT, then EVALUATE policy 1 for USER) back to back. Without
+//                                       RATE all send at once (a burst); with RATE (requests per second,
+//                                       all clients together) each client waits an exponentially
+//                                       distributed pause before each request (Poisson arrivals)
+//
+// The daemon is found through LOCALAUTHD_SOCKET. Prints one JSON object: samples in nanoseconds
+// (CLOCK_MONOTONIC), request sent to its RESULT read.
+import Foundation
+import LocalAuthClient
+import LocalAuthProtocol
+import LocalAuthentication
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+func nowNs() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("localauth-bench: \(message)\n".utf8))
+    exit(1)
+}
+
+func json(_ object: [String: Any]) {
+    guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+        fail("cannot encode the result")
+    }
+    FileHandle.standardOutput.write(data)
+    FileHandle.standardOutput.write(Data("\n".utf8))
+}
+
+func connect(_ name: String) -> DaemonConnection {
+    do {
+        return try DaemonConnection(clientName: name)
+    } catch {
+        fail("\(error)")
+    }
+}
+
+func canEvaluate(runs: Int) {
+    var samples: [Int64] = []
+    samples.reserveCapacity(runs)
+    for _ in 0..<runs {
+        let context = LAContext()
+        context.linuxPrompt = nil
+        var error: NSError?
+        let t0 = nowNs()
+        let ok = context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error)
+        samples.append(nowNs() - t0)
+        guard ok, context.biometryType == .touchID else {
+            fail("canEvaluatePolicy: \(String(describing: error)) (is the bench user enrolled?)")
+        }
+    }
+    json(["samples_ns": samples])
+}
+
+func status(runs: Int) {
+    let connection = connect("localauth-bench")
+    var samples: [Int64] = []
+    samples.reserveCapacity(runs)
+    for _ in 0..<runs {
+        let t0 = nowNs()
+        let result: LocalAuthProtocol.Result
+        do { result = try connection.perform(.status(user: nil), timeoutMs: 10_000) } catch { fail("status: \(error)") }
+        samples.append(nowNs() - t0)
+        guard result.isSuccess else { fail("status: \(result.message)") }
+    }
+    json(["samples_ns": samples])
+}
+
+/// Counts down from `parties`; every thread waits until all have arrived.
+final class Barrier: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var waiting: Int
+    init(parties: Int) { waiting = parties }
+    func arriveAndWait() {
+        condition.lock()
+        waiting -= 1
+        if waiting == 0 { condition.broadcast() }
+        while waiting > 0 { condition.wait() }
+        condition.unlock()
+    }
+}
+
+/// Counts threads that have finished.
+final class Finished: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var count = 0
+    func one() {
+        condition.lock()
+        count += 1
+        condition.broadcast()
+        condition.unlock()
+    }
+    func wait(for n: Int) {
+        condition.lock()
+        while count < n { condition.wait() }
+        condition.unlock()
+    }
+}
+
+/// Results collected from many threads.
+final class Collector: @unchecked Sendable {
+    private let lock = NSLock()
+    private(set) var samples: [Int64] = []
+    private(set) var failures: [String] = []
+    func add(_ values: [Int64]) { lock.withLock { samples += values } }
+    func failed(_ why: String) { lock.withLock { failures.append(why) } }
+}
+
+/// One verify: a simulated touch of `print` queued on the virtual reader, then EVALUATE to its RESULT.
+func verify(_ connection: DaemonConnection, control: DaemonConnection, user: String, print: String) -> Int64 {
+    do {
+        let queued = try control.perform(.simulate(action: "touch", argument: print), timeoutMs: 10_000)
+        guard queued.isSuccess else { fail("simulate touch: \(queued.message)") }
+        let options = EvaluateOptions(
+            policy: .deviceOwnerAuthenticationWithBiometrics, user: user, service: "localauth-bench", tries: 1,
+            timeoutMs: 10_000)
+        let t0 = nowNs()
+        let result = try connection.perform(.evaluate(options), timeoutMs: 15_000)
+        let elapsed = nowNs() - t0
+        guard result.isSuccess else { fail("verify: \(result.message)") }
+        return elapsed
+    } catch {
+        fail("verify: \(error)")
+    }
+}
+
+func verifies(runs: Int, user: String, print: String) {
+    let connection = connect("localauth-bench verify")
+    let control = connect("localauth-bench control")
+    var samples: [Int64] = []
+    samples.reserveCapacity(runs)
+    for _ in 0..<runs {
+        if print == "-" {
+            let options = EvaluateOptions(
+                policy: .deviceOwnerAuthenticationWithBiometrics, user: user, service: "localauth-bench", tries: 1,
+                timeoutMs: 10_000)
+            let t0 = nowNs()
+            do { _ = try connection.perform(.evaluate(options), timeoutMs: 15_000) } catch {
+                fail("evaluate: \(error)")
+            }
+            samples.append(nowNs() - t0)
+        } else {
+            samples.append(verify(connection, control: control, user: user, print: print))
+        }
+    }
+    json(["samples_ns": samples])
+}
+
+func concurrent(clients: Int, rounds: Int, user: String, print: String, rate: Double?) {
+    let verifier = connect("localauth-bench verify")
+    let control = connect("localauth-bench control")
+    // The verify's own latency with nothing else running, for comparison.
+    let idleVerifies = (0..<50).map { _ in verify(verifier, control: control, user: user, print: print) }
+
+    var connections: [DaemonConnection] = []
+    for i in 0..<clients { connections.append(connect("localauth-bench status \(i)")) }
+    let statuses = Collector()
+    let verifies = Collector()
+    let ready = Barrier(parties: clients + 1)
+    let done = Finished()
+    let stop = Atomic(false)
+
+    let verifyThread = Thread {
+        ready.arriveAndWait()
+        var local: [Int64] = []
+        while !stop.value { local.append(verify(verifier, control: control, user: user, print: print)) }
+        verifies.add(local)
+        done.one()
+    }
+    verifyThread.stackSize = 1 << 20
+    verifyThread.start()
+    for connection in connections {
+        let thread = Thread {
+            var local: [Int64] = []
+            local.reserveCapacity(rounds)
+            ready.arriveAndWait()
+            for _ in 0..<rounds {
+                if let rate {
+                    // Mean pause clients / rate seconds: together the clients send `rate` per second.
+                    let pause = -log(Double.random(in: Double.ulpOfOne..<1)) * Double(clients) / rate
+                    usleep(UInt32(min(pause, 60) * 1_000_000))
+                }
+                let t0 = nowNs()
+                do {
+                    let result = try connection.perform(.status(user: nil), timeoutMs: 30_000)
+                    if !result.isSuccess { statuses.failed(result.message) }
+                } catch {
+                    statuses.failed("\(error)")
+                }
+                local.append(nowNs() - t0)
+            }
+            statuses.add(local)
+            done.one()
+        }
+        thread.stackSize = 256 << 10
+        thread.start()
+    }
+    let t0 = nowNs()
+    ready.arriveAndWait()
+    done.wait(for: clients)
+    let wall = nowNs() - t0
+    stop.value = true
+    done.wait(for: clients + 1)
+    if !statuses.failures.isEmpty { fail("\(statuses.failures.count) status requests failed: \(statuses.failures[0])") }
+    json([
+        "clients": clients, "rounds": rounds, "rate": rate ?? 0, "status_ns": statuses.samples,
+        "verify_ns": verifies.samples,
+        "verify_idle_ns": idleVerifies, "wall_ns": wall,
+    ])
+}
+
+/// A flag shared between threads.
+final class Atomic<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T
+    init(_ value: T) { stored = value }
+    var value: T {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
+
+let args = CommandLine.arguments
+func number(_ i: Int) -> Int {
+    guard args.count > i, let n = Int(args[i]), n > 0 else {
+        fail("usage: see the top of Sources/localauth-bench/main.swift")
+    }
+    return n
+}
+switch args.count > 1 ? args[1] : "" {
+case "can-evaluate": canEvaluate(runs: number(2))
+case "status": status(runs: number(2))
+case "verify":
+    guard args.count == 5 else { fail("usage: localauth-bench verify RUNS USER PRINT") }
+    verifies(runs: number(2), user: args[3], print: args[4])
+case "concurrent":
+    guard args.count == 6 || args.count == 7 else {
+        fail("usage: localauth-bench concurrent CLIENTS ROUNDS USER PRINT [RATE]")
+    }
+    concurrent(
+        clients: number(2), rounds: number(3), user: args[4], print: args[5],
+        rate: args.count == 7 ? Double(number(6)) : nil)
+default: fail("usage: localauth-bench can-evaluate RUNS | status RUNS | concurrent CLIENTS ROUNDS USER PRINT [RATE]")
+}

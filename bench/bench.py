@@ -1,0 +1,791 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""`make bench`: localauthd + pam_localauth.so side by side with fprintd + pam_fprintd.
+
+One run, the same machine, the same libfprint virtual device kind (virtual_device, an instant
+"SCAN id" sent the moment the PAM prompt arrives), the same PAM client (pam/tests/bench_client
+under pam_wrapper, private service directory, /etc/pam.d untouched). The two stacks run at the
+same time and the phases alternate between them (A B A B ...) so that load drift hits both alike.
+
+Ours: the release localauthd --virtual-reader on a temporary socket and state directory.
+Theirs: Debian's fprintd + libpam-fprintd (installed when missing; /etc/pam.d is checked to be
+byte-identical afterwards) on a private system-type dbus-daemon with the real polkitd; fprintd is
+started by D-Bus activation (`fprintd -t`) with FP_VIRTUAL_DEVICE and STATE_DIRECTORY.
+
+Figures (docs/performance.md explains each):
+  1  pam_authenticate, matching finger: total, start -> prompt, prompt -> result
+  2  the same, another finger (tries=1 / max-tries=1)
+  3  pamtester as a whole process, matching finger (prompt read from a pty)
+  4  canEvaluatePolicy through LAContext (new connection each), status on one connection (ours)
+  5  cold start: the first `list` as a whole process to its answer, daemon not running
+     (ours: systemd-socket-activate; theirs: D-Bus activation)
+  6  `localauthctl list` / `fprintd-list` as a whole process, daemon running
+  7  daemon RSS (and PSS, private dirty) idle after start, after figure 1 and after 1000
+     authentications
+  8  1000 concurrent status clients while verifies run (ours): a) all at once, b) Poisson
+     arrivals at 1000 requests per second in all
+
+Usage: /usr/bin/python3 bench/bench.py [--quick] [--json PATH]   (as root; `make bench`)
+Prints the table and writes JSON (default bench/results/bench-<UTC time>.json and latest.json).
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import pty
+import select
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the tree
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "pam", "tests"))
+import lawire  # noqa: E402
+from pam_timing import machine, sha256, stats  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+USER = "root"  # LAContext authenticates the caller's own account: the bench runs as root
+PRINT_ID, STRANGER = "bench-finger", "stranger"
+FINGER = "right-index-finger"
+PAM_SUCCESS = 0
+FPRINTD = "/usr/libexec/fprintd"
+POLKITD = "/usr/lib/polkit-1/polkitd"
+INCUMBENT_PACKAGES = ["fprintd", "libpam-fprintd", "dbus-daemon", "polkitd"]
+
+
+def ms(ns):
+    return ns / 1e6
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def pam_d_digest():
+    """Every file under /etc/pam.d with its content, to prove nothing changed."""
+    out = {}
+    for dirpath, _, files in os.walk("/etc/pam.d"):
+        for name in sorted(files):
+            path = os.path.join(dirpath, name)
+            try:
+                out[path] = sha256(path)
+            except OSError as e:
+                out[path] = "unreadable: %s" % e
+    return out
+
+
+def ensure_incumbent():
+    missing = [p for p in INCUMBENT_PACKAGES if subprocess.run(
+        ["dpkg-query", "-W", "-f=${Status}", p], capture_output=True, text=True
+    ).stdout.strip() != "install ok installed"]
+    if not missing:
+        return []
+    before = pam_d_digest()
+    log("installing %s (the incumbent, for comparison) ..." % " ".join(missing))
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-qq"], env=env, check=True)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing],
+                   env=env, check=True, stdout=subprocess.DEVNULL)
+    if pam_d_digest() != before:
+        sys.exit("installing %s changed /etc/pam.d: stop and restore it" % missing)
+    return missing
+
+
+class Processes:
+    """Every process the bench starts, each in its own session; all are stopped at the end."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, cmd, **kw):
+        p = subprocess.Popen(cmd, start_new_session=True, **kw)
+        self.procs.append(p)
+        return p
+
+    def stop(self, p, timeout=5):
+        """SIGTERM to the process group (activated children included), then SIGKILL."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                p.wait(timeout=timeout)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        # Children of the group (fprintd under dbus-daemon) may outlive their parent.
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def stop_all(self):
+        for p in reversed(self.procs):
+            self.stop(p)
+        self.procs = []
+
+
+def wait_for(what, predicate, timeout=15.0, proc=None):
+    deadline = time.monotonic() + timeout
+    delay = 0.0005
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            sys.exit("%s: the process exited (%d)" % (what, proc.returncode))
+        if time.monotonic() > deadline:
+            sys.exit("timed out waiting for %s" % what)
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+def send_scan(path, print_id, patience=5.0):
+    """Connects to the virtual device (retrying while it is not listening), sends SCAN; returns the
+    socket: reading it to EOF tells the command was taken."""
+    deadline = time.monotonic() + patience
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(path)
+            break
+        except (FileNotFoundError, ConnectionRefusedError):
+            s.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.0002)
+    s.sendall(("SCAN %s" % print_id).encode())
+    s.shutdown(socket.SHUT_WR)
+    return s
+
+
+def read_to_eof(s, timeout=10):
+    s.settimeout(timeout)
+    while s.recv(256):
+        pass
+    s.close()
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS for %d" % pid)
+
+
+def rollup_kb(pid, field):
+    """A field of /proc/PID/smaps_rollup (Pss, Private_Dirty, ...), in kB."""
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def pss_kb(pid):
+    return rollup_kb(pid, "Pss")
+
+
+def timed(cmd, env, what, expect=0):
+    t0 = time.monotonic_ns()
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    elapsed = time.monotonic_ns() - t0
+    if r.returncode != expect:
+        sys.exit("%s: exit %d: %s%s" % (what, r.returncode, r.stdout, r.stderr))
+    return elapsed, r.stdout
+
+
+class Stack:
+    """What the two sides share: a temporary directory, a PAM service directory, the client."""
+
+    name = ""
+
+    def __init__(self, bench, tmp):
+        self.bench = bench
+        self.tmp = tmp
+        os.makedirs(tmp)
+        self.services = os.path.join(tmp, "pam.d")
+        os.mkdir(self.services)
+        open(os.path.join(self.services, "other"), "w").close()
+        self.auths = 0
+
+    def write_service(self, name, line):
+        with open(os.path.join(self.services, name), "w") as f:
+            f.write(line + "\n")
+
+    def pam_env(self):
+        env = dict(self.env(), LD_PRELOAD="libpam_wrapper.so", PAM_WRAPPER="1",
+                   PAM_WRAPPER_SERVICE_DIR=self.services)
+        for k in ("PAM_RHOST", "PAM_TTY", "PAM_WRAPPER_DEBUGLEVEL"):
+            env.pop(k, None)
+        return env
+
+    def client(self, runs, plan):
+        """bench_client: RUNS pam_authenticate calls following PLAN [(service, print)...]."""
+        cmd = [self.bench.args.client, self.virtual, USER, str(runs)] + [
+            "%s:%s" % p for p in plan]
+        r = subprocess.run(cmd, env=self.pam_env(), capture_output=True, text=True, timeout=900)
+        if r.returncode != 0 and "pam_start(" in r.stderr:
+            # pam_wrapper copies the service directory to /tmp/pam.* at pam_start; seen to fail
+            # once on a shared machine (another job cleaning /tmp). The block is run again whole.
+            self.auths += sum(1 for line in r.stdout.splitlines() if line.startswith("{"))
+            log("%s: pam_start failed (%s); running the block again" % (
+                self.name, r.stderr.strip().splitlines()[-1]))
+            r = subprocess.run(cmd, env=self.pam_env(), capture_output=True, text=True,
+                               timeout=900)
+        if r.returncode != 0:
+            sys.exit("%s: bench_client failed (%d): %s" % (self.name, r.returncode, r.stderr))
+        rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+        self.auths += len(rows)
+        for row in rows:
+            if row["prompt_ns"] < 0 or row["scan_errno"] or row["eof_ns"] < 0:
+                sys.exit("%s: a run went wrong: %s" % (self.name, row))
+        return rows
+
+    def pamtester(self, service, print_id):
+        """pamtester as a whole process; its stdout is a pty, so the prompt line arrives at once and
+        the SCAN is sent then, as the in-process client does."""
+        master, slave = pty.openpty()
+        t0 = time.monotonic_ns()
+        p = subprocess.Popen(["pamtester", "-v", service, USER, "authenticate"],
+                             stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
+                             env=self.pam_env())
+        os.close(slave)
+        out, scan = b"", None
+        try:
+            while True:
+                ready, _, _ = select.select([master], [], [], 15)
+                if not ready:
+                    p.kill()
+                    sys.exit("%s: pamtester hangs: %r" % (self.name, out))
+                try:
+                    data = os.read(master, 4096)
+                except OSError:
+                    break
+                if not data:
+                    break
+                out += data
+                if scan is None and b"finger" in out.lower():
+                    scan = send_scan(self.virtual, print_id)
+            rc = p.wait()
+            elapsed = time.monotonic_ns() - t0
+        finally:
+            os.close(master)
+        if scan is not None:
+            read_to_eof(scan)
+        self.auths += 1
+        if rc != 0 or scan is None:
+            sys.exit("%s: pamtester exit %d: %s" % (self.name, rc, out.decode(errors="replace")))
+        return elapsed
+
+
+class Ours(Stack):
+    name = "localauth"
+
+    def __init__(self, bench, tmp):
+        super().__init__(bench, tmp)
+        args = bench.args
+        self.bin = args.bin
+        self.sock = os.path.join(tmp, "socket")
+        self.state = os.path.join(tmp, "state")
+        self.virtual = os.path.join(self.state, "virtual-reader.socket")
+        self.daemon = None
+        self.log = os.path.join(tmp, "localauthd.log")
+        self.write_service("la-match", "auth required %s socket=%s timeout=10" % (
+            args.module, self.sock))
+        self.write_service("la-nomatch", "auth required %s socket=%s timeout=10 tries=1" % (
+            args.module, self.sock))
+        self.match, self.nomatch = "la-match", "la-nomatch"
+
+    def env(self):
+        return dict(os.environ, LOCALAUTHD_SOCKET=self.sock)
+
+    def start(self):
+        with open(self.log, "a") as log_file:
+            self.daemon = self.bench.procs.start(
+                [os.path.join(self.bin, "localauthd"), "--socket", self.sock, "--state-dir",
+                 self.state, "--virtual-reader"], stdout=subprocess.DEVNULL, stderr=log_file)
+
+        def up():
+            try:
+                return lawire.handshake(self.sock, timeout=1)
+            except (OSError, EOFError, ValueError):
+                return None
+        wait_for("localauthd on %s (log %s)" % (self.sock, self.log), up, proc=self.daemon)
+        self.pid = self.daemon.pid
+
+    def restart(self):
+        self.bench.procs.stop(self.daemon)
+        self.start()
+
+    def ctl(self, *args):
+        return [os.path.join(self.bin, "localauthctl"), *args]
+
+    def enrol(self):
+        enrol = subprocess.Popen(self.ctl("enroll", "--user", USER, "--finger", FINGER),
+                                 env=self.env(), stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        for _ in range(5):
+            r = subprocess.run(self.ctl("simulate", "touch", PRINT_ID, "--quiet"),
+                               env=self.env(), capture_output=True, text=True, timeout=30)
+            if r.returncode != 0:
+                enrol.kill()
+                sys.exit("simulate touch: %s%s" % (r.stdout, r.stderr))
+        out = enrol.communicate(timeout=30)[0]
+        if enrol.returncode != 0:
+            sys.exit("localauthctl enroll failed: %s" % out)
+
+    def list_cmd(self):
+        return self.ctl("list", "--user", USER)
+
+    def cold_start(self):
+        """systemd-socket-activate holds the socket; the first `localauthctl list` starts the
+        daemon (on a copy of the enrolled state) and is timed to its answer."""
+        d = tempfile.mkdtemp(prefix="cold-", dir=self.tmp)
+        state = os.path.join(d, "state")
+        shutil.copytree(self.state, state, ignore=lambda src, names: [
+            n for n in names if stat.S_ISSOCK(os.lstat(os.path.join(src, n)).st_mode)])
+        sock = os.path.join(d, "socket")
+        act = self.bench.procs.start(
+            ["systemd-socket-activate", "-l", sock, os.path.join(self.bin, "localauthd"),
+             "--socket", sock, "--state-dir", state, "--virtual-reader"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # It prints "Listening on ..." once the socket listens.
+        line = act.stderr.readline()
+        if "Listening" not in line:
+            sys.exit("systemd-socket-activate: %r" % line)
+        elapsed, out = timed(self.ctl("list", "--user", USER), dict(os.environ,
+                             LOCALAUTHD_SOCKET=sock), "cold localauthctl list")
+        if FINGER not in out:
+            sys.exit("cold list does not show the finger: %r" % out)
+        self.bench.procs.stop(act)
+        act.stderr.close()
+        shutil.rmtree(d, ignore_errors=True)
+        return elapsed
+
+
+class Theirs(Stack):
+    name = "fprintd"
+
+    def __init__(self, bench, tmp):
+        super().__init__(bench, tmp)
+        self.bus_path = os.path.join(tmp, "system_bus_socket")
+        self.address = "unix:path=" + self.bus_path
+        self.virtual = os.path.join(tmp, "virtual-device.socket")
+        self.state = os.path.join(tmp, "fprintd-state")
+        os.mkdir(self.state, 0o700)
+        servicedir = os.path.join(tmp, "system-services")
+        os.mkdir(servicedir)
+        # fprintd -t: no idle exit during the bench; the cold-start phase stops it itself.
+        with open(os.path.join(servicedir, "net.reactivated.Fprint.service"), "w") as f:
+            f.write("[D-BUS Service]\nName=net.reactivated.Fprint\nExec=%s -t\n" % FPRINTD)
+        self.conf = os.path.join(tmp, "bus.conf")
+        with open(self.conf, "w") as f:
+            f.write("""<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>%s</listen>
+  <auth>EXTERNAL</auth>
+  <servicedir>%s</servicedir>
+  <policy context="default">
+    <allow user="*"/>
+    <allow own="*"/>
+    <allow send_type="method_call"/>
+    <allow send_destination="*"/>
+    <allow receive_sender="*"/>
+  </policy>
+</busconfig>
+""" % (self.address, servicedir))
+        module = "/lib/%s/security/pam_fprintd.so" % bench.multiarch
+        self.write_service("fp-match", "auth required %s max-tries=1 timeout=10" % module)
+        self.write_service("fp-nomatch", "auth required %s max-tries=1 timeout=10" % module)
+        self.match, self.nomatch = "fp-match", "fp-nomatch"
+        self.module = module
+
+    def env(self):
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address, FP_VIRTUAL_DEVICE=self.virtual,
+                   STATE_DIRECTORY=self.state)
+        env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+        return env
+
+    def busctl(self, *args):
+        return subprocess.run(["busctl", "--address=" + self.address, *args],
+                              capture_output=True, text=True)
+
+    def owner_pid(self, name):
+        r = self.busctl("call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                        "org.freedesktop.DBus", "GetConnectionUnixProcessID", "s", name)
+        return int(r.stdout.split()[1]) if r.returncode == 0 else None
+
+    def start(self):
+        self.dbus = self.bench.procs.start(
+            ["dbus-daemon", "--config-file=" + self.conf, "--nofork", "--nopidfile",
+             "--nosyslog"], env=self.env(), stdout=subprocess.DEVNULL,
+            stderr=open(os.path.join(self.tmp, "dbus.log"), "w"))
+        wait_for("the private bus", lambda: os.path.exists(self.bus_path), proc=self.dbus)
+        self.polkitd = self.bench.procs.start(
+            [POLKITD, "--no-debug"], env=self.env(), stdout=subprocess.DEVNULL,
+            stderr=open(os.path.join(self.tmp, "polkitd.log"), "w"))
+        wait_for("polkitd on the private bus",
+                 lambda: self.owner_pid("org.freedesktop.PolicyKit1"), proc=self.polkitd)
+        self.activate()
+
+    def activate(self):
+        """The first fprintd-list starts fprintd through D-Bus activation."""
+        elapsed, out = timed(["fprintd-list", USER], self.env(), "fprintd-list")
+        self.pid = self.owner_pid("net.reactivated.Fprint")
+        if not self.pid:
+            sys.exit("fprintd did not come up on the private bus")
+        return elapsed, out
+
+    def stop_fprintd(self):
+        pid = self.owner_pid("net.reactivated.Fprint")
+        if pid:
+            os.kill(pid, signal.SIGTERM)
+            wait_for("fprintd %d to exit" % pid, lambda: not os.path.exists("/proc/%d" % pid)
+                     or open("/proc/%d/stat" % pid).read().split()[2] == "Z")
+        wait_for("net.reactivated.Fprint to be released",
+                 lambda: self.owner_pid("net.reactivated.Fprint") is None)
+
+    def restart(self):
+        self.stop_fprintd()
+        self.activate()
+
+    def enrol(self):
+        enrol = subprocess.Popen(["stdbuf", "-oL", "fprintd-enroll", "-f", FINGER, USER],
+                                 env=self.env(), stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        lines, scans = [], 0
+        for line in enrol.stdout:
+            lines.append(line.rstrip())
+            if line.startswith("Enrolling") or "enroll-stage-passed" in line:
+                read_to_eof(send_scan(self.virtual, PRINT_ID))
+                scans += 1
+            if "enroll-completed" in line or "enroll-failed" in line:
+                break
+        enrol.wait(timeout=30)
+        if enrol.returncode != 0 or not any("enroll-completed" in x for x in lines):
+            sys.exit("fprintd-enroll failed after %d scans: %s" % (scans, lines))
+        _, out = timed(["fprintd-list", USER], self.env(), "fprintd-list")
+        if FINGER not in out:
+            sys.exit("fprintd-list does not show the finger: %r" % out)
+
+    def list_cmd(self):
+        return ["fprintd-list", USER]
+
+    def cold_start(self):
+        """fprintd stopped (the bus and polkitd stay, as systemd's socket stays for ours); the first
+        fprintd-list starts it through D-Bus activation and is timed to its answer."""
+        self.stop_fprintd()
+        elapsed, out = self.activate()
+        if FINGER not in out:
+            sys.exit("cold fprintd-list does not show the finger: %r" % out)
+        return elapsed
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.procs = Processes()
+        self.tmp = tempfile.mkdtemp(prefix="la-bench-")
+        os.chmod(self.tmp, 0o755)
+        self.multiarch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True,
+                                        text=True).stdout.strip() or "x86_64-linux-gnu"
+        self.ours = Ours(self, os.path.join(self.tmp, "ours"))
+        self.theirs = Theirs(self, os.path.join(self.tmp, "theirs"))
+        self.sides = (self.ours, self.theirs)
+        self.results = {}
+
+    def close(self):
+        self.procs.stop_all()
+        if self.args.keep:
+            log("kept %s" % self.tmp)
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def record(self, key, side, samples_ns, **extra):
+        """min / median / p95 / max in ms and n, from samples in nanoseconds."""
+        entry = dict(stats(samples_ns), **extra)
+        self.results.setdefault(key, {})[side] = entry
+        return entry
+
+    def interleaved(self, blocks, fn):
+        """fn(side) for A B A B ... over `blocks` rounds; the order within a round alternates."""
+        out = {s.name: [] for s in self.sides}
+        for i in range(blocks):
+            for side in (self.sides if i % 2 == 0 else self.sides[::-1]):
+                out[side.name].append(fn(side))
+        return out
+
+    def memory(self, label):
+        for side in self.sides:
+            self.results.setdefault("rss_kb", {}).setdefault(side.name, {})[label] = {
+                "rss_kb": rss_kb(side.pid), "pss_kb": pss_kb(side.pid),
+                "private_dirty_kb": rollup_kb(side.pid, "Private_Dirty"), "auths": side.auths}
+
+    def run(self):
+        a = self.args
+        blocks, per_block = a.blocks, a.runs // a.blocks
+        for side in self.sides:
+            log("starting %s ..." % side.name)
+            side.start()
+            side.enrol()
+
+        # 7: idle after a fresh start and one list request, settled.
+        for side in self.sides:
+            side.restart()
+            side.auths = 0
+            subprocess.run(side.list_cmd(), env=side.env(), capture_output=True, check=True)
+        time.sleep(1)
+        self.memory("idle after start")
+
+        # 1: matching finger; the first run of every block (pam_start's module load, lazy
+        # binding) is left out.
+        log("figure 1: pam_authenticate, matching finger (%d x %d runs each) ..."
+            % (blocks, per_block))
+        rows = self.interleaved(blocks, lambda s: s.client(per_block + 1, [(s.match, PRINT_ID)])[1:])
+        for side in self.sides:
+            r = sum(rows[side.name], [])
+            bad = [x for x in r if x["rc"] != PAM_SUCCESS]
+            if bad:
+                sys.exit("%s: matching runs failed: %s" % (side.name, bad[0]))
+            for key, label in (("total_ns", "total"), ("prompt_ns", "start_to_prompt"),
+                               ("result_ns", "prompt_to_result")):
+                self.record("1 match " + label, side.name, [x[key] for x in r])
+            self.results["1 match total"][side.name]["messages"] = r[0]["messages"]
+        self.memory("after figure 1")
+
+        # 2: another finger, one try; every miss is followed by an untimed match so that our
+        # lockout (5 consecutive misses) never trips; the same for both.
+        log("figure 2: pam_authenticate, non-matching finger ...")
+        rows = self.interleaved(blocks, lambda s: s.client(
+            2 * (per_block + 1), [(s.nomatch, STRANGER), (s.match, PRINT_ID)])[2:])
+        for side in self.sides:
+            r = sum(rows[side.name], [])
+            misses, matches = r[0::2], r[1::2]
+            if any(x["rc"] == PAM_SUCCESS for x in misses) or any(
+                    x["rc"] != PAM_SUCCESS for x in matches):
+                sys.exit("%s: no-match phase: unexpected codes" % side.name)
+            for key, label in (("total_ns", "total"), ("prompt_ns", "start_to_prompt"),
+                               ("result_ns", "prompt_to_result")):
+                self.record("2 no-match " + label, side.name, [x[key] for x in misses])
+            self.results["2 no-match total"][side.name]["pam_codes"] = sorted(
+                {x["rc"] for x in misses})
+            self.results["2 no-match total"][side.name]["messages"] = misses[0]["messages"]
+
+        # 3: pamtester, one process per authentication.
+        log("figure 3: pamtester, matching finger (%d runs each) ..." % a.process_runs)
+        out = self.interleaved(a.process_runs + 1, lambda s: s.pamtester(s.match, PRINT_ID))
+        for side in self.sides:
+            self.record("3 pamtester match", side.name, out[side.name][1:])
+
+        # 7 continued: up to 1000 authentications each.
+        for side in self.sides:
+            left = a.auths - side.auths
+            while left > 0:
+                side.client(min(left, 250), [(side.match, PRINT_ID)])
+                left = a.auths - side.auths
+        time.sleep(1)
+        self.memory("after %d authentications" % a.auths)
+
+        # 6: list, daemon running.
+        log("figure 6: list as a whole process (%d runs each) ..." % a.process_runs)
+        out = self.interleaved(a.process_runs + 1, lambda s: timed(
+            s.list_cmd(), s.env(), "list")[0])
+        self.record("6 list (warm)", "localauth", out["localauth"][1:])
+        self.record("6 list (warm)", "fprintd", out["fprintd"][1:])
+
+        # 4 and 8: the Swift client against our daemon.
+        log("figure 4: canEvaluatePolicy / status through the Swift client ...")
+        bench_bin = os.path.join(a.bin, "localauth-bench")
+        for key, cmd in (("4 canEvaluatePolicy (LAContext)", "can-evaluate"),
+                         ("4 status (one connection)", "status")):
+            _, out = timed([bench_bin, cmd, str(a.swift_runs)], self.ours.env(), cmd)
+            self.record(key, "localauth", json.loads(out)["samples_ns"])
+        # 8: a burst (every client at once), then Poisson arrivals at --rate per second.
+        for mode, rate in (("burst", None), ("paced", a.rate)):
+            log("figure 8 (%s): %d concurrent status clients while verifies run ..."
+                % (mode, a.clients))
+            cmd = [bench_bin, "concurrent", str(a.clients), str(a.rounds), USER, PRINT_ID]
+            _, out = timed(cmd + ([str(rate)] if rate else []), self.ours.env(), "concurrent")
+            c = json.loads(out)
+            self.ours.auths += len(c["verify_ns"]) + len(c["verify_idle_ns"])
+            label = "8%s status, %s" % ("a" if rate is None else "b", mode)
+            self.record(label, "localauth", c["status_ns"],
+                        p99=ms(percentile(c["status_ns"], 0.99)), clients=c["clients"],
+                        rounds=c["rounds"], rate=c["rate"], wall_ms=ms(c["wall_ns"]))
+            self.record(label.replace("status", "verify"), "localauth", c["verify_ns"])
+            self.record("8 verify, idle (before %s)" % mode, "localauth", c["verify_idle_ns"])
+        self.memory("at the end")
+
+        # 5: cold start, last (it stops and starts fprintd).
+        log("figure 5: cold start (%d runs each) ..." % a.cold_runs)
+        out = self.interleaved(a.cold_runs, lambda s: s.cold_start())
+        for side in self.sides:
+            self.record("5 cold start (list)", side.name, out[side.name])
+        return self.results
+
+
+def percentile(values, q):
+    """Nearest rank, as pam_timing.stats does for p95."""
+    v = sorted(values)
+    return v[max(0, math.ceil(q * len(v)) - 1)] if v else None
+
+
+def budgets(r):
+    """(budget, what was measured, met?) for each budget of issue 7."""
+    def med(key, side):
+        return r[key][side]["median"]
+    out = []
+
+    def ratio(text, key, factor):
+        ours, theirs = med(key, "localauth"), med(key, "fprintd")
+        out.append((text, "%.3f vs %.3f ms (ratio %.3f)" % (ours, theirs, ours / theirs),
+                    ours <= theirs * factor))
+    ratio("1: pam_authenticate match median <= 1/10 of fprintd's", "1 match total", 0.1)
+    prompt = med("1 match start_to_prompt", "localauth")
+    out.append(("1: start -> prompt median <= 0.5 ms", "%.3f ms" % prompt, prompt <= 0.5))
+    ratio("3: pamtester median <= 1/2 of fprintd's", "3 pamtester match", 0.5)
+    ratio("5: cold start median <= 1/2 of fprintd's", "5 cold start (list)", 0.5)
+    ratio("6: list median <= fprintd's", "6 list (warm)", 1)
+    mem = r["rss_kb"]
+    idle = {s: mem[s]["idle after start"]["rss_kb"] for s in mem}
+    out.append(("7: idle RSS <= fprintd's", "%.1f vs %.1f MB" % (
+        idle["localauth"] / 1024, idle["fprintd"] / 1024), idle["localauth"] <= idle["fprintd"]))
+    after = [k for k in mem["localauth"] if k.startswith("after ") and "authentications" in k][0]
+    growth = mem["localauth"][after]["rss_kb"] - idle["localauth"]
+    later = mem["localauth"][after]["rss_kb"] - mem["localauth"]["after figure 1"]["rss_kb"]
+    out.append(("7: RSS growth after 1000 authentications < 1 MB", "%+.2f MB (of which %+.2f MB "
+                "after the first %d)" % (growth / 1024, later / 1024,
+                                         mem["localauth"]["after figure 1"]["auths"]),
+                growth < 1024))
+    for key in ("8a status, burst", "8b status, paced"):
+        p99 = r[key]["localauth"]["p99"]
+        out.append(("%s: p99 < 5 ms" % key, "%.3f ms" % p99, p99 < 5))
+    return out
+
+
+def print_table(r, info):
+    print("localauth vs fprintd, %s; %s, %d CPUs, kernel %s; load %.2f before, %.2f after" % (
+        info["date"], info["machine"]["cpu"], info["machine"]["cpus"], info["machine"]["kernel"],
+        info["machine"]["loadavg_before"][0], info["machine"]["loadavg_after"][0]))
+    print("times in ms: median [min / p95 / max] (n); ratio = ours / theirs (medians)\n")
+    print("%-34s %-36s %-36s %7s" % ("figure", "localauth", "fprintd", "ratio"))
+
+    def cell(s):
+        if not s:
+            return "-"
+        return "%.3f [%.3f/%.3f/%.3f] (%d)" % (s["median"], s["min"], s["p95"], s["max"], s["n"])
+    for key, sides in r.items():
+        if key == "rss_kb":
+            continue
+        ours, theirs = sides.get("localauth"), sides.get("fprintd")
+        ratio = "%.3f" % (ours["median"] / theirs["median"]) if ours and theirs else "-"
+        print("%-34s %-36s %-36s %7s" % (key, cell(ours), cell(theirs), ratio))
+        if "p99" in (ours or {}):
+            print("%-34s p99 %.3f ms; %d clients x %d requests, %s, %.0f ms wall" % (
+                "", ours["p99"], ours["clients"], ours["rounds"], "%g/s in all" % ours["rate"]
+                if ours["rate"] else "all at once", ours["wall_ms"]))
+    print()
+    mem = r["rss_kb"]
+    for label in mem["localauth"]:
+        o, t = mem["localauth"][label], mem["fprintd"][label]
+        print("%-34s %-36s %-36s %7.3f" % (
+            "7 RSS " + label, "%.1f MB (PSS %.1f, dirty %.1f; %d auths)" % (
+                o["rss_kb"] / 1024, (o["pss_kb"] or 0) / 1024,
+                (o["private_dirty_kb"] or 0) / 1024, o["auths"]),
+            "%.1f MB (PSS %.1f, dirty %.1f; %d auths)" % (
+                t["rss_kb"] / 1024, (t["pss_kb"] or 0) / 1024,
+                (t["private_dirty_kb"] or 0) / 1024, t["auths"]), o["rss_kb"] / t["rss_kb"]))
+    print()
+    for text, measured, met in info["budgets"]:
+        print("%-56s %-42s %s" % (text, measured, "met" if met else "NOT MET"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", default=os.path.join(ROOT, ".build", "release"))
+    ap.add_argument("--module", default=os.path.join(ROOT, "pam", "build", "pam_localauth.so"))
+    ap.add_argument("--client", default=os.path.join(ROOT, "pam", "build", "tests",
+                                                     "bench_client"))
+    ap.add_argument("--runs", type=int, default=200, help="figures 1 and 2, per side")
+    ap.add_argument("--blocks", type=int, default=10, help="A B rounds for figures 1 and 2")
+    ap.add_argument("--process-runs", type=int, default=60, help="figures 3 and 6, per side")
+    ap.add_argument("--cold-runs", type=int, default=21, help="figure 5, per side")
+    ap.add_argument("--auths", type=int, default=1000, help="figure 7")
+    ap.add_argument("--swift-runs", type=int, default=1000, help="figure 4")
+    ap.add_argument("--clients", type=int, default=1000, help="figure 8")
+    ap.add_argument("--rounds", type=int, default=5, help="figure 8: requests per client")
+    ap.add_argument("--rate", type=int, default=1000, help="figure 8b: requests per second")
+    ap.add_argument("--quick", action="store_true", help="small numbers, to try the bench out")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = ap.parse_args()
+    if args.quick:
+        args.runs, args.blocks, args.process_runs, args.cold_runs = 20, 2, 5, 3
+        args.auths, args.swift_runs, args.clients, args.rounds = 100, 100, 100, 2
+    args.bin, args.module, args.client = (os.path.abspath(p) for p in (args.bin, args.module,
+                                                                       args.client))
+    if os.getuid() != 0:
+        sys.exit("run as root: pam_localauth.so believes only a daemon run by root, and fprintd "
+                 "needs root on its bus")
+    for path in (args.module, args.client, *(os.path.join(args.bin, b) for b in (
+            "localauthd", "localauthctl", "localauth-bench"))):
+        if not os.path.exists(path):
+            sys.exit("%s is missing (make bench builds it)" % path)
+    pam_before = pam_d_digest()
+    installed = ensure_incumbent()
+    versions = {p: subprocess.run(["dpkg-query", "-W", "-f=${Version}", p], capture_output=True,
+                                  text=True).stdout for p in INCUMBENT_PACKAGES + ["libfprint-2-2"]}
+    info = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": machine(), "installed_now": installed, "versions": versions,
+            "git_head": subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"],
+                                       capture_output=True, text=True).stdout.strip(),
+            "localauthd_sha256": sha256(os.path.join(args.bin, "localauthd")),
+            "module_sha256": sha256(args.module), "user": USER,
+            "p95": "nearest rank", "clock": "CLOCK_MONOTONIC",
+            "settings": {k: v for k, v in vars(args).items() if k != "json"}}
+
+    bench = Bench(args)
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        results = bench.run()
+    finally:
+        bench.close()
+        if pam_d_digest() != pam_before:
+            print("WARNING: /etc/pam.d changed during the bench", file=sys.stderr)
+    info["machine"]["loadavg_after"] = os.getloadavg()
+    info["pam_d_unchanged"] = pam_d_digest() == pam_before
+    info["budgets"] = budgets(results)
+    print_table(results, info)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    path = args.json or os.path.join(ROOT, "bench", "results", "bench-%s.json" % stamp)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(dict(info, results=results), f, indent=1)
+    latest = os.path.join(os.path.dirname(os.path.abspath(path)), "latest.json")
+    if os.path.abspath(path) != latest:
+        shutil.copyfile(path, latest)
+    print("\nJSON: %s" % path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
