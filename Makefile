@@ -12,7 +12,7 @@ BIN_RELEASE = .build/release
 STATIC_STDLIB ?= --static-swift-stdlib
 
 .PHONY: all build build-debug deps demo test test-swift test-integration lint format clean install uninstall \
-        test-system
+        test-system deb test-deb
 
 all: deps build pam
 
@@ -102,6 +102,17 @@ uninstall:
 		$(DESTDIR)$(FISHCOMPDIR)/localauthctl.fish
 	$(MAKE) pam-uninstall PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	if [ -d $(DESTDIR)$(DOCDIR) ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(DOCDIR); fi
+
+# A Debian package of the release build: dist/localauth_VERSION_ARCH.deb (scripts/make-deb.sh).
+# test-deb installs it with dpkg -i on this machine, checks it and removes it (tests/system/deb.sh);
+# it changes the machine while it runs, so it is not part of `make test`.
+deb: pam
+	@scripts/ensure-deps.sh dpkg-dev
+	$(MAKE) build CONFIG=release
+	BUILT=$(BIN_RELEASE) scripts/make-deb.sh
+
+test-deb: deb
+	tests/system/deb.sh dist/localauth_$${DEB_VERSION:-0.1.0}_$$(dpkg --print-architecture).deb
 
 # The installed tree, the units under systemd-analyze, the man pages, the promised config errors.
 test-system: build-debug pam

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Builds dist/localauth_VERSION_ARCH.deb (make deb): the tree `make install PREFIX=/usr` lays out,
+# from the release build (the Swift runtime linked statically, so nothing needs /opt/swift), with
+# maintainer scripts that register the PAM profile with pam-auth-update (it stays disabled until
+# an administrator selects it) and remove it again, as libpam-fprintd does.
+set -euo pipefail
+version=${DEB_VERSION:-0.1.0}
+built=${BUILT:-.build/release}
+arch=$(dpkg --print-architecture)
+out=dist/localauth_${version}_${arch}.deb
+
+for binary in "$built/localauthd" "$built/localauthctl"; do
+    if ldd "$binary" | grep -q 'libswiftCore'; then
+        echo "make-deb: $binary links the Swift runtime dynamically; build it with --static-swift-stdlib" >&2
+        exit 1
+    fi
+done
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+root=$stage/root
+make -s install PREFIX=/usr DESTDIR="$root" BUILT="$built" >/dev/null
+install -m 0644 LICENSE "$root/usr/share/doc/localauth/copyright"
+
+# Shared-library dependencies as Debian computes them (dpkg-shlibdeps wants a debian/control).
+mkdir -p "$stage/debian"
+printf 'Source: localauth\n\nPackage: localauth\nArchitecture: any\n' > "$stage/debian/control"
+module=$(find "$root" -name pam_localauth.so)
+depends=$(cd "$stage" && dpkg-shlibdeps -O -e"root/usr/sbin/localauthd" -e"root/usr/bin/localauthctl" \
+    -e"${module#"$stage"/}" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+[ -n "$depends" ] || { echo "make-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+
+install -d -m 0755 "$root/DEBIAN"
+size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@SIZE@|$size|" -e "s|@DEPENDS@|$depends|" \
+    packaging/deb/control.in > "$root/DEBIAN/control"
+install -m 0755 packaging/deb/postinst packaging/deb/prerm packaging/deb/postrm "$root/DEBIAN/"
+(cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) \
+    > "$root/DEBIAN/md5sums"
+chmod 0644 "$root/DEBIAN/md5sums"
+
+mkdir -p dist
+dpkg-deb --root-owner-group -Zxz --build "$root" "$out" >/dev/null
+echo "$out"
+dpkg-deb --info "$out" | sed -n 's/^ \(Package\|Version\|Depends\|Installed-Size\):/  \1:/p'

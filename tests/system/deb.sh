@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# make test-deb: `dpkg -i` of the package on this machine, then `dpkg -r` and `dpkg -P`. Every file
+# lands and goes; /etc/pam.d is not changed (the profile is registered, Default: no); the installed
+# binaries run without /opt/swift and serve. Changes the machine while it runs, so it is not part
+# of `make test`; it refuses to touch an installed localauth.
+set -uo pipefail
+deb=${1:?usage: deb.sh PACKAGE.deb}
+[ "$(id -u)" -eq 0 ] || { echo "test-deb: dpkg -i needs root" >&2; exit 1; }
+if dpkg-query -W -f='${Status}' localauth 2>/dev/null | grep -q 'installed\|config-files'; then
+    echo "test-deb: a localauth package is already on this machine; not touching it" >&2
+    exit 1
+fi
+failed=0
+ok() { echo "ok - $*"; }
+fail() { echo "not ok - $*"; failed=1; }
+pam_hash() { cat /etc/pam.d/* 2>/dev/null | sha256sum; }
+work=$(mktemp -d)
+trap 'kill "$daemon" 2>/dev/null; rm -rf "$work"' EXIT
+daemon=
+
+before=$(pam_hash)
+if dpkg -i "$deb" > "$work/install.log" 2>&1; then ok "dpkg -i installs cleanly"; else
+    fail "dpkg -i: $(cat "$work/install.log")"; fi
+dpkg-query -L localauth | while read -r path; do [ -d "$path" ] || echo "$path"; done > "$work/files"
+missing=$(while read -r f; do [ -e "$f" ] || echo "$f"; done < "$work/files")
+[ -z "$missing" ] && ok "all $(wc -l < "$work/files") packaged files are in place" || fail "missing: $missing"
+grep -qx localauth /var/lib/pam/seen && ok "pam-auth-update registered the profile" \
+    || fail "the profile is not in /var/lib/pam/seen"
+[ "$(pam_hash)" = "$before" ] && ok "/etc/pam.d unchanged (the profile is off until selected)" \
+    || fail "/etc/pam.d changed on install"
+if ldd /usr/sbin/localauthd /usr/bin/localauthctl | grep -q '/opt/swift\|libswift'; then
+    fail "the installed binaries need the Swift toolchain's libraries"
+else
+    ok "the installed binaries link no Swift library dynamically"
+fi
+env -i PATH=/usr/bin:/bin /usr/sbin/localauthd --check-config > "$work/check.log" 2>&1 \
+    && ok "localauthd --check-config runs" || fail "localauthd --check-config: $(cat "$work/check.log")"
+env -i PATH=/usr/bin:/bin /usr/sbin/localauthd --socket "$work/socket" --state-dir "$work/state" \
+    --virtual-reader 2> "$work/daemon.log" &
+daemon=$!
+for _ in $(seq 100); do [ -S "$work/socket" ] && break; sleep 0.05; done
+if env -i PATH=/usr/bin:/bin LOCALAUTHD_SOCKET="$work/socket" localauthctl devices > "$work/devices.log" 2>&1 \
+    && grep -q "Virtual device" "$work/devices.log"; then
+    ok "the installed daemon serves the installed localauthctl"
+else
+    fail "localauthctl devices: $(cat "$work/devices.log" "$work/daemon.log")"
+fi
+kill "$daemon"; wait "$daemon" 2>/dev/null; daemon=
+
+if dpkg -r localauth > "$work/remove.log" 2>&1; then ok "dpkg -r removes cleanly"; else
+    fail "dpkg -r: $(cat "$work/remove.log")"; fi
+left=$(while read -r f; do [ -e "$f" ] && echo "$f"; done < "$work/files")
+[ -z "$left" ] && ok "no packaged file is left" || fail "left behind: $left"
+grep -qx localauth /var/lib/pam/seen 2>/dev/null && fail "the profile is still registered" \
+    || ok "pam-auth-update --remove unregistered the profile"
+[ "$(pam_hash)" = "$before" ] && ok "/etc/pam.d unchanged after removal" || fail "/etc/pam.d changed on removal"
+if dpkg -P localauth > "$work/purge.log" 2>&1 && ! dpkg-query -W -f='${Status}' localauth 2>/dev/null \
+    | grep -q 'installed\|config-files'; then
+    ok "dpkg -P purges"
+else
+    fail "dpkg -P: $(cat "$work/purge.log")"
+fi
+exit $failed
