@@ -196,7 +196,9 @@ static int conversation(int n, const struct pam_message **msg, struct pam_respon
         if (style == PAM_PROMPT_ECHO_OFF || style == PAM_PROMPT_ECHO_ON)
             return PAM_CONV_ERR; /* the benchmark never answers a question */
         /* The SCAN first, the bookkeeping after. */
-        if (style == PAM_TEXT_INFO && cur.t_prompt < 0 && strcasestr(text, "finger") != NULL) {
+        /* " finger ": the daemon's prompt, not the module's "Checking for a fingerprint" line,
+         * which comes before the daemon is even asked. */
+        if (style == PAM_TEXT_INFO && cur.t_prompt < 0 && strcasestr(text, " finger ") != NULL) {
             cur.t_prompt = t;
             send_scan();
         }
@@ -284,6 +286,13 @@ int main(int argc, char **argv)
         int64_t t1 = now_ns();
         if (rc != PAM_SUCCESS) {
             fprintf(stderr, "pam_start(%s): %d\n", st->service, rc);
+            return 1;
+        }
+        /* As sudo in a terminal: with no terminal the module first checks that the conversation
+         * can show a message (pam_localauth(8), NON-INTERACTIVE CALLERS). */
+        rc = pam_set_item(pamh, PAM_TTY, "/dev/pts/0");
+        if (rc != PAM_SUCCESS) {
+            fprintf(stderr, "pam_set_item(PAM_TTY): %d\n", rc);
             return 1;
         }
         cur.t_call = now_ns();
