@@ -19,7 +19,11 @@ final class DaemonHarness: @unchecked Sendable {
     private(set) var process: Process?
     let stderrPath: String
 
-    init(extraArguments: [String] = []) throws {
+    /// Variables added to the daemon's clean environment, at every start.
+    let environment: [String: String]
+
+    init(extraArguments: [String] = [], environment: [String: String] = [:]) throws {
+        self.environment = environment
         // Short paths: a Unix socket path has at most 107 bytes.
         var template = Array("/tmp/la-XXXXXX".utf8CString)
         guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
@@ -36,7 +40,7 @@ final class DaemonHarness: @unchecked Sendable {
         p.executableURL = URL(fileURLWithPath: Self.binDirectory + "/localauthd")
         p.arguments = ["--socket", socketPath, "--state-dir", stateDirectory, "--virtual-reader"] + extraArguments
         // A clean environment: the test process may carry other FP_VIRTUAL_* variables.
-        p.environment = ["PATH": "/usr/bin:/bin"]
+        p.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
         let log = FileHandle(forWritingAtPath: stderrPath)!
         log.seekToEndOfFile()
