@@ -298,8 +298,10 @@ struct KillPointTests {
         // The lockouts the workload made really happened (the test exercised what it claims).
         #expect(acknowledged.contains { $0.state.biometryLocked })
         #expect(acknowledged.contains { $0.state.passcodeLockedUntilMs > 0 })
+        var byOperation: [String: Int] = [:]
+        for point in points { byOperation[ops[point.op].name, default: 0] += 1 }
         print(
-            "kill points: \(points.count) (\(realKills) real kill -9 with restart), operations: \(ops.count), cycles: \(cycle)"
+            "kill points: \(points.count) (\(realKills) real kill -9 with restart), operations: \(ops.count), cycles: \(cycle); by operation: \(byOperation.sorted { $0.key < $1.key })"
         )
     }
 }

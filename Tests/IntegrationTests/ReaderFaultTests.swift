@@ -114,12 +114,16 @@ struct ReaderFaultTests {
         try await d.enroll(user: "alice", printID: "alice-1")
         let verify = Pending(d, .evaluate(Self.biometrics()))
         #expect(await verify.waitFor(.placeFinger))
+        let unplugged = DaemonConnection.now()
         try d.simulate("unplug")
         let r = try await verify.result()
         #expect(r.resultCode == .biometryNotAvailable, "\(r.message)")
         // Nothing counted against alice: an unplugged reader is not a wrong finger.
         #expect(try d.perform(.status(user: "alice")).0.fields.bool(.biometryLocked) == false)
         try Self.waitForReader(d)
+        print(
+            "unplug mid-verify: result after \(verify.finishedAt - unplugged) ms, reader back after \(DaemonConnection.now() - unplugged) ms"
+        )
         try Self.fingerMatches(d)
     }
 
