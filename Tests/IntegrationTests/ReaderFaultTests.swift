@@ -71,23 +71,32 @@ struct ReaderFaultTests {
     }
 
     /// Sends one command to the virtual device's own socket (for words `simulate` does not offer).
+    /// The device listens only once it is open, which may come just after the daemon's prompt:
+    /// connecting is retried for up to 10 s.
     static func virtualDevice(_ d: DaemonHarness, _ command: String) throws {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
         let path = d.stateDirectory + "/virtual-reader.socket"
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        let deadline = Date().addingTimeInterval(10)
+        while true {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+            let ok = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
+            if ok == 0 {
+                _ = Array(command.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                shutdown(fd, Int32(SHUT_WR))
+                var byte: UInt8 = 0
+                while recv(fd, &byte, 1, 0) > 0 {}
+                return
+            }
+            guard Date() < deadline else { throw HarnessError.setup("the virtual device does not listen") }
+            usleep(20_000)
         }
-        guard ok == 0 else { throw HarnessError.setup("the virtual device does not listen") }
-        _ = Array(command.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        shutdown(fd, Int32(SHUT_WR))
-        var byte: UInt8 = 0
-        while recv(fd, &byte, 1, 0) > 0 {}
     }
 
     /// Waits (up to 20 s) until the daemon reports a reader again.
