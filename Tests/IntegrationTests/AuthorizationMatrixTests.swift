@@ -7,7 +7,8 @@ import Testing
 /// The authorisation table of `docs/security.md`, every operation × every kind of caller, through
 /// the real daemon with callers that are real uids (`setpriv`): the account acted on is `nobody`'s
 /// (uid 65534); `daemon` (uid 1) is another user; uid 4242 has no account name; the liar is uid 1
-/// speaking the protocol itself, whose HELLO and request both claim to be `nobody`.
+/// speaking the protocol itself, whose HELLO and request both claim to be `nobody`. canEvaluate
+/// has no `localauthctl` command, so every caller sends it through the same relay.
 ///
 /// An allowed cell must do what was asked (and is checked for its effect); a refused cell must
 /// answer `notAuthorized` and change nothing.
@@ -31,7 +32,7 @@ struct AuthorizationMatrixTests {
     }
 
     enum Op: String, CaseIterable {
-        case status, devices, evaluate, verify, list, enroll, delete
+        case status, canEvaluate, devices, evaluate, verify, list, enroll, delete
         case passcodeSet, passcodeChange, passcodeRemove, lockoutReset, simulate
     }
 
@@ -48,6 +49,7 @@ struct AuthorizationMatrixTests {
     static func request(_ op: Op) -> Request {
         switch op {
         case .status: .status(user: owner)
+        case .canEvaluate: .canEvaluate(policy: .deviceOwnerAuthenticationWithBiometrics, user: owner)
         case .devices: .devices
         case .evaluate:
             .evaluate(EvaluateOptions(policy: .deviceOwnerAuthentication, user: owner, flags: [.passcodeCapable]))
@@ -85,13 +87,14 @@ struct AuthorizationMatrixTests {
 
     /// Runs one cell; returns the result code the caller saw (`notAuthorized` for exit status 3).
     static func run(_ op: Op, as caller: Caller, on d: DaemonHarness, expectAllowed: Bool) throws -> ResultCode? {
-        if caller == .liar { return try liar(op, on: d) }
+        if caller == .liar || op == .canEvaluate { return try viaRelay(op, as: caller, on: d) }
         let user = ["--user", owner]
         var arguments: [String]
         var stdin: String? = nil
         let oldPasscode = caller == .root ? "" : passcode + "\n"
         switch op {
         case .status: arguments = ["status"] + user
+        case .canEvaluate: return nil  // no localauthctl command: sent through the relay above
         case .devices: arguments = ["devices"]
         case .evaluate, .verify:
             // The finger is laid on the reader only when the cell is meant to go ahead, so a refused
@@ -130,14 +133,16 @@ struct AuthorizationMatrixTests {
         }
     }
 
-    /// The liar: uid 1 speaking the protocol through a relay, claiming `nobody` in HELLO and request.
-    static func liar(_ op: Op, on d: DaemonHarness) throws -> ResultCode? {
-        let bytes = Hello(client: owner).frame.encoded() + request(op).frame.encoded()
-        let reply = try relay(bytes, uid: "1", socket: d.socketPath)
+    /// Hand-made frames through a relay running as the caller's uid: for the liar (uid 1, whose
+    /// HELLO and request both claim `nobody`), and for canEvaluate, which `localauthctl` lacks.
+    static func viaRelay(_ op: Op, as caller: Caller, on d: DaemonHarness) throws -> ResultCode? {
+        let hello = Hello(client: caller == .liar ? owner : "matrix")
+        let bytes = hello.frame.encoded() + request(op).frame.encoded()
+        let reply = try relay(bytes, uid: caller.uid ?? "0", socket: d.socketPath)
         for frame in try frames(in: reply) where frame.type == .result {
             return try LocalAuthProtocol.Result(frame: frame).resultCode
         }
-        Issue.record("\(op) as the liar: no RESULT in \(reply.count) bytes")
+        Issue.record("\(op) as \(caller): no RESULT in \(reply.count) bytes")
         return nil
     }
 

@@ -207,12 +207,13 @@ struct ReaderFaultTests {
     }
 
     @Test func readerThatHangs_inSleep_timesOut_andTheNextRequestWorks() async throws {
-        let d = try DaemonHarness()
+        // The reader stays open (and its socket listening) from the enrolment on, so the SLEEP is
+        // queued before the verify whatever the load; the verify then finds the device asleep.
+        let d = try DaemonHarness(extraArguments: ["--linger-ms", "-1"])
         try await d.enroll(user: "alice", printID: "alice-1")
-        let verify = Pending(d, .evaluate(Self.biometrics(timeoutMs: 1000)))
-        #expect(await verify.waitFor(.placeFinger))
         try Self.virtualDevice(d, "SLEEP 60000")  // the device stops answering for a minute
         let start = DaemonConnection.now()
+        let verify = Pending(d, .evaluate(Self.biometrics(timeoutMs: 1000)))
         let r = try await verify.result()
         #expect(r.resultCode == .systemCancel, "\(r.message)")
         #expect(verify.finishedAt - start < 10_000, "the timeout did not end a hung reader's scan")
