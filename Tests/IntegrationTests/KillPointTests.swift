@@ -12,7 +12,9 @@ import Testing
 /// of every durable write (temporary file written, synced, renamed, a file unlinked, the directory
 /// synced) it waits on a FIFO. While it waits the test copies the state directory: that copy is
 /// exactly what `kill -9` at that point leaves on disk (the page cache outlives the process). Every
-/// `killEvery`-th time the test really sends SIGKILL instead and restarts the daemon on the same
+/// 25th to 55th time (on average every 40th; the gaps vary so that the real kills do not all fall
+/// on the same step of the repeating workload) the test really sends SIGKILL instead and restarts
+/// the daemon on the same
 /// directory. The workload records failures, lockouts, passcode delays, passcode changes,
 /// enrolments and deletions; each copy is opened afterwards with the store (the code the daemon
 /// loads state with) and compared with the state acknowledged before and after its operation.
@@ -20,6 +22,8 @@ import Testing
 struct KillPointTests {
     static let user = "alice"
     static let killEvery = 40
+    /// The gap before the `k`-th real kill: 25 to 55, from a fixed sequence (reproducible).
+    static func killGap(_ k: Int) -> Int { 25 + Int((UInt64(k + 1) &* 2_654_435_761) % 31) }
     static let minimumKillPoints = 1000
 
     /// One operation of the workload, and whether it may lower a counter (a reset).
@@ -158,10 +162,12 @@ struct KillPointTests {
         run.pid = try #require(d.process?.processIdentifier)
 
         // The monitor: one kill point per byte on `stopped`.
-        let monitorDone = DispatchSemaphore(value: 0)
+        let (monitorDone, monitorEnded) = AsyncStream.makeStream(of: Void.self)
         Thread.detachNewThread {
-            defer { monitorDone.signal() }
+            defer { monitorEnded.finish() }
             var count = 0
+            var kills = 0
+            var nextKill = Self.killGap(0)
             while true {
                 let fd = open(work + "/stopped", O_RDONLY)
                 var byte: UInt8 = 0
@@ -171,7 +177,11 @@ struct KillPointTests {
                 if byte == 0x71 { return }  // "q": the workload is over
                 count += 1
                 let copy = "\(work)/kp-\(count)"
-                let realKill = count % Self.killEvery == 0
+                let realKill = count == nextKill
+                if realKill {
+                    kills += 1
+                    nextKill += Self.killGap(kills)
+                }
                 let (op, pid) = run.locked { (run.currentOp, run.pid) }
                 Self.copyState(d.stateDirectory, to: copy)
                 run.locked { run.points.append(KillPoint(copy: copy, op: op, realKill: realKill)) }
@@ -269,7 +279,8 @@ struct KillPointTests {
             }
             for finger in extraFingers where latest.prints[finger.rawValue] != nil {
                 try await step("delete") {
-                    _ = try d.perform(.delete(user: Self.user, finger: finger, all: false))
+                    let (r, _) = try d.perform(.delete(user: Self.user, finger: finger, all: false))
+                    #expect(r.isSuccess, "\(r.message)")
                 }
             }
             cycle += 1
@@ -279,7 +290,7 @@ struct KillPointTests {
         let stopped = open(work + "/stopped", O_WRONLY)
         _ = write(stopped, "q", 1)
         close(stopped)
-        monitorDone.wait()
+        for await _ in monitorDone {}
 
         let points = run.locked { run.points }
         #expect(points.count >= Self.minimumKillPoints)
@@ -299,9 +310,15 @@ struct KillPointTests {
         #expect(acknowledged.contains { $0.state.biometryLocked })
         #expect(acknowledged.contains { $0.state.passcodeLockedUntilMs > 0 })
         var byOperation: [String: Int] = [:]
-        for point in points { byOperation[ops[point.op].name, default: 0] += 1 }
+        var killsByOperation: [String: Int] = [:]
+        for point in points {
+            byOperation[ops[point.op].name, default: 0] += 1
+            if point.realKill { killsByOperation[ops[point.op].name, default: 0] += 1 }
+        }
+        // The real kills fell on more than one kind of operation.
+        #expect(killsByOperation.count >= 3, "\(killsByOperation)")
         print(
-            "kill points: \(points.count) (\(realKills) real kill -9 with restart), operations: \(ops.count), cycles: \(cycle); by operation: \(byOperation.sorted { $0.key < $1.key })"
+            "kill points: \(points.count) (\(realKills) real kill -9 with restart), operations: \(ops.count), cycles: \(cycle); by operation: \(byOperation.sorted { $0.key < $1.key }); real kills by operation: \(killsByOperation.sorted { $0.key < $1.key })"
         )
     }
 }
