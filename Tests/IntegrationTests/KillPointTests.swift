@@ -296,6 +296,7 @@ struct KillPointTests {
         #expect(points.count >= Self.minimumKillPoints)
         #expect(realKills >= Self.minimumKillPoints / Self.killEvery - 1)
         var checked = 0
+        var realKillsCompared = 0
         for (index, point) in points.enumerated() {
             let context =
                 "kill point \(index + 1) (\(point.realKill ? "kill -9" : "copy")) during \(ops[point.op].name)"
@@ -303,8 +304,14 @@ struct KillPointTests {
             Self.check(
                 during, before: acknowledged[point.op - 1], after: acknowledged[point.op], op: ops[point.op],
                 context: context)
+            if point.realKill {
+                // What the daemon found after the real kill and restart is what the copy shows.
+                #expect(acknowledged[point.op] == during, "\(context): the restarted daemon sees other state")
+                realKillsCompared += 1
+            }
             checked += 1
         }
+        #expect(realKillsCompared == realKills)
         #expect(checked == points.count)
         // The lockouts the workload made really happened (the test exercised what it claims).
         #expect(acknowledged.contains { $0.state.biometryLocked })
