@@ -51,12 +51,28 @@ struct KillPointTests {
         var points: [KillPoint] = []
         var pid: Int32 = 0
         var killed = false
+        var ended = false
+        var monitorFinished = false
         let directory: String
         init(directory: String) { self.directory = directory }
         func locked<T>(_ body: () -> T) -> T {
             lock.lock()
             defer { lock.unlock() }
             return body()
+        }
+    }
+
+    /// Writes "q" on `stopped` for the monitor, which reads it when it next waits there; nothing
+    /// to do once the monitor has ended (gives up after 5 s).
+    static func tellMonitorToStop(_ work: String, _ run: Run) {
+        for _ in 0..<50_000 where !run.locked({ run.monitorFinished }) {
+            let fd = open(work + "/stopped", O_WRONLY | O_NONBLOCK)
+            if fd >= 0 {
+                _ = write(fd, "q", 1)
+                close(fd)
+                return
+            }
+            usleep(100)
         }
     }
 
@@ -160,11 +176,22 @@ struct KillPointTests {
             environment: ["LOCALAUTHD_DEBUG_WRITE_STEP_FIFOS": work])
         let run = Run(directory: work)
         run.pid = try #require(d.process?.processIdentifier)
+        let stateDirectory = d.stateDirectory
+        defer {
+            // Also when the workload fails midway: a daemon waiting at a write step would never
+            // answer SIGTERM, and the monitor must not wait on a FIFO forever.
+            run.locked { run.ended = true }
+            d.kill9()
+            Self.tellMonitorToStop(work, run)
+        }
 
         // The monitor: one kill point per byte on `stopped`.
         let (monitorDone, monitorEnded) = AsyncStream.makeStream(of: Void.self)
         Thread.detachNewThread {
-            defer { monitorEnded.finish() }
+            defer {
+                run.locked { run.monitorFinished = true }
+                monitorEnded.finish()
+            }
             var count = 0
             var kills = 0
             var nextKill = Self.killGap(0)
@@ -183,15 +210,23 @@ struct KillPointTests {
                     nextKill += Self.killGap(kills)
                 }
                 let (op, pid) = run.locked { (run.currentOp, run.pid) }
-                Self.copyState(d.stateDirectory, to: copy)
+                Self.copyState(stateDirectory, to: copy)
                 run.locked { run.points.append(KillPoint(copy: copy, op: op, realKill: realKill)) }
                 if realKill {
                     run.locked { run.killed = true }
                     kill(pid, SIGKILL)
                 } else {
-                    let go = open(work + "/go", O_WRONLY)
-                    _ = write(go, "g", 1)
-                    close(go)
+                    // The daemon opens `go` right after `stopped`; never wait for a daemon that is gone.
+                    while true {
+                        let go = open(work + "/go", O_WRONLY | O_NONBLOCK)
+                        if go >= 0 {
+                            _ = write(go, "g", 1)
+                            close(go)
+                            break
+                        }
+                        if run.locked({ run.ended }) { return }
+                        usleep(100)
+                    }
                 }
             }
         }
@@ -286,10 +321,8 @@ struct KillPointTests {
             cycle += 1
             print("kill points so far: \(run.locked { run.points.count }) after \(cycle) cycles")
         }
-        // Stop the monitor: it reads a "q".
-        let stopped = open(work + "/stopped", O_WRONLY)
-        _ = write(stopped, "q", 1)
-        close(stopped)
+        run.locked { run.ended = true }
+        Self.tellMonitorToStop(work, run)
         for await _ in monitorDone {}
 
         let points = run.locked { run.points }
