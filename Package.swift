@@ -59,7 +59,8 @@ let package = Package(
         .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader"]),
         .testTarget(name: "LocalAuthStoreTests", dependencies: ["LocalAuthStore"]),
         .testTarget(name: "LocalAuthDaemonTests", dependencies: ["LocalAuthDaemon"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["LocalAuthClient", "LocalAuthProtocol"]),
+        .testTarget(
+            name: "IntegrationTests", dependencies: ["LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore"]),
         .testTarget(
             name: "LocalAuthenticationTests",
             dependencies: ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol"]),

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The reader layer's public face: a typed async API over libfprint. No C type crosses this file's API.
 
+import Glibc
 import Synchronization
 
 /// One libfprint context per process: a second live `FingerprintReader` would run a second loop on the same global
@@ -139,6 +140,7 @@ public final class FingerprintReader: Sendable {
     private let context: FprintContext
     private let registry: ReaderRegistry
     private let isShutDown = Atomic<Bool>(false)
+    private let lastEnumerationMs = Mutex<Int64>(0)
 
     /// Starts the GLib thread and, on it, creates the `FpContext` (`fp_context_new`) and enumerates the readers
     /// (`fp_context_enumerate`).
@@ -163,6 +165,25 @@ public final class FingerprintReader: Sendable {
     /// Readers appearing and going from now on (libfprint's device-added / device-removed).
     public func hotplugEvents() -> AsyncStream<HotplugEvent> {
         registry.subscribe()
+    }
+
+    /// When no reader is known, enumerates again in the background (a fresh `FpContext`), at most
+    /// once per `minimumIntervalMs`: libfprint reports USB readers plugged in later by itself, but a
+    /// reader that appears without a hotplug event (libfprint's virtual devices, a missed udev
+    /// event) is found only this way. Returns at once; `devices()` lists what was found.
+    public func lookForReadersIfNone(minimumIntervalMs: Int64 = 2000) {
+        guard registry.devices.isEmpty, !isShutDown.load(ordering: .acquiring) else { return }
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        let now = Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+        let due = lastEnumerationMs.withLock { last in
+            guard last == 0 || now - last >= minimumIntervalMs else { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        let context = self.context
+        Task.detached { await context.reenumerateIfEmpty() }
     }
 
     /// Enrols a new print: `fp_print_new` with finger and username set, handed to `fp_device_enroll`.

@@ -646,12 +646,26 @@ final class FprintContext: @unchecked Sendable {
         await thread.run { [self] in
             for wrapper in devices.values { wrapper.release() }
             devices.removeAll()
-            if let context {
-                clibfprint_disconnect_by_data(context, Unmanaged.passUnretained(self).toOpaque())
-                g_object_unref(context)
-                self.context = nil
-                Unmanaged.passUnretained(self).release()  // the handlers' reference, taken in create()
-            }
+            dropContext()
         }
+    }
+
+    /// Enumerates anew with a fresh `FpContext` when this one knows no device: readers that come
+    /// without a hotplug event (a virtual device created again, a missed udev event) are found.
+    /// Never while a device is known, so no reader is ever listed twice; never after `close`.
+    func reenumerateIfEmpty() async {
+        await thread.run { [self] in
+            guard context != nil, devices.isEmpty else { return }
+            dropContext()
+            create()
+        }
+    }
+
+    private func dropContext() {
+        guard let context else { return }
+        clibfprint_disconnect_by_data(context, Unmanaged.passUnretained(self).toOpaque())
+        g_object_unref(context)
+        self.context = nil
+        Unmanaged.passUnretained(self).release()  // the handlers' reference, taken in create()
     }
 }

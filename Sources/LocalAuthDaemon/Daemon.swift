@@ -159,7 +159,9 @@ public actor Daemon {
 
     /// The reader biometrics use: the first one libfprint reports.
     private func currentDevice() async -> ReaderDeviceInfo? {
-        await reader?.devices().first
+        let device = await reader?.devices().first
+        if device == nil { reader?.lookForReadersIfNone() }  // a replugged reader is found again
+        return device
     }
 
     private func loadState(_ user: String) -> (state: UserAuthState, readable: Bool, why: String?) {

@@ -135,7 +135,27 @@ public enum DaemonMain {
         Notify.status("Opening the state directory \(options.stateDirectory)")
         let store: EnrollmentStore
         do {
-            store = try EnrollmentStore(stateDirectory: options.stateDirectory) { audit.notice($0) }
+            #if DEBUG
+                // Kill-point tests (docs/reliability.md, section 2): at every write step, say so
+                // on the FIFO `<dir>/stopped` and wait for a byte on `<dir>/go` (or a kill -9).
+                if let dir = getenv("LOCALAUTHD_DEBUG_WRITE_STEP_FIFOS").map({ String(cString: $0) }) {
+                    store = try EnrollmentStore.pausingAtWriteSteps(
+                        stateDirectory: options.stateDirectory, onNotice: { audit.notice($0) },
+                        pause: {
+                            var byte: UInt8 = 0x73
+                            let stopped = open(dir + "/stopped", O_WRONLY | O_CLOEXEC)
+                            _ = write(stopped, &byte, 1)
+                            close(stopped)
+                            let go = open(dir + "/go", O_RDONLY | O_CLOEXEC)
+                            _ = read(go, &byte, 1)
+                            close(go)
+                        })
+                } else {
+                    store = try EnrollmentStore(stateDirectory: options.stateDirectory) { audit.notice($0) }
+                }
+            #else
+                store = try EnrollmentStore(stateDirectory: options.stateDirectory) { audit.notice($0) }
+            #endif
         } catch {
             audit.notice("cannot use the state directory \(options.stateDirectory): \(error)")
             Notify.status("Cannot use the state directory \(options.stateDirectory): \(error)")

@@ -71,6 +71,18 @@ public final class EnrollmentStore: Sendable {
         }
     }
 
+    #if DEBUG
+        /// Debug builds only: a store that calls `pause` after every step of every durable write
+        /// (temporary file written, synced, renamed over the target, a file unlinked, the directory
+        /// synced). The daemon's kill-point tests make it stop the process there and copy the state
+        /// directory: each copy is what a `kill -9` at that point would leave behind.
+        public static func pausingAtWriteSteps(
+            stateDirectory: String, onNotice: (@Sendable (String) -> Void)?, pause: @escaping @Sendable () -> Void
+        ) throws(StoreError) -> EnrollmentStore {
+            try EnrollmentStore(stateDirectory: stateDirectory, onNotice: onNotice) { _ throws(StoreError) in pause() }
+        }
+    #endif
+
     // MARK: - Records
 
     /// The user's record: `.absent` for a new user, `.corrupt` when the record cannot be trusted.

@@ -59,6 +59,50 @@ struct LifecycleTests {
         reportChildErrors(result)
     }
 
+    @Test func lookForReadersIfNone_afterUnplug_findsTheReaderAgainAndItVerifies() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let sockets = VirtualSockets.make()
+            sockets.export(device: true, storage: false, image: false)
+            let reader = try await FingerprintReader(lingerMs: nil)
+            let devices = await reader.devices()
+            require(devices.count == 1, 10, "\(devices)")
+            let hotplug = reader.hotplugEvents()
+            var events = hotplug.makeAsyncIterator()
+            let enrolled = try await enrollVirtual(reader, devices[0], socket: sockets.device, scanID: "again")
+
+            // While a reader is known, looking again changes nothing (no reader listed twice).
+            reader.lookForReadersIfNone(minimumIntervalMs: 0)
+            let stillOne = await reader.devices()
+            require(stillOne.count == 1, 11, "\(stillOne)")
+
+            try sendCommand("UNPLUG", to: sockets.device)
+            let removed = await events.next()
+            require(removed == .removed(devices[0]), 12, "\(String(describing: removed))")
+            require(await reader.devices().isEmpty, 13, "still listed after unplug")
+
+            reader.lookForReadersIfNone(minimumIntervalMs: 0)
+            let added = await events.next()
+            guard case .added(let again) = added else {
+                require(false, 14, "\(String(describing: added))")
+                return
+            }
+            let now = await reader.devices()
+            require(now == [again], 15, "\(now)")
+            // The print enrolled before the unplug verifies on the reader found again.
+            let log = EventLog<ReaderProgress>()
+            let verifying = startTask {
+                try await reader.verify(deviceID: again.id, print: enrolled, progress: log.record)
+            }
+            await log.waitForFingerNeeded()
+            try sendCommand("SCAN again", to: sockets.device)
+            let outcome = await verifying.value
+            require(outcome == .success(.match), 16, "\(outcome)")
+            await reader.shutdown()
+            exit(0)
+        }
+        reportChildErrors(result)
+    }
+
     @Test func ensureOpen_afterLinger_closesTheReader() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let sockets = VirtualSockets.make()

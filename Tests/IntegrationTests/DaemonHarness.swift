@@ -18,12 +18,14 @@ final class DaemonHarness: @unchecked Sendable {
     let stateDirectory: String
     private(set) var process: Process?
     let stderrPath: String
-    /// Added to the daemon's otherwise clean environment (e.g. `DBUS_SYSTEM_BUS_ADDRESS`).
-    let environment: [String: String]
     /// Lives as long as the daemon: e.g. the mock logind whose bus it uses.
     var companion: AnyObject?
 
+    /// Variables added to the daemon's clean environment, at every start.
+    let environment: [String: String]
+
     init(extraArguments: [String] = [], environment: [String: String] = [:]) throws {
+        self.environment = environment
         // Short paths: a Unix socket path has at most 107 bytes.
         var template = Array("/tmp/la-XXXXXX".utf8CString)
         guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
@@ -32,7 +34,6 @@ final class DaemonHarness: @unchecked Sendable {
         socketPath = directory + "/socket"
         stateDirectory = directory + "/state"
         stderrPath = directory + "/daemon.log"
-        self.environment = environment
         try start(extraArguments: extraArguments)
     }
 
@@ -41,7 +42,7 @@ final class DaemonHarness: @unchecked Sendable {
         p.executableURL = URL(fileURLWithPath: Self.binDirectory + "/localauthd")
         p.arguments = ["--socket", socketPath, "--state-dir", stateDirectory, "--virtual-reader"] + extraArguments
         // A clean environment: the test process may carry other FP_VIRTUAL_* variables.
-        p.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { _, added in added }
+        p.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
         let log = FileHandle(forWritingAtPath: stderrPath)!
         log.seekToEndOfFile()
