@@ -114,8 +114,12 @@ class World:
 
     def start_x(self):
         r, w = os.pipe()
-        self.xvfb = self.spawn(["Xvfb", "-displayfd", str(w), "-nolisten", "tcp", "-screen", "0",
-                                "800x600x24"], pass_fds=(w,), stdout=subprocess.DEVNULL,
+        # No key autorepeat: on a loaded machine xdotool's release of Return can come late enough
+        # for a repeated Return, and a second Enter right after a success can hang i3lock
+        # (i3/i3lock#254), which would read as "still locked".
+        self.xvfb = self.spawn(["Xvfb", "-displayfd", str(w), "-nolisten", "tcp", "-ardelay",
+                                "3600000", "-screen", "0", "800x600x24"],
+                               pass_fds=(w,), stdout=subprocess.DEVNULL,
                                stderr=open(self.path("xvfb.log"), "w"))
         os.close(w)
         with os.fdopen(r) as f:
