@@ -40,7 +40,10 @@ enum Shared {
     private static let instance = Task { () -> FingerprintReader in
         sockets.export()
         do {
-            return try await FingerprintReader(lingerMs: 2000)
+            // Never closed by a linger timer: these tests send socket commands between operations,
+            // and on a loaded machine (the integration tests block the same cooperative threads) more
+            // than a linger can pass between two of them. Linger is LifecycleTests' own subject.
+            return try await FingerprintReader(lingerMs: nil)
         } catch {
             fatalError("cannot create the shared FingerprintReader: \(error)")
         }
