@@ -226,10 +226,31 @@ public enum DaemonMain {
         }
         await server.shutdown()
         logind.close()
-        await reader?.shutdown()
+        if let reader, !(await finishes(within: .seconds(3), { await reader.shutdown() })) {
+            // libfprint can be stuck in a call that never returns (an enumeration after an unplug):
+            // the state is already on disk, so exit rather than hang systemd's stop job.
+            audit.notice("libfprint did not stop within 3 s; exiting without it")
+        }
         if adopted == nil { unlink(options.socketPath) }
         _ = sources
         return 0
+    }
+
+    /// Runs `body` in a task of its own; false when it has not finished after `limit` (it runs on).
+    static func finishes(within limit: Duration, _ body: @escaping @Sendable () async -> Void) async -> Bool {
+        let (outcome, report) = AsyncStream.makeStream(of: Bool.self)
+        Task {
+            await body()
+            report.yield(true)
+        }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            report.yield(false)
+        }
+        var first = outcome.makeAsyncIterator()
+        let finished = await first.next() ?? false
+        timer.cancel()
+        return finished
     }
 
     /// `WATCHDOG=1` every `interval`, each time only after the event loop and the daemon actor have

@@ -292,7 +292,6 @@ final class NotifyListener: @unchecked Sendable {
     let fd: Int32
     private let lock = NSLock()
     private var received: [String] = []
-    private var open = true
 
     init(path: String) throws {
         self.path = path
@@ -306,19 +305,20 @@ final class NotifyListener: @unchecked Sendable {
             }
         }
         guard bound == 0 else { throw HarnessError.setup("cannot bind \(path)") }
-        Thread.detachNewThread { [self] in
+        // Holds the listener weakly, so the thread ends (and closes the socket) once the test lets go of it.
+        Thread.detachNewThread { [weak self, fd] in
             var buffer = [UInt8](repeating: 0, count: 4096)
-            while lock.withLock({ open }) {
+            while let listener = self {
                 var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 guard poll(&pfd, 1, 20) > 0 else { continue }
                 let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-                if n > 0 { lock.withLock { received.append(String(decoding: buffer[0..<n], as: UTF8.self)) } }
+                if n > 0 {
+                    listener.lock.withLock { listener.received.append(String(decoding: buffer[0..<n], as: UTF8.self)) }
+                }
             }
             close(fd)
         }
     }
-
-    deinit { lock.withLock { open = false } }
 
     /// Every message so far, in order of arrival (waits for the queue to be read).
     func messages() -> [String] {
