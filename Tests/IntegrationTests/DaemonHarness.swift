@@ -67,7 +67,15 @@ final class DaemonHarness: @unchecked Sendable {
     func stop() -> Int32 {
         guard let p = process, p.isRunning else { return process?.terminationStatus ?? -1 }
         p.terminate()
-        p.waitUntilExit()
+        // Bounded: a daemon that ignores SIGTERM fails the test instead of hanging the whole run.
+        let deadline = Date().addingTimeInterval(15)
+        while p.isRunning && Date() < deadline { usleep(10_000) }
+        guard !p.isRunning else {
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            Issue.record("localauthd did not exit within 15 s of SIGTERM:\n\(daemonLog)")
+            return -1
+        }
         return p.terminationStatus
     }
 
