@@ -285,8 +285,11 @@ public enum DaemonMain {
                 continue
             }
             guard clock.now - idleSince >= .seconds(seconds) else { continue }
-            // Stop accepting; systemd keeps the socket and its backlog. Serve what was accepted.
+            // Stop accepting; systemd keeps the socket and its backlog. Serve what was accepted:
+            // a connection accepted just before the close is counted only once its registration,
+            // queued on the event loop before our hops, has run.
             try? await server.channel.close()
+            for _ in 0..<3 { try? await server.channel.eventLoop.submit {}.get() }
             while server.openConnections > 0 { try? await Task.sleep(for: .milliseconds(20)) }
             return true
         }
