@@ -195,17 +195,8 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// Raw bytes on a fresh socket; returns what the daemon sent until it closed (or 2 s passed).
     func raw(_ bytes: [UInt8]) throws -> [UInt8] {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard let fd = connectUnix(socketPath) else { throw HarnessError.setup("connect failed") }
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(socketPath.utf8)) }
-        let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard ok == 0 else { throw HarnessError.setup("connect failed") }
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var reply: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -229,4 +220,25 @@ func frames(in bytes: [UInt8]) throws -> [Frame] {
     var out: [Frame] = []
     while let f = try reader.next() { out.append(f) }
     return out
+}
+
+/// A connected stream socket to the Unix socket at `path`, or nil (errno says why).
+func connectUnix(_ path: String) -> Int32? {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+    let ok = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    guard ok == 0 else {
+        let saved = errno
+        close(fd)
+        errno = saved
+        return nil
+    }
+    return fd
 }

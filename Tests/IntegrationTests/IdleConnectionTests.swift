@@ -71,19 +71,8 @@ final class RawConnection {
     private(set) var received: [UInt8] = []
 
     init(path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard ok == 0 else {
-            close(fd)
-            throw HarnessError.setup("connect to \(path) failed")
-        }
+        guard let fd = connectUnix(path) else { throw HarnessError.setup("connect to \(path) failed") }
+        self.fd = fd
     }
 
     deinit { close(fd) }

@@ -77,17 +77,8 @@ struct ReaderFaultTests {
         let path = d.stateDirectory + "/virtual-reader.socket"
         let deadline = Date().addingTimeInterval(10)
         while true {
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-            let ok = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            if ok == 0 {
+            if let fd = connectUnix(path) {
+                defer { close(fd) }
                 _ = Array(command.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 shutdown(fd, Int32(SHUT_WR))
                 var byte: UInt8 = 0
