@@ -30,15 +30,18 @@ Prints the table and writes JSON (default bench/results/bench-<UTC time>.json an
 """
 import argparse
 import datetime
+import hashlib
 import json
 import math
 import os
+import platform
 import pty
 import select
 import shutil
 import signal
 import socket
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,10 +49,8 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the tree
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "pam", "tests"))
 import lawire  # noqa: E402
-from pam_timing import machine, sha256, stats  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 USER = "root"  # LAContext authenticates the caller's own account: the bench runs as root
@@ -59,6 +60,33 @@ PAM_SUCCESS = 0
 FPRINTD = "/usr/libexec/fprintd"
 POLKITD = "/usr/lib/polkit-1/polkitd"
 INCUMBENT_PACKAGES = ["fprintd", "libpam-fprintd", "dbus-daemon", "polkitd"]
+
+
+
+def stats(values):
+    """min / median / p95 (nearest rank) / max in milliseconds, and n."""
+    v = sorted(values)
+    if not v:
+        return {"n": 0}
+    p95 = v[max(0, math.ceil(0.95 * len(v)) - 1)]
+    return {"n": len(v), "min": v[0] / 1e6, "median": statistics.median(v) / 1e6,
+            "p95": p95 / 1e6, "max": v[-1] / 1e6}
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def machine():
+    cpu = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {"cpu": cpu, "cpus": os.cpu_count(), "kernel": platform.release(),
+            "loadavg_before": os.getloadavg()}
 
 
 def ms(ns):
@@ -641,7 +669,7 @@ class Bench:
 
 
 def percentile(values, q):
-    """Nearest rank, as pam_timing.stats does for p95."""
+    """Nearest rank, as stats does for p95."""
     v = sorted(values)
     return v[max(0, math.ceil(q * len(v)) - 1)] if v else None
 

@@ -135,7 +135,7 @@ pam-test-locker: $(PAM_MODULE)
 	$(PAM_PYTHON) pam/tests/locker_test.py --module $(abspath $(PAM_MODULE)) \
 		--bin $(abspath $(PAM_DAEMON_BIN)) --runs $(PAM_LOCKER_RUNS)
 
-# The PAM client that bench/pam_timing.py drives (its conversation answers the finger prompt
+# The PAM client that bench/bench.py and pam/tests/hostile.py drive (its conversation answers the finger prompt
 # with a virtual scan). Not part of any install.
 pam-bench: $(PAM_BENCH_CLIENT) $(PAM_MODULE)
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * bench_client: times pam_authenticate through pam_localauth.so, driven by bench/pam_timing.py.
+ * bench_client: times pam_authenticate through pam_localauth.so, driven by bench/bench.py
+ * (and pam/tests/hostile.py).
  *
  * Runs under LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR=DIR. Its
  * conversation answers the daemon's "Place your ... finger" PAM_TEXT_INFO by sending
