@@ -186,26 +186,29 @@ public actor Daemon {
         return (try? store.prints(user: user, deviceKey: device.storageKey)) ?? []
     }
 
-    private func facts(user: String, session: CallerSession, lastSuccessMs: Int64? = nil) async -> (
-        EvaluationFacts, UserAuthState, ReaderDeviceInfo?, [StoredPrint]
+    /// What an evaluation decides on, and the caller's session (the evaluation's reuse scope).
+    private func facts(user: String, caller: PeerCredentials, tty: String?) async -> (
+        EvaluationFacts, UserAuthState, ReaderDeviceInfo?, [StoredPrint], CallerSession
     ) {
         let device = await currentDevice()
         let (state, readable, _) = loadState(user)
         let prints = enrolledPrints(user, on: device)
+        let builtIn = device.map { !settings.externalReaderDrivers.contains($0.driver) } ?? false
+        let session = await logindView(of: caller, tty: tty, askLid: builtIn)
         let unavailable: String?
         if session.isRemote {
             unavailable = "the request comes from a remote session"
         } else if device == nil {
             unavailable = "no fingerprint reader is connected"
-        } else if let device, !settings.externalReaderDrivers.contains(device.driver), await lidClosed() {
+        } else if session.lidClosed {
             unavailable = "the laptop lid is closed and the reader is built in"
         } else {
             unavailable = nil
         }
         let facts = EvaluationFacts(
             readerAvailable: unavailable == nil, readerUnavailableReason: unavailable,
-            enrolledFingers: prints.map(\.finger), stateReadable: readable, lastSuccessMs: lastSuccessMs)
-        return (facts, state, unavailable == nil ? device : nil, prints)
+            enrolledFingers: prints.map(\.finger), stateReadable: readable)
+        return (facts, state, unavailable == nil ? device : nil, prints, session)
     }
 
     // MARK: Requests
@@ -244,7 +247,7 @@ public actor Daemon {
     }
 
     func canEvaluate(policy: PolicyKind, user: String, caller: PeerCredentials) async -> LocalAuthProtocol.Result {
-        let (facts, state, _, _) = await facts(user: user, session: session(of: caller, tty: nil))
+        let (facts, state, _, _, _) = await facts(user: user, caller: caller, tty: nil)
         var result = PolicyEvaluator.canEvaluate(
             policy: policy, state: state, facts: facts, config: settings.lockout, nowMs: clock())
         // The core supplies biometryType and domainState; the daemon adds what STATUS also says.
@@ -258,10 +261,9 @@ public actor Daemon {
     func evaluate(_ options: EvaluateOptions, user: String, caller: PeerCredentials, io: RequestIO) async
         -> LocalAuthProtocol.Result
     {
-        let session = await session(of: caller, tty: options.tty)
+        var (facts, state, device, prints, session) = await facts(user: user, caller: caller, tty: options.tty)
         let scope = ReuseScope(user: user, service: options.service ?? "", session: session.key)
-        let (facts, state, device, prints) = await facts(
-            user: user, session: session, lastSuccessMs: lastSuccess[scope])
+        facts.lastSuccessMs = lastSuccess[scope]
         let evaluator = PolicyEvaluator(options: options, state: state, facts: facts, config: settings.lockout)
         let (inputs, feed) = AsyncStream.makeStream(of: EvaluationInput.self)
         let id = nextEvaluation
@@ -436,33 +438,38 @@ public actor Daemon {
         }
     }
 
-    /// logind's view of the caller, looked up once per request.
+    /// logind's view of a request, looked up once per request.
     struct CallerSession {
         /// The login session, else the terminal and uid: a reuse window never crosses it.
         let key: String
         /// Biometrics are refused for a remote session (ssh, polkit's agent over ssh).
         let isRemote: Bool
+        /// The laptop's lid is closed (asked only when the reader is built in).
+        let lidClosed: Bool
     }
 
-    /// sd-login's files first (`sd_pid_get_session`, no round trip); when they place the caller in no
-    /// session (a container, a process outside logind's cgroups), logind's `GetSessionByPID`.
-    func session(of caller: PeerCredentials, tty: String?) async -> CallerSession {
-        var session: UnsafeMutablePointer<CChar>?
-        if sd_pid_get_session(pid_t(caller.pid), &session) >= 0, let session {
-            defer { free(session) }
-            return CallerSession(
-                key: "session:" + String(cString: session), isRemote: sd_session_is_remote(session) > 0)
+    /// The caller's session: sd-login's files first (`sd_pid_get_session`, no round trip); when they
+    /// place the caller in no session (a container, a process outside logind's cgroups), logind's
+    /// `GetSessionByPID`. With `askLid`, logind's `LidClosed`, else the ACPI lid button. At most one
+    /// round trip to the bus for both.
+    func logindView(of caller: PeerCredentials, tty: String?, askLid: Bool) async -> CallerSession {
+        var fromFiles: (key: String, isRemote: Bool)?
+        var name: UnsafeMutablePointer<CChar>?
+        if sd_pid_get_session(pid_t(caller.pid), &name) >= 0, let name {
+            fromFiles = ("session:" + String(cString: name), sd_session_is_remote(name) > 0)
+            free(name)
         }
-        if let logind, let found = await logind.session(ofPID: caller.pid) {
-            return CallerSession(key: "session:" + found.path, isRemote: found.isRemote)
+        let asked =
+            fromFiles == nil || askLid
+            ? await logind?.ask(sessionOf: fromFiles == nil ? caller.pid : nil, lid: askLid) : nil
+        let lidClosed = askLid && (asked?.lidClosed ?? LidSwitch.closed())
+        if let fromFiles {
+            return CallerSession(key: fromFiles.key, isRemote: fromFiles.isRemote, lidClosed: lidClosed)
         }
-        return CallerSession(key: "tty:\(tty ?? "none"):uid:\(caller.uid)", isRemote: false)
-    }
-
-    /// logind's `LidClosed`, else the ACPI lid button; false on a machine without a lid.
-    func lidClosed() async -> Bool {
-        if let logind, let closed = await logind.lidClosed() { return closed }
-        return LidSwitch.closed()
+        if let found = asked?.session {
+            return CallerSession(key: "session:" + found.path, isRemote: found.isRemote, lidClosed: lidClosed)
+        }
+        return CallerSession(key: "tty:\(tty ?? "none"):uid:\(caller.uid)", isRemote: false, lidClosed: lidClosed)
     }
 
     func enroll(

@@ -48,17 +48,18 @@ public final class Logind: @unchecked Sendable {
         }
     }
 
-    /// The caller's login session as logind's D-Bus API tells it (`GetSessionByPID`): its object
-    /// path and its `Remote` property; nil when there is no bus, no logind, or no session.
-    func session(ofPID pid: Int32) async -> (path: String, isRemote: Bool)? {
-        await onQueue { self.lookUpSession(pid) }
-    }
-
-    /// logind's `LidClosed`; nil when logind cannot say.
-    func lidClosed() async -> Bool? {
+    /// What an evaluation asks logind, in one round trip: the session of `pid` (`GetSessionByPID`:
+    /// its object path and its `Remote` property) when a pid is given, and `LidClosed` when `lid`.
+    /// Each answer is nil when there is no bus, no logind, or (for the session) no session.
+    func ask(sessionOf pid: Int32?, lid: Bool) async -> (session: (path: String, isRemote: Bool)?, lidClosed: Bool?) {
         await onQueue {
-            guard let bus = self.connected() else { return nil }
-            return self.boolProperty(bus, path: Self.managerPath, interface: Self.managerInterface, name: "LidClosed")
+            guard let bus = self.connected() else { return (nil, nil) }
+            let session = pid.flatMap { self.lookUpSession($0) }
+            let closed =
+                lid
+                ? self.boolProperty(bus, path: Self.managerPath, interface: Self.managerInterface, name: "LidClosed")
+                : nil
+            return (session, closed)
         }
     }
 
