@@ -183,6 +183,21 @@ class Call:
         return int(result[1]), int(result[2]) / 1e9
 
 
+def daemon_with_service(service, module, bin_dir, timeout):
+    """A temporary directory (readable by every uid) with a real daemon not yet started, and a
+    pam_wrapper service directory whose SERVICE has the module alone against that daemon."""
+    root = tempfile.mkdtemp(prefix=service + "-")
+    os.chmod(root, 0o755)
+    services = os.path.join(root, "pam.d")
+    os.mkdir(services)
+    open(os.path.join(services, "other"), "w").close()
+    daemon = Daemon(root, bin_dir)
+    with open(os.path.join(services, service), "w") as f:
+        f.write("auth required %s socket=%s tries=1 timeout=%d\n" % (
+            os.path.abspath(module), daemon.sock, timeout))
+    return root, services, daemon
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--module", required=True)
@@ -197,15 +212,7 @@ def main():
         return 1
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
-    root = tempfile.mkdtemp(prefix="la-death-")
-    os.chmod(root, 0o755)
-    services = os.path.join(root, "pam.d")
-    os.mkdir(services)
-    open(os.path.join(services, "other"), "w").close()
-    daemon = Daemon(root, args.bin)
-    with open(os.path.join(services, "la-death"), "w") as f:
-        f.write("auth required %s socket=%s tries=1 timeout=10\n" % (
-            os.path.abspath(args.module), daemon.sock))
+    root, services, daemon = daemon_with_service("la-death", args.module, args.bin, timeout=10)
 
     def call():
         return Call(args.client, services, "la-death")

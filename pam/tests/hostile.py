@@ -32,12 +32,11 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
-from daemon_death import Daemon, stats  # noqa: E402
+from daemon_death import daemon_with_service, stats  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
@@ -100,15 +99,7 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < 4096:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
-    root = tempfile.mkdtemp(prefix="la-hostile-")
-    os.chmod(root, 0o755)
-    services = os.path.join(root, "pam.d")
-    os.mkdir(services)
-    open(os.path.join(services, "other"), "w").close()
-    daemon = Daemon(root, args.bin)
-    with open(os.path.join(services, "la-hostile"), "w") as f:
-        f.write("auth required %s socket=%s tries=1 timeout=20\n" % (
-            os.path.abspath(args.module), daemon.sock))
+    root, services, daemon = daemon_with_service("la-hostile", args.module, args.bin, timeout=20)
     load_log = open(os.path.join(root, "load.log"), "w")
     failures, roles, report = [], [], {}
 
