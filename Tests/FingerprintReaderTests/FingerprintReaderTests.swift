@@ -208,13 +208,22 @@ struct FingerprintReaderTests {
 
     // MARK: Cancellation and queueing
 
-    @Test func verify_whenCancelledWhileWaitingForFinger_throwsCancelledAndFreesTheReader() async throws {
+    /// Enrols `scanID` on the virtual device, then starts a verify of it and returns once the reader
+    /// waits for the finger.
+    func verifyWaitingForFinger(scanID: String) async throws -> (
+        FingerprintReader, ReaderDeviceInfo, [UInt8], Task<Result<VerifyOutcome, ReaderError>, Never>
+    ) {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "cancel-me")
+        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: scanID)
         let log = EventLog<ReaderProgress>()
         let waiting = startTask { try await reader.verify(deviceID: device.id, print: print, progress: log.record) }
         await log.waitForFingerNeeded()
+        return (reader, device, print, waiting)
+    }
+
+    @Test func verify_whenCancelledWhileWaitingForFinger_throwsCancelledAndFreesTheReader() async throws {
+        let (reader, device, print, waiting) = try await verifyWaitingForFinger(scanID: "cancel-me")
 
         let clock = ContinuousClock()
         let cancelledAt = clock.now
@@ -231,12 +240,7 @@ struct FingerprintReaderTests {
 
     /// The simulator opens the reader to feed a running operation: it must not queue behind that operation.
     @Test func ensureOpen_whileVerifyWaitsForFinger_returnsWithoutWaitingForIt() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "feed-me")
-        let log = EventLog<ReaderProgress>()
-        let waiting = startTask { try await reader.verify(deviceID: device.id, print: print, progress: log.record) }
-        await log.waitForFingerNeeded()
+        let (reader, device, print, waiting) = try await verifyWaitingForFinger(scanID: "feed-me")
 
         let clock = ContinuousClock()
         let start = clock.now
