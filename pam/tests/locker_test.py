@@ -282,11 +282,24 @@ class Locker:
         try:
             rc = self.proc.wait(timeout=BUDGET_WAIT_S)
         except subprocess.TimeoutExpired:
-            raise Failure("still locked after %.0f s:\n%s" % (BUDGET_WAIT_S, self.log()[-600:]))
+            raise Failure("still locked after %.0f s (%s):\n%s" % (
+                BUDGET_WAIT_S, self.where_blocked(), self.log()[-600:]))
         took = time.monotonic() - started
         check(rc == 0, "i3lock exited with %d:\n%s" % (rc, self.log()[-600:]))
         check(took < budget, "unlocked after %.3f s, budget %.1f s" % (took, budget))
         return took
+
+    def where_blocked(self):
+        """Where a hung i3lock waits, from /proc: seen once after "successfully authenticated",
+        not reproduced since; this is what the next occurrence should tell."""
+        found = []
+        for name in ("wchan", "syscall"):
+            try:
+                with open("/proc/%d/%s" % (self.proc.pid, name)) as f:
+                    found.append("%s %s" % (name, f.read().strip()))
+            except OSError as e:
+                found.append("%s: %s" % (name, e))
+        return "; ".join(found)
 
     def kill(self):
         if self.proc.poll() is None:
