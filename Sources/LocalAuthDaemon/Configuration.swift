@@ -19,7 +19,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var idleExitSeconds = 0
     /// The least severe record written; audit decisions are `info`, refusals `notice`.
     public var logLevel = Logger.Level.info
-    /// libfprint drivers of external readers, usable with a laptop's lid closed (see `Daemon.Settings`).
+    /// libfprint drivers of readers that are not built into the machine (a USB reader on the desk):
+    /// they stay usable while a laptop's lid is closed. Every other reader is built in.
     public var externalReaderDrivers: Set<String> = []
 
     public init() {}

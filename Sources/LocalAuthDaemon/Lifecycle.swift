@@ -122,15 +122,12 @@ public enum DaemonMain {
             return 2
         }
         let audit = AuditLog(level: config.logLevel)
-        var settings = Daemon.Settings()
-        settings.lockout = config.lockout
-        settings.enrollTimeoutMs = config.enrollTimeoutMs
-        settings.externalReaderDrivers = config.externalReaderDrivers
+        var virtualReaderSocket: String?
         if options.virtualReader {
             // The virtual driver reads these at enumeration; set before libfprint starts.
             let socket = options.stateDirectory + "/virtual-reader.socket"
             setenv("FP_VIRTUAL_DEVICE", socket, 1)
-            settings.virtualReaderSocket = socket
+            virtualReaderSocket = socket
         }
         Notify.status("Opening the state directory \(options.stateDirectory)")
         let store: EnrollmentStore
@@ -171,7 +168,9 @@ public enum DaemonMain {
             reader = nil
         }
         let logind = Logind(audit: audit)
-        let daemon = Daemon(reader: reader, store: store, settings: settings, audit: audit, logind: logind)
+        let daemon = Daemon(
+            reader: reader, store: store, configuration: config, virtualReaderSocket: virtualReaderSocket, audit: audit,
+            logind: logind)
         logind.watchSleep { goingToSleep in
             if goingToSleep { await daemon.prepareForSleep() } else { await daemon.resumedFromSleep() }
         }

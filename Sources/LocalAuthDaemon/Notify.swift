@@ -19,8 +19,3 @@ enum Notify {
         return .microseconds(Int64(usec / 2))
     }
 }
-
-extension Daemon {
-    /// Returns when the actor runs it: the watchdog's proof that requests are being served.
-    func ping() {}
-}

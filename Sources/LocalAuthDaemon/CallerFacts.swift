@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+import FingerprintReader
+import LocalAuthCore
+import LocalAuthStore
+
+/// What an evaluation (or `canEvaluate`) decides on, gathered once per request: the policy core's
+/// facts, the user's stored state, the reader and prints biometrics would use, and the caller's
+/// login session (the reuse scope).
+struct CallerFacts {
+    var evaluation: EvaluationFacts
+    var state: UserAuthState
+    /// The reader biometrics use; nil when none may be used (none present, a remote session, the
+    /// lid closed on a built-in reader).
+    var device: ReaderDeviceInfo?
+    var prints: [StoredPrint]
+    var session: CallerSession
+
+    /// The reader, the store and logind, asked in that order; one hop to logind at most.
+    nonisolated(nonsending) static func gather(
+        user: String, caller: PeerCredentials, tty: String?, parts: DaemonParts
+    ) async -> CallerFacts {
+        let device = await parts.currentDevice()
+        let loaded = parts.loadState(user)
+        let prints = parts.enrolledPrints(user, on: device)
+        let builtIn = device.map { !parts.configuration.externalReaderDrivers.contains($0.driver) } ?? false
+        let session = await parts.sessions.view(of: caller.pid, uid: caller.uid, tty: tty, askLid: builtIn)
+        let unavailable: String?
+        if session.isRemote {
+            unavailable = "the request comes from a remote session"
+        } else if device == nil {
+            unavailable = "no fingerprint reader is connected"
+        } else if session.lidClosed {
+            unavailable = "the laptop lid is closed and the reader is built in"
+        } else {
+            unavailable = nil
+        }
+        let evaluation = EvaluationFacts(
+            readerAvailable: unavailable == nil, readerUnavailableReason: unavailable,
+            enrolledFingers: prints.map(\.finger), stateReadable: loaded.readable)
+        return CallerFacts(
+            evaluation: evaluation, state: loaded.state, device: unavailable == nil ? device : nil, prints: prints,
+            session: session)
+    }
+}

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+import FingerprintReader
+import LocalAuthCore
+import LocalAuthProtocol
+import LocalAuthStore
+
+/// Adding a finger: root enrols any finger; anyone else only a later finger, after proving presence
+/// (an enrolled finger or the passcode) in an ordinary evaluation, whose failures count toward the
+/// same lockouts as any other.
+struct Enrollment {
+    let parts: DaemonParts
+
+    /// The fingers offered when none is named, in this order.
+    static let order: [FingerName] = [
+        .rightIndex, .leftIndex, .rightMiddle, .leftMiddle, .rightThumb, .leftThumb, .rightRing, .leftRing,
+        .rightLittle, .leftLittle,
+    ]
+
+    /// Enrols `requested` (else the first free finger of `order`) for `user`; `prove` runs the proof
+    /// of presence a non-root caller needs.
+    nonisolated(nonsending) func enroll(
+        user: String, finger requested: FingerName?, passcodeCapable: Bool, caller: PeerCredentials, io: RequestIO,
+        prove: (EvaluateOptions) async -> LocalAuthProtocol.Result
+    ) async -> LocalAuthProtocol.Result {
+        guard let reader = parts.reader, let device = await parts.currentDevice() else {
+            return Result(.biometryNotAvailable, "No fingerprint reader is connected")
+        }
+        let all = (try? parts.store.allPrints(user: user)) ?? []
+        let onDevice = all.filter { $0.deviceKey == device.storageKey }
+        if !caller.isRoot {
+            guard !all.isEmpty else {
+                return Result(
+                    .notAuthorized,
+                    "A first finger can only be enrolled by root: sudo localauthctl enroll --user \(user)")
+            }
+            let proof = await prove(
+                EvaluateOptions(
+                    policy: .deviceOwnerAuthentication, user: user, service: "localauthctl enroll",
+                    reason: "Confirm it is you to add a finger", flags: passcodeCapable ? [.passcodeCapable] : [],
+                    tries: 1, timeoutMs: min(parts.configuration.enrollTimeoutMs, EvaluateOptions.maxTimeoutMs)))
+            guard proof.isSuccess else {
+                return Result(
+                    proof.resultCode ?? .authenticationFailed,
+                    "Adding a finger needs an enrolled finger or the passcode first: \(proof.message)")
+            }
+        }
+        let taken = Set(onDevice.map(\.finger))
+        let finger: FingerName
+        if let requested {
+            guard !taken.contains(requested.rawValue) else {
+                return Result(.alreadyEnrolled, "\(requested.rawValue) is enrolled already; delete it first")
+            }
+            finger = requested
+        } else {
+            guard let free = Self.order.first(where: { !taken.contains($0.rawValue) }) else {
+                return Result(.alreadyEnrolled, "All ten fingers are enrolled")
+            }
+            finger = free
+        }
+        io.send(Event(.placeFinger, "Place your \(finger.spoken) on the fingerprint reader", finger: finger.rawValue))
+        let data: [UInt8]
+        switch await scanStages(of: finger, user: user, reader: reader, device: device, io: io) {
+        case .print(let scanned): data = scanned
+        case .failed(let result): return result
+        }
+        do {
+            let state = try parts.store.addPrint(
+                StoredPrint(
+                    finger: finger.rawValue, deviceKey: device.storageKey, data: data, enrolledAtMs: parts.clock()),
+                user: user)
+            var extra = Frame(.result)
+            extra.append(.finger, string: finger.rawValue)
+            extra.append(.domainState, bytes: state.domainState)
+            return Result(.success, "Enrolled \(finger.spoken) for \(user)", extra: extra.fields)
+        } catch {
+            parts.audit.notice("cannot store the print of \(user): \(error)")
+            return Result(.internalError, "The print could not be stored")
+        }
+    }
+
+    /// What the reader's enrol stages gave: a print, or the RESULT to answer with.
+    enum Scan {
+        case print([UInt8])
+        case failed(LocalAuthProtocol.Result)
+    }
+
+    /// The reader's enrol stages, each reported to the client, within the enrolment timeout.
+    private nonisolated(nonsending) func scanStages(
+        of finger: FingerName, user: String, reader: FingerprintReader, device: ReaderDeviceInfo, io: RequestIO
+    ) async -> Scan {
+        let timeout = parts.configuration.enrollTimeoutMs
+        let enrolment = Task {
+            try await reader.enroll(deviceID: device.id, finger: finger.fingerNumber, username: user) { progress in
+                switch progress {
+                case .enrollStage(let done, let of):
+                    io.send(
+                        Event(.enrollStage, "Enrolling: stage \(done) of \(of)", stage: Int64(done), stages: Int64(of)))
+                case .retry(let r):
+                    let hint = RetryHint(r)
+                    io.send(Event(.retry, hint.message, hint: hint))
+                case .fingerNeeded:
+                    break
+                }
+            }
+        }
+        let timer = DeadlineTimer(ms: timeout) { enrolment.cancel() }
+        defer { timer.cancel() }
+        do {
+            return .print(
+                try await withTaskCancellationHandler {
+                    try await enrolment.value
+                } onCancel: {
+                    enrolment.cancel()
+                })
+        } catch {
+            if Task.isCancelled { return .failed(Result(.systemCancel, "Enrolment cancelled")) }
+            if ReaderError.cancelled == error as? ReaderError {
+                return .failed(Result(.timedOut, "No finger was presented within \(timeout / 1000) s"))
+            }
+            return .failed(Result(.biometryNotAvailable, ReaderError.failureMessage(error)))
+        }
+    }
+}

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+import FingerprintReader
+import LocalAuthCore
+import LocalAuthProtocol
+
+/// The questions that change nothing: which readers there are (`devices`), the reader and a user's
+/// enrolment (`status`), and whether a policy could be evaluated now (`canEvaluate`).
+struct ReaderRequests {
+    let parts: DaemonParts
+
+    nonisolated(nonsending) func devices() async -> LocalAuthProtocol.Result {
+        let devices = await parts.reader?.devices() ?? []
+        let extra = devices.map {
+            var caps: DeviceCapabilities = []
+            if $0.supportsIdentify { caps.insert(.identify) }
+            if $0.hasStorage { caps.insert(.storage) }
+            if $0.isSwipe { caps.insert(.swipe) }
+            return DeviceInfo(
+                name: $0.name, driver: $0.driver, deviceId: $0.id, enrollStages: Int64($0.enrollStages),
+                capabilities: caps
+            ).field
+        }
+        return Result(.success, devices.count == 1 ? "1 reader" : "\(devices.count) readers", extra: extra)
+    }
+
+    /// The reader; with `user`, also that user's fingers, lockout and passcode.
+    nonisolated(nonsending) func status(user: String?) async -> LocalAuthProtocol.Result {
+        let device = await parts.currentDevice()
+        var extra = Frame(.result)
+        extra.append(.readerPresent, bool: device != nil)
+        extra.append(.biometryType, int: PolicyEvaluator.biometryType(readerAvailable: device != nil).rawValue)
+        guard let user else {
+            return Result(.success, device.map { "reader: \($0.name)" } ?? "no reader", extra: extra.fields)
+        }
+        let loaded = parts.loadState(user)
+        let count = parts.enrolledPrints(user, on: device).count
+        extra.append(.enrolledCount, int: Int64(count))
+        extra.append(.biometryLocked, bool: loaded.state.biometryLocked || !loaded.readable)
+        extra.append(.passcodeSet, bool: loaded.state.passcodeHash != nil)
+        let reader = device.map { "reader: \($0.name)" } ?? "no reader"
+        return Result(
+            .success, "\(reader); \(user): \(count) finger\(count == 1 ? "" : "s") enrolled", extra: extra.fields)
+    }
+
+    nonisolated(nonsending) func canEvaluate(policy: PolicyKind, user: String, caller: PeerCredentials) async
+        -> LocalAuthProtocol.Result
+    {
+        let facts = await CallerFacts.gather(user: user, caller: caller, tty: nil, parts: parts)
+        var result = PolicyEvaluator.canEvaluate(
+            policy: policy, state: facts.state, facts: facts.evaluation, config: parts.configuration.lockout,
+            nowMs: parts.clock())
+        // The core supplies biometryType and domainState; the daemon adds what STATUS also says.
+        var extra = Frame(.result, result.extra)
+        extra.append(.biometryLocked, bool: facts.state.biometryLocked || !facts.evaluation.stateReadable)
+        extra.append(.passcodeSet, bool: facts.state.passcodeHash != nil)
+        result.extra = extra.fields
+        return result
+    }
+}

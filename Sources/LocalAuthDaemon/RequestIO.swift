@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a door into the daemon hands over with each request: the socket's `Server` today, any other
+// door (a D-Bus service) the same way. The door builds the caller's `PeerCredentials` from what the
+// kernel or the bus says, never from what the client claims, and calls `Daemon.handle`.
+
+import LocalAuthProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What a running request may receive from its client besides the request itself.
+public enum ClientSignal: Sendable, Equatable {
+    case passcode(String)
+    case fallback
+    case cancel
+}
+
+/// The I/O of one request: events go out, client signals come in.
+///
+/// `send` is called on the daemon's executor and must not block; a door that has no client any more
+/// simply drops events. Finishing `signals` ends nothing: cancelling the task that awaits
+/// `Daemon.handle` ends the request (as `systemCancel`).
+public struct RequestIO: Sendable {
+    public let send: @Sendable (Event) -> Void
+    public let signals: AsyncStream<ClientSignal>
+    public init(send: @escaping @Sendable (Event) -> Void, signals: AsyncStream<ClientSignal>) {
+        self.send = send
+        self.signals = signals
+    }
+}
+
+/// Wall-clock milliseconds; the policy core takes time as a parameter, the daemon reads it here.
+@Sendable public func wallClockMs() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+}

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+import FingerprintReader
+import LocalAuthProtocol
+
+/// `localauthctl simulate`: drives libfprint's virtual device of a daemon started with
+/// `--virtual-reader` (root only, see `Authorization`).
+struct Simulator {
+    let parts: DaemonParts
+
+    nonisolated(nonsending) func simulate(action: String, argument: String?) async -> LocalAuthProtocol.Result {
+        guard let socket = parts.virtualReaderSocket else {
+            return Result(.notSupported, "Simulation needs a daemon started with --virtual-reader")
+        }
+        let command: String
+        switch (action, argument) {
+        case ("touch", let id?) where Self.isSafeWord(id): command = "SCAN \(id)"
+        case ("retry", let code): command = "RETRY \(Int(code ?? "0") ?? 0)"
+        case ("error", let code): command = "ERROR \(Int(code ?? "0") ?? 0)"
+        case ("unplug", nil): command = "UNPLUG"
+        case ("finger-on", nil): command = "FINGER 1"
+        case ("finger-off", nil): command = "FINGER 0"
+        default:
+            return Result(
+                .invalidRequest,
+                "Unknown simulation '\(action)\(argument.map { " " + $0 } ?? "")'; try touch ID, retry [CODE], error [CODE], unplug, finger-on, finger-off"
+            )
+        }
+        // libfprint's virtual driver listens only while the device is open, and may leave a stale
+        // socket file behind when it closes. Opening would queue behind an operation in flight,
+        // which holds the device open anyway: so send first, and open only if nobody listens.
+        let control = VirtualReaderControl(socketPath: socket)
+        let send = { @Sendable () async in
+            await Task.detached {
+                Swift.Result { () throws(VirtualReaderControl.Failure) in try control.send(command) }
+            }
+            .value
+        }
+        var outcome = await send()
+        if case .failure(.unreachable) = outcome, let reader = parts.reader, let device = await parts.currentDevice() {
+            try? await reader.ensureOpen(deviceID: device.id)
+            outcome = await send()
+        }
+        if case .failure(let error) = outcome {
+            return Result(.biometryNotAvailable, "The simulated reader did not take '\(command)': \(error)")
+        }
+        return Result(.success, "Simulated: \(command)")
+    }
+
+    /// A scan id the virtual driver takes as one word: letters, digits, `-`, `_`, `.`; at most 64.
+    static func isSafeWord(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 64
+            && s.utf8.allSatisfy {
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D
+                    || $0 == 0x5F || $0 == 0x2E
+            }
+    }
+}
