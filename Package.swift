@@ -58,7 +58,11 @@ let package = Package(
         .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore"]),
         .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader"]),
         .testTarget(name: "LocalAuthStoreTests", dependencies: ["LocalAuthStore"]),
-        .testTarget(name: "LocalAuthDaemonTests", dependencies: ["LocalAuthDaemon"]),
+        .testTarget(
+            name: "LocalAuthDaemonTests",
+            dependencies: [
+                "LocalAuthDaemon", "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore",
+            ]),
         .testTarget(
             name: "IntegrationTests", dependencies: ["LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore"]),
         .testTarget(

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// `Daemon.handle`, the entry every door uses, in process and without a reader: what a door's caller
+// is refused or told before any reader or policy is involved.
+
+import Foundation
+import Glibc
+import LocalAuthDaemon
+import LocalAuthProtocol
+import LocalAuthStore
+import Testing
+
+@Suite struct DaemonDispatchTests {
+    /// Runs `body` with a daemon without a reader over a fresh store, and that store.
+    static func withDaemon(_ body: (Daemon, EnrollmentStore) async throws -> Void) async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try EnrollmentStore(stateDirectory: directory + "/state")
+        try await body(Daemon(reader: nil, store: store, audit: AuditLog(level: .critical, sink: .stderr)), store)
+    }
+
+    static func silentIO() -> RequestIO {
+        RequestIO(send: { _ in }, signals: AsyncStream { $0.finish() })
+    }
+
+    static let alice = PeerCredentials(pid: getpid(), uid: 4711, gid: 4711, userName: "lasplit-alice")
+
+    @Test func handle_whenAUserSetsAnotherAccountsPasscode_refusesAndWritesNothing() async throws {
+        try await Self.withDaemon { daemon, store in
+            let result = await daemon.handle(
+                .passcodeSet(user: "lasplit-bob", passcode: "intruder's choice", oldPasscode: nil), caller: Self.alice,
+                io: Self.silentIO())
+            #expect(result.resultCode == .notAuthorized)
+            #expect(result.message.contains("may act only for its own account"), "\(result.message)")
+            let stored = try store.loadState(user: "lasplit-bob")
+            #expect(stored == .absent, "nothing is written for lasplit-bob")
+        }
+    }
+
+    @Test func handle_whenTheCallerHasNoAccountAndNamesNone_asksForAUserName() async throws {
+        try await Self.withDaemon { daemon, _ in
+            let nameless = PeerCredentials(pid: getpid(), uid: 4242, gid: 4242, userName: nil)
+            let result = await daemon.handle(
+                .evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics)), caller: nameless,
+                io: Self.silentIO())
+            #expect(result.resultCode == .invalidRequest)
+            #expect(result.message == "uid 4242 has no account name; name the user")
+        }
+    }
+
+    @Test func handle_whenRootNamesAnInvalidUser_refusesTheNameBeforeTheStoreSeesIt() async throws {
+        try await Self.withDaemon { daemon, _ in
+            let root = PeerCredentials(pid: getpid(), uid: 0, gid: 0, userName: "root")
+            let result = await daemon.handle(.list(user: "../etc"), caller: root, io: Self.silentIO())
+            #expect(result.resultCode == .invalidRequest)
+            #expect(result.message == "'../etc' is not a valid user name")
+        }
+    }
+
+    @Test func handle_withoutAReader_answersBiometryNotAvailableForAFingerOnlyEvaluation() async throws {
+        try await Self.withDaemon { daemon, store in
+            let result = await daemon.handle(
+                .evaluate(
+                    EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "lasplit-alice", tries: 1)),
+                caller: Self.alice, io: Self.silentIO())
+            #expect(result.resultCode == .biometryNotAvailable)
+            #expect(result.message.contains("no fingerprint reader is connected"), "\(result.message)")
+            let stored = try store.loadState(user: "lasplit-alice")
+            #expect(stored == .absent, "nothing is written for lasplit-alice")
+        }
+    }
+
+    @Test func handle_simulateWithoutAVirtualReader_isNotSupported() async throws {
+        try await Self.withDaemon { daemon, _ in
+            let root = PeerCredentials(pid: getpid(), uid: 0, gid: 0, userName: "root")
+            let result = await daemon.handle(
+                .simulate(action: "touch", argument: "x"), caller: root, io: Self.silentIO())
+            #expect(result.resultCode == .notSupported)
+        }
+    }
+}
