@@ -3,7 +3,8 @@
 import PackageDescription
 
 // The one rule: dependencies point from the edges to the core, never back.
-// Tests/LocalAuthDaemonTests/ArchitectureTests.swift reads this file and fails on a back arrow.
+// Tests/LocalAuthDaemonTests/ArchitectureTests.swift reads this file and every source file's imports,
+// and fails on a target missing from its table, a back arrow, or an import outside a target's set.
 let package = Package(
     name: "localauth",
     platforms: [.macOS(.v13)],
@@ -19,7 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
-        // C, confined: each system library is reached from exactly one Swift target.
+        // C, confined: each system library is reached from exactly one Swift target (libfprint: one file).
         .systemLibrary(
             name: "CLibfprint", pkgConfig: "libfprint-2", providers: [.apt(["libfprint-2-dev", "libglib2.0-dev"])]),
         .systemLibrary(name: "CCrypt", pkgConfig: "libcrypt", providers: [.apt(["libcrypt-dev"])]),
@@ -32,10 +33,14 @@ let package = Package(
         // The edges.
         .target(name: "FingerprintReader", dependencies: ["CLibfprint"]),
         .target(name: "LocalAuthStore", dependencies: ["LocalAuthCore", "CCrypt"]),
+        // libsystemd (sd-daemon, sd-journal, sd-login, sd-bus): this target and no other.
+        .target(
+            name: "LocalAuthSystemd",
+            dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]),
         .target(
             name: "LocalAuthDaemon",
             dependencies: [
-                "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore", "CSystemd",
+                "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore", "LocalAuthSystemd",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -45,7 +50,7 @@ let package = Package(
         .executableTarget(
             name: "localauthctl",
             dependencies: [
-                "LocalAuthClient",
+                "LocalAuthClient", "LocalAuthProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .target(name: "LocalAuthentication", dependencies: ["LocalAuthClient", "LocalAuthProtocol"]),
@@ -55,16 +60,18 @@ let package = Package(
             name: "localauth-bench", dependencies: ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol"]),
 
         .testTarget(name: "LocalAuthProtocolTests", dependencies: ["LocalAuthProtocol"], resources: []),
-        .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore"]),
+        .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore", "LocalAuthProtocol"]),
         .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader"]),
-        .testTarget(name: "LocalAuthStoreTests", dependencies: ["LocalAuthStore"]),
+        .testTarget(name: "LocalAuthStoreTests", dependencies: ["LocalAuthStore", "LocalAuthCore"]),
         .testTarget(
             name: "LocalAuthDaemonTests",
             dependencies: [
-                "LocalAuthDaemon", "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore",
+                "LocalAuthDaemon", "LocalAuthSystemd", "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader",
+                "LocalAuthStore",
             ]),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore"]),
+            name: "IntegrationTests",
+            dependencies: ["LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore"]),
         .testTarget(
             name: "LocalAuthenticationTests",
             dependencies: ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol"]),

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import LocalAuthProtocol
+import LocalAuthSystemd
 import Logging
 
 #if canImport(Glibc)
@@ -98,3 +99,6 @@ public struct AuditLog: Sendable {
 
     public func debug(_ message: String) { logger.debug("\(message)") }
 }
+
+/// The systemd glue (logind) reports through the audit log.
+extension AuditLog: NoticeLog {}

@@ -2,6 +2,7 @@
 import FingerprintReader
 import LocalAuthCore
 import LocalAuthStore
+import LocalAuthSystemd
 
 /// What an evaluation (or `canEvaluate`) decides on, gathered once per request: the policy core's
 /// facts, the user's stored state, the reader and prints biometrics would use, and the caller's

@@ -3,6 +3,7 @@ import FingerprintReader
 import LocalAuthCore
 import LocalAuthProtocol
 import LocalAuthStore
+import LocalAuthSystemd
 
 /// Answers every request that comes through a door: the Unix socket's `Server`, or any other door
 /// that builds a `PeerCredentials` and a `RequestIO` and calls `handle`.

@@ -3,6 +3,7 @@ import FingerprintReader
 import LocalAuthCore
 import LocalAuthProtocol
 import LocalAuthStore
+import LocalAuthSystemd
 
 /// What every use case works with: the reader, the store, the configuration, the audit log, the
 /// clock and logind. Shared by value; each part is safe to use from any task.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-import CSystemd
 import Dispatch
 import FingerprintReader
 import LocalAuthStore
+import LocalAuthSystemd
 
 #if canImport(Glibc)
     import Glibc
@@ -167,14 +167,14 @@ public enum DaemonMain {
             audit.notice("libfprint failed to start (\(error)); serving without biometrics")
             reader = nil
         }
-        let logind = Logind(audit: audit)
+        let logind = Logind(log: audit)
         let daemon = Daemon(
             reader: reader, store: store, configuration: config, virtualReaderSocket: virtualReaderSocket, audit: audit,
             logind: logind)
         logind.watchSleep { goingToSleep in
             if goingToSleep { await daemon.prepareForSleep() } else { await daemon.resumedFromSleep() }
         }
-        let adopted = adoptedSocket()
+        let adopted = SocketActivation.adoptedSocket()
         let devices = await reader?.devices() ?? []
         let readers = devices.isEmpty ? "no reader" : devices.map(\.name).joined(separator: ", ")
         let place = adopted != nil ? "the socket from systemd" : options.socketPath
@@ -315,14 +315,6 @@ public enum DaemonMain {
             print("\(error)")
             return 1
         }
-    }
-
-    /// The first socket systemd passed (`sd_listen_fds`), nil when not socket-activated.
-    static func adoptedSocket() -> Int32? {
-        let n = sd_listen_fds(1)
-        guard n >= 1 else { return nil }
-        let fd = SD_LISTEN_FDS_START
-        return sd_is_socket_unix(fd, Int32(SOCK_STREAM.rawValue), 1, nil, 0) > 0 ? fd : nil
     }
 
     static func makeParentDirectory(of path: String) throws {

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 
-import CSystemd
 import Glibc
 
 /// Talks to libfprint's `virtual_device` driver through its control socket.

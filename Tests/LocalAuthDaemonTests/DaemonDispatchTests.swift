@@ -7,6 +7,7 @@ import Glibc
 import LocalAuthDaemon
 import LocalAuthProtocol
 import LocalAuthStore
+import LocalAuthSystemd
 import Testing
 
 @Suite struct DaemonDispatchTests {

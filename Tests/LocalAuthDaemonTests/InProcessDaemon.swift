@@ -10,6 +10,7 @@ import LocalAuthCore
 import LocalAuthDaemon
 import LocalAuthProtocol
 import LocalAuthStore
+import LocalAuthSystemd
 import Testing
 
 /// The daemon, its store and the callers a test speaks as. Requests go through `Daemon.handle`, the

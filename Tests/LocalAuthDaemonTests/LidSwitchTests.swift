@@ -2,7 +2,7 @@
 import Glibc
 import Testing
 
-@testable import LocalAuthDaemon
+@testable import LocalAuthSystemd
 
 /// The ACPI lid button's state files, read where logind cannot be asked.
 @Suite struct LidSwitchTests {

@@ -25,7 +25,7 @@ public final class Logind: @unchecked Sendable {
     static let sleepDelayLimit: DispatchTimeInterval = .seconds(3)
 
     private let queue = DispatchQueue(label: "localauthd.logind")
-    private let audit: AuditLog
+    private let log: any NoticeLog
     // Everything below: on `queue` only.
     private var bus: OpaquePointer?
     private var source: DispatchSourceRead?
@@ -35,13 +35,14 @@ public final class Logind: @unchecked Sendable {
     /// Counts `PrepareForSleep` signals, so a late timer never releases a newer inhibitor.
     private var sleepGeneration = 0
 
-    public init(audit: AuditLog) {
-        self.audit = audit
+    /// - Parameter log: where what an administrator should know goes (the daemon's audit log).
+    public init(log: any NoticeLog) {
+        self.log = log
     }
 
     /// Follows `PrepareForSleep`: `handler(true)` before sleep, holding a delay inhibitor until it
     /// returns (or `sleepDelayLimit` passes), `handler(false)` after resume, then inhibits again.
-    func watchSleep(_ handler: @escaping @Sendable (_ goingToSleep: Bool) async -> Void) {
+    public func watchSleep(_ handler: @escaping @Sendable (_ goingToSleep: Bool) async -> Void) {
         queue.async {
             self.sleepHandler = handler
             if self.connected() != nil { self.takeInhibitor() }
@@ -51,7 +52,9 @@ public final class Logind: @unchecked Sendable {
     /// What an evaluation asks logind, in one round trip: the session of `pid` (`GetSessionByPID`:
     /// its object path and its `Remote` property) when a pid is given, and `LidClosed` when `lid`.
     /// Each answer is nil when there is no bus, no logind, or (for the session) no session.
-    func ask(sessionOf pid: Int32?, lid: Bool) async -> (session: (path: String, isRemote: Bool)?, lidClosed: Bool?) {
+    public func ask(sessionOf pid: Int32?, lid: Bool) async -> (
+        session: (path: String, isRemote: Bool)?, lidClosed: Bool?
+    ) {
         await onQueue {
             guard let bus = self.connected() else { return (nil, nil) }
             let session = pid.flatMap { self.lookUpSession($0) }
@@ -64,7 +67,7 @@ public final class Logind: @unchecked Sendable {
     }
 
     /// Stops following sleep and closes the connection (daemon shutdown).
-    func close() {
+    public func close() {
         queue.sync { self.disconnect(nil) }
     }
 
@@ -98,7 +101,7 @@ public final class Logind: @unchecked Sendable {
         watch.resume()
         bus = opened
         source = watch
-        audit.debug("connected to the system bus")
+        log.debug("connected to the system bus")
         return opened
     }
 
@@ -116,7 +119,7 @@ public final class Logind: @unchecked Sendable {
     }
 
     private func disconnect(_ why: String?) {
-        if let why { audit.notice(why) }
+        if let why { log.notice(why) }
         if inhibitor >= 0 {
             Glibc.close(inhibitor)
             inhibitor = -1
@@ -169,7 +172,7 @@ public final class Logind: @unchecked Sendable {
         var reply: OpaquePointer?
         guard sd_bus_call(bus, message, 0, &error, &reply) >= 0, let reply else {
             if let name = error.name {
-                audit.debug("logind \(member): \(String(cString: name))")
+                log.debug("logind \(member): \(String(cString: name))")
             }
             return nil
         }
@@ -200,7 +203,7 @@ public final class Logind: @unchecked Sendable {
         if let fd {
             inhibitor = fd
         } else {
-            audit.notice("logind refused a sleep delay inhibitor; the reader is not suspended before sleep")
+            log.notice("logind refused a sleep delay inhibitor; the reader is not suspended before sleep")
         }
     }
 
@@ -217,7 +220,7 @@ public final class Logind: @unchecked Sendable {
         if goingToSleep {
             queue.asyncAfter(deadline: .now() + Self.sleepDelayLimit) {
                 guard self.sleepGeneration == generation, self.inhibitor >= 0 else { return }
-                self.audit.notice("preparing the reader for sleep took too long; letting the system sleep")
+                self.log.notice("preparing the reader for sleep took too long; letting the system sleep")
                 self.releaseInhibitor()
             }
         }

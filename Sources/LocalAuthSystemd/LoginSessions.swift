@@ -26,7 +26,9 @@ public struct LoginSessions: Sendable {
     /// place the caller in no session (a container, a process outside logind's cgroups), logind's
     /// `GetSessionByPID`. With `askLid`, logind's `LidClosed`, else the ACPI lid button. At most one
     /// round trip to the bus for both.
-    nonisolated(nonsending) func view(of pid: Int32, uid: UInt32, tty: String?, askLid: Bool) async -> CallerSession {
+    public nonisolated(nonsending) func view(of pid: Int32, uid: UInt32, tty: String?, askLid: Bool) async
+        -> CallerSession
+    {
         var fromFiles: (key: String, isRemote: Bool)?
         var name: UnsafeMutablePointer<CChar>?
         if sd_pid_get_session(pid_t(pid), &name) >= 0, let name {
