@@ -2,56 +2,187 @@
 import Foundation
 import Testing
 
-/// The one rule: dependencies point from the edges to the core, never back. Read from Package.swift.
+/// The one rule: dependencies point from the edges to the core, never back; C and systemd stay
+/// where they are confined. Read from Package.swift and from the import lines of every Swift file.
 @Suite struct ArchitectureTests {
-    /// What each target may depend on (ours only; products of other packages are not checked here).
+    /// Each target with sources, and every module its files may import (ours, other packages'
+    /// products, the toolchain's). A target missing here, or an import outside its set, fails.
     static let allowed: [String: Set<String>] = [
+        // The leaves: pure, no I/O.
         "LocalAuthProtocol": [],
         "LocalAuthCore": ["LocalAuthProtocol"],
-        "FingerprintReader": ["CLibfprint"],
-        "LocalAuthStore": ["LocalAuthCore", "CCrypt"],
-        "LocalAuthDaemon": ["LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore", "CSystemd"],
-        "LocalAuthClient": ["LocalAuthProtocol"],
-        "localauthd": ["LocalAuthDaemon"],
-        "localauthctl": ["LocalAuthClient"],
-        "LocalAuthentication": ["LocalAuthClient", "LocalAuthProtocol"],
+        // The edges, each with its C.
+        "FingerprintReader": ["CLibfprint", "Glibc", "Dispatch", "Synchronization"],
+        "LocalAuthStore": ["LocalAuthCore", "CCrypt", "Glibc", "Synchronization"],
+        "LocalAuthSystemd": ["CSystemd", "Logging", "Glibc", "Dispatch", "Synchronization"],
+        // The daemon: no C of its own, no Foundation.
+        "LocalAuthDaemon": [
+            "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore", "LocalAuthSystemd",
+            "NIOCore", "NIOPosix", "Logging", "Glibc", "Dispatch", "Synchronization",
+        ],
+        "localauthd": ["LocalAuthDaemon", "Glibc"],
+        // The clients know the protocol, never the daemon.
+        "LocalAuthClient": ["LocalAuthProtocol", "Glibc"],
+        "localauthctl": ["LocalAuthClient", "LocalAuthProtocol", "ArgumentParser", "Glibc"],
+        "LocalAuthentication": ["LocalAuthClient", "LocalAuthProtocol", "Foundation", "Glibc"],
+        "vault": ["LocalAuthentication", "Foundation"],
+        "localauth-bench": ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "Foundation", "Glibc"],
+        // Tests: their subject, what they drive it with, and the toolchain.
+        "LocalAuthProtocolTests": ["LocalAuthProtocol", "Testing", "Glibc"],
+        "LocalAuthCoreTests": ["LocalAuthCore", "LocalAuthProtocol", "Testing", "Foundation"],
+        "FingerprintReaderTests": ["FingerprintReader", "Testing", "Glibc", "Synchronization"],
+        "LocalAuthStoreTests": ["LocalAuthStore", "LocalAuthCore", "Testing", "Glibc", "Synchronization"],
+        "LocalAuthDaemonTests": [
+            "LocalAuthDaemon", "LocalAuthSystemd", "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader",
+            "LocalAuthStore", "Testing", "Foundation", "Glibc", "Synchronization",
+        ],
+        "IntegrationTests": [
+            "LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore", "Testing", "Foundation",
+        ],
+        "LocalAuthenticationTests": [
+            "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "Testing", "Foundation",
+        ],
+        "AppleStyleTests": ["LocalAuthentication", "Testing", "Foundation"],
     ]
 
-    static func manifest() -> String {
-        let path =
-            String(#filePath.dropLast("Tests/LocalAuthDaemonTests/ArchitectureTests.swift".count)) + "Package.swift"
-        return (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+    /// Modules that only these files may import, even within a target allowed to.
+    static let onlyFiles: [String: Set<String>] = [
+        "CLibfprint": ["Sources/FingerprintReader/Libfprint.swift"]
+    ]
+
+    static let root = String(#filePath.dropLast("Tests/LocalAuthDaemonTests/ArchitectureTests.swift".count))
+
+    static func manifest() throws -> Manifest {
+        Manifest(text: try String(contentsOfFile: root + "Package.swift", encoding: .utf8))
     }
 
-    /// Target name → the quoted names in its `dependencies:` list.
-    static func declaredDependencies() -> [String: Set<String>] {
-        let text = manifest()
-        var result: [String: Set<String>] = [:]
-        let ours = Set(allowed.keys).union(["CLibfprint", "CCrypt", "CSystemd"])
-        for chunk in text.components(separatedBy: "name: \"").dropFirst() {
-            guard let nameEnd = chunk.firstIndex(of: "\"") else { continue }
-            let name = String(chunk[..<nameEnd])
-            guard allowed[name] != nil else { continue }
-            let body = chunk.components(separatedBy: "name: \"").first ?? ""
-            guard let deps = body.range(of: "dependencies:") else {
-                result[name, default: []] = []
-                continue
+    /// Every Swift file under Sources/, Tests/ and Examples/.
+    static func sourceFiles() throws -> [SourceFile] {
+        var files: [SourceFile] = []
+        for top in ["Sources", "Tests", "Examples"] {
+            guard let walker = FileManager.default.enumerator(atPath: root + top) else { continue }
+            while let relative = walker.nextObject() as? String {
+                guard relative.hasSuffix(".swift") else { continue }
+                let path = top + "/" + relative
+                files.append(SourceFile(path: path, text: try String(contentsOfFile: root + path, encoding: .utf8)))
             }
-            let quoted = body[deps.upperBound...].split(separator: "\"").enumerated().filter { $0.offset % 2 == 1 }.map
-            { String($0.element) }
-            result[name, default: []].formUnion(quoted.filter { ours.contains($0) })
         }
-        return result
+        return files
     }
 
-    @Test func manifest_declaresEveryKnownTarget() {
-        #expect(Set(Self.declaredDependencies().keys) == Set(Self.allowed.keys))
+    @Test func theTree_keepsTheArchitecture() throws {
+        let files = try Self.sourceFiles()
+        #expect(files.count > 50, "the walk found \(files.count) Swift files under \(Self.root)")
+        let problems = architectureViolations(
+            manifest: try Self.manifest(), files: files, allowed: Self.allowed, onlyFiles: Self.onlyFiles)
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
 
-    @Test func dependencies_pointOnlyTowardTheCore() {
-        for (target, deps) in Self.declaredDependencies() {
-            let extra = deps.subtracting(Self.allowed[target] ?? [])
-            #expect(extra.isEmpty, "\(target) depends on \(extra.sorted()), which the architecture forbids")
-        }
+    @Test func manifest_isReadWithEveryTargetAndItsDependencies() throws {
+        let manifest = try Self.manifest()
+        let daemon = try #require(manifest.targets.first { $0.name == "LocalAuthDaemon" })
+        #expect(daemon.dependencies.isSuperset(of: ["LocalAuthSystemd", "NIOCore", "Logging"]))
+        #expect(!daemon.dependencies.contains("swift-nio"), "a package name is not a module")
+        #expect(manifest.targets.first { $0.name == "vault" }?.directory == "Examples/Vault")
+        #expect(manifest.targets.first { $0.name == "CSystemd" }?.kind == "systemLibrary")
+    }
+
+    // The checker itself must fail where the rule is broken.
+
+    static let tinyManifest = """
+        targets: [
+            .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd"),
+            .target(name: "Core"),
+            .target(name: "Glue", dependencies: ["CSystemd"]),
+            .target(name: "Daemon", dependencies: ["Core", "Glue", .product(name: "NIOCore", package: "swift-nio")]),
+        ]
+        """
+    static let tinyTable: [String: Set<String>] = [
+        "Core": [], "Glue": ["CSystemd"], "Daemon": ["Core", "Glue", "NIOCore", "Glibc"],
+    ]
+
+    @Test func check_whenEveryFileKeepsItsSet_findsNothing() {
+        let files = [
+            SourceFile(path: "Sources/Daemon/A.swift", text: "import Core\nimport Glue\nimport NIOCore\n"),
+            SourceFile(path: "Sources/Glue/B.swift", text: "import CSystemd\n"),
+        ]
+        let problems = architectureViolations(
+            manifest: Manifest(text: Self.tinyManifest), files: files, allowed: Self.tinyTable, onlyFiles: [:])
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
+    @Test func check_whenATargetIsMissingFromTheTable_fails() {
+        var table = Self.tinyTable
+        table["Glue"] = nil
+        let problems = architectureViolations(
+            manifest: Manifest(text: Self.tinyManifest), files: [], allowed: table, onlyFiles: [:])
+        #expect(problems.contains { $0.hasPrefix("target Glue is not in the architecture table") }, "\(problems)")
+    }
+
+    @Test func check_whenAFileImportsOutsideItsTargetsSet_fails() {
+        // Compiles (CSystemd reaches the daemon through Glue), and is exactly what the rule forbids.
+        let files = [
+            SourceFile(path: "Sources/Daemon/A.swift", text: "import Core\n#if DEBUG\n    import CSystemd\n#endif\n")
+        ]
+        let problems = architectureViolations(
+            manifest: Manifest(text: Self.tinyManifest), files: files, allowed: Self.tinyTable, onlyFiles: [:])
+        #expect(problems == ["Sources/Daemon/A.swift imports CSystemd, outside what Daemon may import"])
+    }
+
+    @Test func check_whenAnImportIsAllowedButNotDeclared_fails() {
+        var table = Self.tinyTable
+        table["Core"] = ["Glue"]
+        let files = [SourceFile(path: "Sources/Core/C.swift", text: "@testable import Glue\n")]
+        let problems = architectureViolations(
+            manifest: Manifest(text: Self.tinyManifest), files: files, allowed: table, onlyFiles: [:])
+        #expect(problems == ["Sources/Core/C.swift imports Glue, which Core does not declare in Package.swift"])
+    }
+
+    @Test func check_whenAModuleIsImportedOutsideItsOnlyFiles_fails() {
+        let files = [
+            SourceFile(path: "Sources/Glue/B.swift", text: "import CSystemd\n"),
+            SourceFile(path: "Sources/Glue/Other.swift", text: "import CSystemd\n"),
+        ]
+        let problems = architectureViolations(
+            manifest: Manifest(text: Self.tinyManifest), files: files, allowed: Self.tinyTable,
+            onlyFiles: ["CSystemd": ["Sources/Glue/B.swift"]])
+        #expect(problems == ["Sources/Glue/Other.swift imports CSystemd; only Sources/Glue/B.swift may"])
+    }
+
+    @Test func check_whenADependencyPointsBack_fails() {
+        let manifest = Manifest(
+            text: Self.tinyManifest.replacingOccurrences(
+                of: "name: \"Core\")", with: "name: \"Core\", dependencies: [\"Daemon\"])"))
+        let problems = architectureViolations(manifest: manifest, files: [], allowed: Self.tinyTable, onlyFiles: [:])
+        #expect(problems == ["Core depends on Daemon, which the architecture forbids"])
+    }
+
+    @Test func check_whenAFileBelongsToNoTarget_fails() {
+        let files = [SourceFile(path: "Sources/Stray/S.swift", text: "")]
+        let problems = architectureViolations(
+            manifest: Manifest(text: Self.tinyManifest), files: files, allowed: Self.tinyTable, onlyFiles: [:])
+        #expect(problems == ["Sources/Stray/S.swift belongs to no target"])
+    }
+
+    @Test func importedModules_readsAttributesKindsAndIfBlocks_butNotStringsOrComments() {
+        let source = #"""
+            // SPDX-License-Identifier: Apache-2.0
+            import Glibc
+            @testable import LocalAuthDaemon
+            @_spi(Testing) import Logging
+            import struct Dispatch.DispatchTime
+            #if canImport(Synchronization)
+                import Synchronization
+            #endif
+            let script = """
+                import socket
+                """
+            /*
+            import Foundation
+            */
+            // import CSystemd
+            let importance = 1
+            """#
+        #expect(importedModules(of: source) == ["Glibc", "LocalAuthDaemon", "Logging", "Dispatch", "Synchronization"])
     }
 }
