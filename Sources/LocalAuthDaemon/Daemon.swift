@@ -45,13 +45,13 @@ public actor Daemon {
         }
         let result: LocalAuthProtocol.Result
         switch route.work {
-        case .machine(let work): result = await work()
-        case .anyAccount(let work): result = await work(target)
+        case .machine(let work): result = await work(self)
+        case .anyAccount(let work): result = await work(self, target)
         case .account(let work):
             guard let user = target else {
                 return Result(.invalidRequest, "uid \(caller.uid) has no account name; name the user")
             }
-            result = await userQueue.serialize(user) { await work(user) }
+            result = await userQueue.serialize(user) { await work(self, user) }
         }
         if route.audited {
             parts.audit.decision(
@@ -62,15 +62,16 @@ public actor Daemon {
     }
 
     /// A request taken apart once: its row of the authorisation table, whether its decision is
-    /// audited (with which fields), and the use case that answers it.
+    /// audited (with which fields), and the use case that answers it. The work is isolated to the
+    /// daemon (its `isolated` parameter), so every use case runs on the actor, store writes included.
     private struct Route {
         enum Work {
             /// No account involved.
-            case machine(() async -> LocalAuthProtocol.Result)
+            case machine((isolated Daemon) async -> LocalAuthProtocol.Result)
             /// The named account or the caller's own, when there is one; no turn in its queue.
-            case anyAccount((String?) async -> LocalAuthProtocol.Result)
+            case anyAccount((isolated Daemon, String?) async -> LocalAuthProtocol.Result)
             /// One account's state, read and written in that account's turn (`UserQueue`).
-            case account((String) async -> LocalAuthProtocol.Result)
+            case account((isolated Daemon, String) async -> LocalAuthProtocol.Result)
         }
         var operation: Operation
         var audited: Bool
@@ -83,48 +84,54 @@ public actor Daemon {
         let accounts = AccountRequests(parts: parts)
         switch request {
         case .devices:
-            return Route(operation: .devices, audited: false, work: .machine { await readers.devices() })
+            return Route(operation: .devices, audited: false, work: .machine { _ in await readers.devices() })
         case .simulate(let action, let argument):
             let simulator = Simulator(parts: parts)
             return Route(
                 operation: .simulate, audited: true,
-                work: .machine { await simulator.simulate(action: action, argument: argument) })
+                work: .machine { _ in await simulator.simulate(action: action, argument: argument) })
         case .status:
-            return Route(operation: .status, audited: false, work: .anyAccount { await readers.status(user: $0) })
+            return Route(
+                operation: .status, audited: false, work: .anyAccount { _, user in await readers.status(user: user) })
         case .canEvaluate(let policy, _):
             return Route(
                 operation: .canEvaluate, audited: false,
-                work: .account { await readers.canEvaluate(policy: policy, user: $0, caller: caller) })
+                work: .account { _, user in await readers.canEvaluate(policy: policy, user: user, caller: caller) })
         case .evaluate(let options):
             return Route(
                 operation: .evaluate, audited: true,
                 auditFields: [("service", options.service ?? "-"), ("policy", String(options.policy.rawValue))],
-                work: .account { await self.evaluate(options, user: $0, caller: caller, io: io) })
+                work: .account { daemon, user in await daemon.evaluate(options, user: user, caller: caller, io: io) })
         case .enroll(_, let finger, let passcodeCapable):
             let enrollment = Enrollment(parts: parts)
             return Route(
                 operation: .enroll, audited: true,
-                work: .account { user in
+                work: .account { daemon, user in
                     await enrollment.enroll(
                         user: user, finger: finger, passcodeCapable: passcodeCapable, caller: caller, io: io
-                    ) { proof in await self.evaluate(proof, user: user, caller: caller, io: io) }
+                    ) { proof in await daemon.evaluate(proof, user: user, caller: caller, io: io) }
                 })
         case .list:
-            return Route(operation: .list, audited: true, work: .account { await accounts.list(user: $0) })
+            return Route(operation: .list, audited: true, work: .account { _, user in await accounts.list(user: user) })
         case .delete(_, let finger, let all):
             return Route(
                 operation: .delete, audited: true,
-                work: .account { await accounts.delete(user: $0, finger: finger, all: all) })
+                work: .account { _, user in await accounts.delete(user: user, finger: finger, all: all) })
         case .passcodeSet(_, let passcode, let old):
             return Route(
                 operation: .passcodeSet, audited: true,
-                work: .account { await accounts.setPasscode(user: $0, new: passcode, old: old, caller: caller) })
+                work: .account { _, user in
+                    await accounts.setPasscode(user: user, new: passcode, old: old, caller: caller)
+                })
         case .passcodeRemove(_, let old):
             return Route(
                 operation: .passcodeRemove, audited: true,
-                work: .account { await accounts.setPasscode(user: $0, new: nil, old: old, caller: caller) })
+                work: .account { _, user in await accounts.setPasscode(user: user, new: nil, old: old, caller: caller) }
+            )
         case .lockoutReset:
-            return Route(operation: .lockoutReset, audited: true, work: .account { self.resetLockout(user: $0) })
+            return Route(
+                operation: .lockoutReset, audited: true,
+                work: .account { daemon, user in daemon.resetLockout(user: user) })
         }
     }
 

@@ -47,9 +47,10 @@ struct EvaluationRun {
         (inputs, feed) = AsyncStream.makeStream(of: Input.self)
     }
 
-    /// Runs to the RESULT: the deadline, the client's signals and the caller's cancellation
-    /// (`systemCancel`: the client went away) all become policy input.
-    nonisolated(nonsending) func run() async -> Outcome {
+    /// Runs to the RESULT on `isolation` (the daemon's actor, so that its state writes never
+    /// interleave with another request's): the deadline, the client's signals and the caller's
+    /// cancellation (`systemCancel`: the client went away) all become policy input.
+    func run(isolation: isolated (any Actor)? = #isolation) async -> Outcome {
         let feed = self.feed
         let deadline = DeadlineTimer(ms: evaluator.options.timeoutMs) { feed.yield(.policy(.timedOut)) }
         let signals = io.signals
@@ -66,15 +67,16 @@ struct EvaluationRun {
             deadline.cancel()
             forwarder.cancel()
         }
+        // The operation closure would run off the actor unless told where: drive() is told.
         return await withTaskCancellationHandler {
-            await drive()
+            await drive(isolation: isolation)
         } onCancel: {
             feed.yield(.policy(.cancelled(.systemCancel)))
         }
     }
 
     /// Starts the evaluator, executes its outputs in order and feeds it inputs until it finishes.
-    private nonisolated(nonsending) func drive() async -> Outcome {
+    private func drive(isolation: isolated (any Actor)?) async -> Outcome {
         var evaluator = self.evaluator
         var recorded = evaluator.state  // as on disk
         var outputs = evaluator.start(nowMs: parts.clock())

@@ -30,6 +30,8 @@ struct InProcessDaemon {
 
     /// Starts libfprint (virtual_device only) and the daemon; the reader never closes on its own.
     /// Every reader counts as external, so a closed lid of the machine running the tests changes nothing.
+    /// Every step of every store write checks that it runs on the daemon's actor (the child traps if
+    /// not): requests never write concurrently, and the watchdog's ping waits for a hung write.
     static func start(_ configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> InProcessDaemon {
         let directory = try temporaryDirectory()
         let socket = directory + "/virtual-reader.socket"
@@ -37,13 +39,17 @@ struct InProcessDaemon {
         unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
         unsetenv("FP_VIRTUAL_IMAGE")
         let reader = try await FingerprintReader(lingerMs: nil)
-        let store = try EnrollmentStore(stateDirectory: directory + "/state")
+        let owner = DaemonReference()
+        let store = try EnrollmentStore.pausingAtWriteSteps(stateDirectory: directory + "/state", onNotice: nil) {
+            owner.daemon?.preconditionIsolated("a store write off the daemon's actor")
+        }
         var configuration = DaemonConfiguration()
         configuration.externalReaderDrivers = ["virtual_device"]
         configure(&configuration)
         let daemon = Daemon(
             reader: reader, store: store, configuration: configuration, virtualReaderSocket: socket,
             audit: AuditLog(level: .info, sink: .stderr))
+        owner.daemon = daemon
         return InProcessDaemon(daemon: daemon, store: store, directory: directory)
     }
 
@@ -109,6 +115,11 @@ struct InProcessDaemon {
                 policy: .deviceOwnerAuthentication, user: user, service: "in-process-test", flags: [.passcodeCapable],
                 tries: tries, timeoutMs: 20_000))
     }
+}
+
+/// The daemon, for the store's write hook, which exists before it.
+final class DaemonReference: @unchecked Sendable {
+    var daemon: Daemon?
 }
 
 /// A request in flight: its events in order, its client signals, its RESULT.
