@@ -79,7 +79,7 @@ public enum Authorization {
         case .status, .canEvaluate, .evaluate, .enroll, .list, .delete, .passcodeSet, .passcodeRemove:
             guard let target else { return .allowed }
             guard let own = caller.userName, own == target else {
-                return .refused("uid \(caller.uid) may act only for its own account, not for '\(target)'")
+                return .refused("uid \(caller.uid) may act only for its own account, not for \(Echo.quoted(target))")
             }
             return .allowed
         }

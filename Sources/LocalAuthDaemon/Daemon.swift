@@ -41,7 +41,7 @@ public actor Daemon {
             return Result(.notAuthorized, "Not allowed: \(why)")
         }
         if let target, !EnrollmentStore.isValidUserName(target) {
-            return Result(.invalidRequest, "'\(target)' is not a valid user name")
+            return Result(.invalidRequest, "\(Echo.quoted(target)) is not a valid user name")
         }
         let result: LocalAuthProtocol.Result
         switch route.work {

@@ -331,7 +331,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         let channel = context.channel
         let loop = context.eventLoop
         let send: @Sendable (Event) -> Void = { event in
-            let bytes = event.frame.encoded()
+            let bytes = ServerMessage.event(event).encodedForWire()
             channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
         }
         let daemon = self.daemon
@@ -372,7 +372,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func write(_ message: ServerMessage, channel: any Channel) {
-        channel.writeAndFlush(channel.allocator.buffer(bytes: message.frame.encoded()), promise: nil)
+        channel.writeAndFlush(channel.allocator.buffer(bytes: message.encodedForWire()), promise: nil)
     }
 
     /// One ERROR frame, then the connection closes; the daemon serves on.
@@ -384,7 +384,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         }
         state = .closed
         if let caller { audit.notice("closing connection of \(caller): \(message)") }
-        let frame = ServerMessage.error(code: code.rawValue, message: message).frame.encoded()
+        let frame = ServerMessage.error(code: code.rawValue, message: message).encodedForWire()
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: frame))).whenComplete { _ in
             context.close(promise: nil)
         }
