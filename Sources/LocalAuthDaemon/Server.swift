@@ -62,7 +62,8 @@ public final class Server: Sendable {
             channel = try await bootstrap.withBoundSocket(adoptedFD).get()
         } else {
             channel = try await bootstrap.bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true).get()
-            chmod(socketPath, 0o666)
+            // Never through a symbolic link someone put in the socket's place after the bind.
+            fchmodat(AT_FDCWD, socketPath, 0o666, AT_SYMLINK_NOFOLLOW)
         }
     }
 
