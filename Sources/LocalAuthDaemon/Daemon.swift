@@ -134,7 +134,7 @@ public actor Daemon {
         -> LocalAuthProtocol.Result
     {
         let facts = await CallerFacts.gather(user: user, caller: caller, tty: options.tty, parts: parts)
-        let scope = ReuseScope(user: user, service: options.service ?? "", session: facts.session.key)
+        let scope = ReuseScope(user: user, service: options.service ?? "", session: facts.reuseKey)
         let run = EvaluationRun(
             options, user: user, facts: facts, lastSuccessMs: reuseWindows[scope], io: io, parts: parts)
         let id = running.add(run.feed)

@@ -99,6 +99,7 @@ public enum DaemonMain {
     public static func run(_ options: DaemonOptions) async -> Int32 {
         let early = AuditLog()
         signal(SIGPIPE, SIG_IGN)
+        raiseDescriptorLimit()
         // Before anything can answer: a SIGTERM that arrives once a client has been served must
         // stop the daemon, never fall between ignoring the default action and the source.
         let stop = AsyncStream.makeStream(of: Stop.self)
@@ -326,6 +327,18 @@ public enum DaemonMain {
             print("\(error)")
             return 1
         }
+    }
+
+    /// Raises the soft limit on open descriptors to the hard one (at most 65536): each of up to
+    /// 4096 connections holds its socket and the pin of its process (`PeerProcess`), and
+    /// systemd's default soft limit is 1024.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let wanted = min(limit.rlim_max, 65536)
+        guard limit.rlim_cur < wanted else { return }
+        limit.rlim_cur = wanted
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
     }
 
     /// True when something accepts connections on the Unix socket at `path`; false when nothing is

@@ -246,10 +246,10 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
             fail(context, .malformed, "cannot read the peer's credentials")
             return
         }
-        guard counter.acquire(uid: credentials.uid, limits: limits) else {
+        guard counter.acquire(uid: credentials.accountUID, limits: limits) else {
             audit.notice("refused a connection from \(credentials): too many connections")
             caller = nil
-            fail(context, .tooManyConnections, "too many connections from uid \(credentials.uid)")
+            fail(context, .tooManyConnections, "too many connections from uid \(credentials.accountUID)")
             return
         }
         caller = credentials
@@ -264,7 +264,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         }
         state = .closed
         idleTimer?.cancel()
-        if let caller { counter.release(uid: caller.uid) }
+        if let caller { counter.release(uid: caller.accountUID) }
         caller = nil
         context.fireChannelInactive()
     }
@@ -340,9 +340,9 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         let bound = NIOLoopBound((self, context), eventLoop: loop)
         let task = Task {
             // Cancelled while waiting: the connection is gone and nobody reads the answer.
-            guard await gate.enter(uid: caller.uid) else { return }
+            guard await gate.enter(uid: caller.accountUID) else { return }
             let result = await daemon.handle(request, caller: caller, io: RequestIO(send: send, signals: signals))
-            gate.leave(uid: caller.uid)
+            gate.leave(uid: caller.accountUID)
             loop.execute {
                 let (connection, context) = bound.value
                 connection.finish(result, context: context)
@@ -391,7 +391,10 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
-    /// `SO_PEERCRED` of the client.
+    /// `SO_PEERPIDFD` from `<asm-generic/socket.h>` (Glibc does not name it yet).
+    static let soPeerPIDFD: Int32 = 77
+
+    /// `SO_PEERCRED` of the client, and its process pinned (`PeerProcess`).
     static func peerCredentials(_ channel: any Channel) -> PeerCredentials? {
         guard let provider = channel as? SocketOptionProvider else { return nil }
         typealias UCred = (pid: Int32, uid: UInt32, gid: UInt32)  // layout of struct ucred
@@ -401,7 +404,13 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         var credentials: UCred?
         future.whenSuccess { credentials = $0 }
         guard let cred = credentials else { return nil }
+        // SO_PEERPIDFD (Linux 6.5+): the very process that connected; older kernels refuse it.
+        var pidfd: Int32 = -1
+        let peerPIDFD: EventLoopFuture<Int32> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(Self.soPeerPIDFD))
+        peerPIDFD.whenSuccess { pidfd = $0 }
         return PeerCredentials(
-            pid: cred.pid, uid: cred.uid, gid: cred.gid, userName: PeerCredentials.userName(of: cred.uid))
+            pid: cred.pid, uid: cred.uid, gid: cred.gid, userName: PeerCredentials.userName(of: cred.uid),
+            process: PeerProcess(pid: cred.pid, pidfd: pidfd))
     }
 }
