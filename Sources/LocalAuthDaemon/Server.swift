@@ -33,6 +33,7 @@ public final class Server: Sendable {
     let counter: ConnectionCounter
     let gate: RequestGate
     let audit: AuditLog
+    let throttle: NoticeThrottle
     let channel: any Channel
 
     /// Binds `socketPath` (mode 0666: every peer is authorised by its credentials), or adopts
@@ -50,12 +51,16 @@ public final class Server: Sendable {
         let gate = RequestGate(
             limit: limits.requestsPerUID, perSecond: limits.requestsPerSecondPerUID, burst: limits.requestBurst)
         self.gate = gate
+        let throttle = NoticeThrottle()
+        self.throttle = throttle
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
-                        Connection(daemon: daemon, limits: limits, counter: counter, gate: gate, audit: audit))
+                        Connection(
+                            daemon: daemon, limits: limits, counter: counter, gate: gate, audit: audit,
+                            throttle: throttle))
                 }
             }
         if let adoptedFD {
@@ -228,17 +233,22 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     let counter: ConnectionCounter
     let gate: RequestGate
     let audit: AuditLog
+    let throttle: NoticeThrottle
     var state = State.awaitingHello
     var reader = FrameReader()
     var caller: PeerCredentials?
     var idleTimer: Scheduled<Void>?
 
-    init(daemon: Daemon, limits: Server.Limits, counter: ConnectionCounter, gate: RequestGate, audit: AuditLog) {
+    init(
+        daemon: Daemon, limits: Server.Limits, counter: ConnectionCounter, gate: RequestGate, audit: AuditLog,
+        throttle: NoticeThrottle
+    ) {
         self.daemon = daemon
         self.limits = limits
         self.counter = counter
         self.gate = gate
         self.audit = audit
+        self.throttle = throttle
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -247,7 +257,9 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
             return
         }
         guard counter.acquire(uid: credentials.accountUID, limits: limits) else {
-            audit.notice("refused a connection from \(credentials): too many connections")
+            notice(
+                "refused a connection from \(credentials): too many connections", uid: credentials.accountUID,
+                kind: "connections refused (too many connections)", loop: context.eventLoop)
             caller = nil
             fail(context, .tooManyConnections, "too many connections from uid \(credentials.accountUID)")
             return
@@ -384,10 +396,32 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
             task.cancel()
         }
         state = .closed
-        if let caller { audit.notice("closing connection of \(caller): \(message)") }
+        if let caller {
+            notice(
+                "closing connection of \(caller): \(message)", uid: caller.accountUID,
+                kind: "connections closed (bad frames or idle)", loop: context.eventLoop)
+        }
         let frame = ServerMessage.error(code: code.rawValue, message: message).encodedForWire()
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: frame))).whenComplete { _ in
             context.close(promise: nil)
+        }
+    }
+
+    /// A line a client can cause by connecting, through the throttle: when the first line of a
+    /// window is left out, its summary is scheduled for the end of the window.
+    private func notice(_ line: String, uid: UInt32, kind: String, loop: any EventLoop) {
+        switch throttle.admit(NoticeThrottle.Key(uid: uid, kind: kind), at: .now) {
+        case .log:
+            audit.notice(line)
+        case .suppressedFirst(let due):
+            let (throttle, audit) = (self.throttle, self.audit)
+            let (seconds, attoseconds) = due.components
+            let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000 + 1_000_000
+            loop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+                for summary in throttle.summaries(at: .now) { audit.notice(summary) }
+            }
+        case .suppressed:
+            break
         }
     }
 

@@ -294,6 +294,42 @@ struct ConnectionLimitTests {
         #expect(held.line == "40 0", "welcomed, refused: \(held.line)")
     }
 
+    /// Issue 13, M3: each refused connection wrote one log line (23,000 lines a second from one
+    /// user), enough for journald's rate limit to drop genuine audit records. uid 65534 holds its
+    /// 32 connections and is refused 2000 more: at most 5 lines say so, then one summary counts
+    /// the rest when the 10 s window ends. Before, 2000 lines.
+    @Test(.timeLimit(.minutes(1)))
+    func refusedConnections_whenOneUIDFloods_areLoggedAFewTimesThenSummedUp() throws {
+        let d = try DaemonHarness()
+        let held = try HeldConnections(32, on: d, launcher: Self.asNobody)
+        #expect(held.line == "32 0")
+        let flood = Process()
+        flood.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        let script = """
+            import socket, sys
+            for i in range(2000):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sys.argv[1])
+                while s.recv(4096):
+                    pass
+                s.close()
+            """
+        flood.arguments = Self.asNobody.dropFirst() + ["/usr/bin/python3", "-c", script, d.socketPath]
+        try flood.run()
+        flood.waitUntilExit()
+        #expect(flood.terminationStatus == 0)
+        let refusals = { d.daemonLog.split(separator: "\n").filter { $0.contains("refused a connection") }.count }
+        #expect(refusals() == 5, "\(refusals()) refusal lines")
+        let deadline = Date().addingTimeInterval(15)
+        while !d.daemonLog.contains("more connections refused") && Date() < deadline { usleep(100_000) }
+        let summary = d.daemonLog.split(separator: "\n").first { $0.contains("more connections refused") }
+        #expect(
+            summary?.contains("uid 65534: 1995 more connections refused (too many connections) in the last") == true,
+            "\(summary ?? "no summary")")
+        let (devices, _) = try d.perform(.devices)
+        #expect(devices.isSuccess)
+    }
+
     static let asNobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 }
 
