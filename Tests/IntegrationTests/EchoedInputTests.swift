@@ -51,6 +51,17 @@ struct EchoedInputTests {
         #expect(devices.isSuccess)
     }
 
+    /// The client side of the same: a name longer than a field can carry is a clear error from
+    /// `localauthctl`, not a trap (SIGILL) in it.
+    @Test func ctl_whenAUserNameIsLongerThanAFieldAllows_failsWithAMessage() throws {
+        let d = try DaemonHarness()
+        let r = try d.ctl(["status", "--user", String(repeating: "a", count: 2000)], asUser: "65534")
+        // Before, the CLI died of SIGILL (which Process also reports as 4) and said nothing.
+        #expect(r.status == 4 && r.err.contains("too large to send"), "\(r.status): \(r.err)")
+        let (devices, _) = try d.perform(.devices)
+        #expect(devices.isSuccess)
+    }
+
     /// Every request kind, every string field as long as the frame allows (ASCII, two-byte
     /// characters, control characters), from root and from an ordinary uid, through the real
     /// daemon: each gets a RESULT, and the daemon is still there after all of them.
