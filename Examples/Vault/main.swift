@@ -3,7 +3,7 @@
 // vault: a small terminal vault that unlocks with LAContext — written as an app for Apple's platforms is
 // written, against the same API. Commands (one a line): unlock, lock, show, quit.
 //
-//     LOCALAUTHD_SOCKET=/tmp/la.sock .build/release/vault
+//     LOCALAUTHD_SOCKET="$dir/socket" .build/release/vault   (the daemon of README.md's trial)
 import Foundation
 import LocalAuthentication
 

@@ -127,9 +127,14 @@ public final class DaemonConnection: @unchecked Sendable {
         }
     }
 
-    /// Sends a frame whole.
+    /// Sends a frame whole; a frame over the wire limits (a 2000-byte `--user`) is an error, not a trap.
     public func send(_ frame: Frame) throws(ClientError) {
-        let bytes = frame.encoded()
+        let bytes: [UInt8]
+        do {
+            bytes = try frame.encode()
+        } catch {
+            throw .protocolError("the request is too large to send (\(error))")
+        }
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

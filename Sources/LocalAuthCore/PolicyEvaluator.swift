@@ -391,7 +391,7 @@ public struct PolicyEvaluator: Sendable {
     }
 
     private var fallbackTitle: String {
-        options.fallbackTitle
+        options.fallbackTitle.map { Echo.truncated($0, maxBytes: PolicyMessages.maxTitleBytes) }
             ?? (options.policy == .deviceOwnerAuthentication
                 ? PolicyMessages.usePasscode : PolicyMessages.enterPassword)
     }
@@ -401,10 +401,16 @@ public struct PolicyEvaluator: Sendable {
     }
 
     /// The prompt shown to the person: the caller's reason, the instruction, the cancel title.
+    /// The caller's texts are cut (`PolicyMessages.maxReasonBytes`, `maxTitleBytes`) so that the
+    /// instruction always reaches the person and the prompt always fits a frame.
     private func prompt(_ instruction: String) -> String {
         var text = instruction
-        if let reason = options.reason, !reason.isEmpty { text = "\(reason): \(text)" }
-        if let cancel = options.cancelTitle, !cancel.isEmpty { text += " [\(cancel)]" }
+        if let reason = options.reason, !reason.isEmpty {
+            text = "\(Echo.truncated(reason, maxBytes: PolicyMessages.maxReasonBytes)): \(text)"
+        }
+        if let cancel = options.cancelTitle, !cancel.isEmpty {
+            text += " [\(Echo.truncated(cancel, maxBytes: PolicyMessages.maxTitleBytes))]"
+        }
         return text
     }
 
@@ -423,6 +429,10 @@ public struct PolicyEvaluator: Sendable {
 
 /// Every human line the evaluator produces, in one place.
 enum PolicyMessages {
+    /// The most of a caller's reason a prompt repeats, in bytes of UTF-8.
+    static let maxReasonBytes = 512
+    /// The most of a caller's cancel or fallback title a prompt repeats.
+    static let maxTitleBytes = 64
     static let stateUnreadable = "Stored authentication state is unreadable; ask an administrator"
     static let reused = "Authenticated by a recent success"
     static let notInteractive = "Interaction is not allowed"

@@ -74,19 +74,10 @@ public struct AuditLog: Sendable {
     }
 
     /// A client-supplied value as one quoted token: quotes, backslashes and control characters are
-    /// escaped, so no value can end the line or forge another one. At most 200 characters.
+    /// escaped, so no value can end the line or forge another one. At most 200 characters, a cut
+    /// marked with "…".
     static func quoted(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars.prefix(200) {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                out += "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        "\"" + Echo.escaped(value, quote: "\"", limit: 200) + "\""
     }
 
     public func notice(_ message: String) {

@@ -8,20 +8,59 @@ import LocalAuthProtocol
 /// Who is on the other end of a connection, from `SO_PEERCRED`: never from what the client says.
 public struct PeerCredentials: Equatable, Sendable, CustomStringConvertible {
     public var pid: Int32
+    /// The effective uid at connect (`SO_PEERCRED`): it decides what the caller may do.
     public var uid: UInt32
     public var gid: UInt32
     /// The account name of `uid`, nil when the uid has none.
     public var userName: String?
+    /// The process that connected, pinned at accept; nil for credentials made in process (tests).
+    public let process: PeerProcess?
 
-    public init(pid: Int32, uid: UInt32, gid: UInt32, userName: String?) {
+    public init(pid: Int32, uid: UInt32, gid: UInt32, userName: String?, process: PeerProcess? = nil) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
         self.userName = userName
+        self.process = process
+    }
+
+    public static func == (a: PeerCredentials, b: PeerCredentials) -> Bool {
+        a.pid == b.pid && a.uid == b.uid && a.gid == b.gid && a.userName == b.userName && a.process === b.process
     }
 
     public var isRoot: Bool { uid == 0 }
-    public var description: String { "uid \(uid) (\(userName ?? "?")) pid \(pid)" }
+
+    /// The real uid of the process that connected (`/proc/<pid>/status`, read at accept): for
+    /// `su`, `sudo`, `pkexec` and polkit's helper (setuid root), the user who started them.
+    public var realUID: UInt32? {
+        guard let process else { return uid }
+        return process.realUID
+    }
+
+    /// Counted under by the per-uid limits (connections, requests running, requests a second):
+    /// the caller's uid, or for a root-credentialed process the real uid of it, so that a user
+    /// gains nothing by connecting through 40 `su`s (issue 13, M2). Only root's own tools (real
+    /// uid 0) are unlimited; a root-credentialed process whose real uid cannot be read is counted
+    /// under `unattributedUID`, limited like a user: fail closed.
+    public var accountUID: UInt32 {
+        guard uid == 0 else { return uid }
+        return realUID ?? Self.unattributedUID
+    }
+
+    /// The account of root-credentialed callers whose real uid is unknown (never a real uid:
+    /// the kernel's overflow range ends below it).
+    public static let unattributedUID: UInt32 = 0xFFFF_FFFE
+
+    /// True while the process that opened the connection still runs. A connection its creator
+    /// left behind (to a child, through fork or SCM_RIGHTS) is judged by a pid that may name
+    /// another process now: biometrics refuse it (issue 13, L4). True for credentials made in
+    /// process, which have no process to pin.
+    public var isStillTheConnectingProcess: Bool { process?.isStillRunning ?? true }
+
+    public var description: String {
+        let real = realUID.map { $0 == uid ? "" : " real uid \($0)" } ?? " real uid unknown"
+        return "uid \(uid) (\(userName ?? "?"))\(real) pid \(pid)"
+    }
 
     /// The name of `uid` through `getpwuid_r`.
     public static func userName(of uid: UInt32) -> String? {
@@ -79,7 +118,7 @@ public enum Authorization {
         case .status, .canEvaluate, .evaluate, .enroll, .list, .delete, .passcodeSet, .passcodeRemove:
             guard let target else { return .allowed }
             guard let own = caller.userName, own == target else {
-                return .refused("uid \(caller.uid) may act only for its own account, not for '\(target)'")
+                return .refused("uid \(caller.uid) may act only for its own account, not for \(Echo.quoted(target))")
             }
             return .allowed
         }

@@ -15,6 +15,9 @@ struct CallerFacts {
     var device: ReaderDeviceInfo?
     var prints: [StoredPrint]
     var session: CallerSession
+    /// The session part of the reuse scope: the session's key, or one of its own, matching no
+    /// other, for a connection whose creator is gone.
+    var reuseKey: String
 
     /// The reader, the store and logind, asked in that order; one hop to logind at most.
     nonisolated(nonsending) static func gather(
@@ -25,8 +28,13 @@ struct CallerFacts {
         let prints = parts.enrolledPrints(user, on: device)
         let builtIn = device.map { !parts.configuration.externalReaderDrivers.contains($0.driver) } ?? false
         let session = await parts.sessions.view(of: caller.pid, uid: caller.uid, tty: tty, askLid: builtIn)
+        // Checked after the lookups by pid: if the process that connected is gone, they may have
+        // been about another process that has its pid now (issue 13, L4).
+        let orphaned = !caller.isStillTheConnectingProcess
         let unavailable: String?
-        if session.isRemote {
+        if orphaned {
+            unavailable = "the process that opened this connection has exited; connect again"
+        } else if session.isRemote {
             unavailable = "the request comes from a remote session"
         } else if device == nil {
             unavailable = "no fingerprint reader is connected"
@@ -40,6 +48,6 @@ struct CallerFacts {
             enrolledFingers: prints.map(\.finger), stateReadable: loaded.readable)
         return CallerFacts(
             evaluation: evaluation, state: loaded.state, device: unavailable == nil ? device : nil, prints: prints,
-            session: session)
+            session: session, reuseKey: orphaned ? "orphaned:\(caller.pid):\(parts.clock())" : session.key)
     }
 }

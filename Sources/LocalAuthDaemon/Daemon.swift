@@ -41,7 +41,7 @@ public actor Daemon {
             return Result(.notAuthorized, "Not allowed: \(why)")
         }
         if let target, !EnrollmentStore.isValidUserName(target) {
-            return Result(.invalidRequest, "'\(target)' is not a valid user name")
+            return Result(.invalidRequest, "\(Echo.quoted(target)) is not a valid user name")
         }
         let result: LocalAuthProtocol.Result
         switch route.work {
@@ -141,7 +141,7 @@ public actor Daemon {
         -> LocalAuthProtocol.Result
     {
         let facts = await CallerFacts.gather(user: user, caller: caller, tty: options.tty, parts: parts)
-        let scope = ReuseScope(user: user, service: options.service ?? "", session: facts.session.key)
+        let scope = ReuseScope(user: user, service: options.service ?? "", session: facts.reuseKey)
         let run = EvaluationRun(
             options, user: user, facts: facts, lastSuccessMs: reuseWindows[scope], io: io, parts: parts)
         let id = running.add(run.feed)

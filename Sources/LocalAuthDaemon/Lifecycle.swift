@@ -99,6 +99,7 @@ public enum DaemonMain {
     public static func run(_ options: DaemonOptions) async -> Int32 {
         let early = AuditLog()
         signal(SIGPIPE, SIG_IGN)
+        raiseDescriptorLimit()
         // Before anything can answer: a SIGTERM that arrives once a client has been served must
         // stop the daemon, never fall between ignoring the default action and the source.
         let stop = AsyncStream.makeStream(of: Stop.self)
@@ -137,7 +138,7 @@ public enum DaemonMain {
                 // on the FIFO `<dir>/stopped` and wait for a byte on `<dir>/go` (or a kill -9).
                 if let dir = getenv("LOCALAUTHD_DEBUG_WRITE_STEP_FIFOS").map({ String(cString: $0) }) {
                     store = try EnrollmentStore.pausingAtWriteSteps(
-                        stateDirectory: options.stateDirectory, onNotice: { audit.notice($0) },
+                        stateDirectory: options.stateDirectory, exclusive: true, onNotice: { audit.notice($0) },
                         pause: {
                             var byte: UInt8 = 0x73
                             let stopped = open(dir + "/stopped", O_WRONLY | O_CLOEXEC)
@@ -148,10 +149,14 @@ public enum DaemonMain {
                             close(go)
                         })
                 } else {
-                    store = try EnrollmentStore(stateDirectory: options.stateDirectory) { audit.notice($0) }
+                    store = try EnrollmentStore(stateDirectory: options.stateDirectory, exclusive: true) {
+                        audit.notice($0)
+                    }
                 }
             #else
-                store = try EnrollmentStore(stateDirectory: options.stateDirectory) { audit.notice($0) }
+                store = try EnrollmentStore(stateDirectory: options.stateDirectory, exclusive: true) {
+                    audit.notice($0)
+                }
             #endif
         } catch {
             audit.notice("cannot use the state directory \(options.stateDirectory): \(error)")
@@ -187,7 +192,14 @@ public enum DaemonMain {
         if adopted != nil { Notify.send("READY=1\nSTATUS=\(serving)") }
         let server: Server
         do {
-            if adopted == nil { try makeParentDirectory(of: options.socketPath) }
+            if adopted == nil {
+                try makeParentDirectory(of: options.socketPath)
+                // Binding would unlink a live daemon's socket and take its clients (issue 13, L6).
+                if socketAnswers(options.socketPath) {
+                    throw StartupError(
+                        description: "another daemon answers on it; stop that one first (its socket is left alone)")
+                }
+            }
             var limits = Server.Limits()
             if let idleMs = options.connectionIdleMsOverride { limits.idleTimeoutMs = idleMs }
             server = try await Server(
@@ -317,14 +329,59 @@ public enum DaemonMain {
         }
     }
 
+    /// Raises the soft limit on open descriptors to the hard one (at most 65536): each of up to
+    /// 4096 connections holds its socket and the pin of its process (`PeerProcess`), and
+    /// systemd's default soft limit is 1024.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let wanted = min(limit.rlim_max, 65536)
+        guard limit.rlim_cur < wanted else { return }
+        limit.rlim_cur = wanted
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+    }
+
+    /// True when something accepts connections on the Unix socket at `path`; false when nothing is
+    /// there or the file is a stale socket nobody listens on (the bind then replaces it).
+    static func socketAnswers(_ path: String) -> Bool {
+        var st = stat()
+        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK else { return false }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        // A full backlog (EAGAIN) is a listener too; refused or absent is a stale file.
+        return result == 0 || errno == EAGAIN || errno == EINPROGRESS
+    }
+
+    /// Why the daemon cannot start on the paths it was given.
+    struct StartupError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The socket's directory: made (0755) when missing. Refused when another user could change
+    /// it or a directory above it (their symbolic link, their directory, one others may write that
+    /// is not sticky): through it they could make root unlink and replace a socket elsewhere, or
+    /// swap the socket for a link that root's chmod would follow (issue 13, M4).
     static func makeParentDirectory(of path: String) throws {
+        if let problem = try TrustedPath.ancestorProblem(of: path) {
+            throw StartupError(description: "refusing the socket \(path): \(problem)")
+        }
         guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
         let dir = String(path[..<slash])
         var st = stat()
-        if stat(dir, &st) == 0 { return }
+        if lstat(dir, &st) == 0 { return }  // exists: checked above as the last directory on the way
         guard mkdir(dir, 0o755) == 0 || errno == EEXIST else {
-            throw DaemonOptions.ParseError.badValue(
-                "--socket", "cannot create \(dir): \(String(cString: strerror(errno)))")
+            throw StartupError(description: "cannot create \(dir): \(String(cString: strerror(errno)))")
         }
     }
 }

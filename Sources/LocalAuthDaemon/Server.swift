@@ -33,6 +33,7 @@ public final class Server: Sendable {
     let counter: ConnectionCounter
     let gate: RequestGate
     let audit: AuditLog
+    let throttle: NoticeThrottle
     let channel: any Channel
 
     /// Binds `socketPath` (mode 0666: every peer is authorised by its credentials), or adopts
@@ -50,19 +51,24 @@ public final class Server: Sendable {
         let gate = RequestGate(
             limit: limits.requestsPerUID, perSecond: limits.requestsPerSecondPerUID, burst: limits.requestBurst)
         self.gate = gate
+        let throttle = NoticeThrottle()
+        self.throttle = throttle
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
-                        Connection(daemon: daemon, limits: limits, counter: counter, gate: gate, audit: audit))
+                        Connection(
+                            daemon: daemon, limits: limits, counter: counter, gate: gate, audit: audit,
+                            throttle: throttle))
                 }
             }
         if let adoptedFD {
             channel = try await bootstrap.withBoundSocket(adoptedFD).get()
         } else {
             channel = try await bootstrap.bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true).get()
-            chmod(socketPath, 0o666)
+            // Never through a symbolic link someone put in the socket's place after the bind.
+            fchmodat(AT_FDCWD, socketPath, 0o666, AT_SYMLINK_NOFOLLOW)
         }
     }
 
@@ -227,17 +233,22 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     let counter: ConnectionCounter
     let gate: RequestGate
     let audit: AuditLog
+    let throttle: NoticeThrottle
     var state = State.awaitingHello
     var reader = FrameReader()
     var caller: PeerCredentials?
     var idleTimer: Scheduled<Void>?
 
-    init(daemon: Daemon, limits: Server.Limits, counter: ConnectionCounter, gate: RequestGate, audit: AuditLog) {
+    init(
+        daemon: Daemon, limits: Server.Limits, counter: ConnectionCounter, gate: RequestGate, audit: AuditLog,
+        throttle: NoticeThrottle
+    ) {
         self.daemon = daemon
         self.limits = limits
         self.counter = counter
         self.gate = gate
         self.audit = audit
+        self.throttle = throttle
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -245,10 +256,12 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
             fail(context, .malformed, "cannot read the peer's credentials")
             return
         }
-        guard counter.acquire(uid: credentials.uid, limits: limits) else {
-            audit.notice("refused a connection from \(credentials): too many connections")
+        guard counter.acquire(uid: credentials.accountUID, limits: limits) else {
+            notice(
+                "refused a connection from \(credentials): too many connections", uid: credentials.accountUID,
+                kind: "connections refused (too many connections)", loop: context.eventLoop)
             caller = nil
-            fail(context, .tooManyConnections, "too many connections from uid \(credentials.uid)")
+            fail(context, .tooManyConnections, "too many connections from uid \(credentials.accountUID)")
             return
         }
         caller = credentials
@@ -263,7 +276,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         }
         state = .closed
         idleTimer?.cancel()
-        if let caller { counter.release(uid: caller.uid) }
+        if let caller { counter.release(uid: caller.accountUID) }
         caller = nil
         context.fireChannelInactive()
     }
@@ -331,7 +344,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         let channel = context.channel
         let loop = context.eventLoop
         let send: @Sendable (Event) -> Void = { event in
-            let bytes = event.frame.encoded()
+            let bytes = ServerMessage.event(event).encodedForWire()
             channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
         }
         let daemon = self.daemon
@@ -339,9 +352,9 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         let bound = NIOLoopBound((self, context), eventLoop: loop)
         let task = Task {
             // Cancelled while waiting: the connection is gone and nobody reads the answer.
-            guard await gate.enter(uid: caller.uid) else { return }
+            guard await gate.enter(uid: caller.accountUID) else { return }
             let result = await daemon.handle(request, caller: caller, io: RequestIO(send: send, signals: signals))
-            gate.leave(uid: caller.uid)
+            gate.leave(uid: caller.accountUID)
             loop.execute {
                 let (connection, context) = bound.value
                 connection.finish(result, context: context)
@@ -372,7 +385,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func write(_ message: ServerMessage, channel: any Channel) {
-        channel.writeAndFlush(channel.allocator.buffer(bytes: message.frame.encoded()), promise: nil)
+        channel.writeAndFlush(channel.allocator.buffer(bytes: message.encodedForWire()), promise: nil)
     }
 
     /// One ERROR frame, then the connection closes; the daemon serves on.
@@ -383,14 +396,39 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
             task.cancel()
         }
         state = .closed
-        if let caller { audit.notice("closing connection of \(caller): \(message)") }
-        let frame = ServerMessage.error(code: code.rawValue, message: message).frame.encoded()
+        if let caller {
+            notice(
+                "closing connection of \(caller): \(message)", uid: caller.accountUID,
+                kind: "connections closed (bad frames or idle)", loop: context.eventLoop)
+        }
+        let frame = ServerMessage.error(code: code.rawValue, message: message).encodedForWire()
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: frame))).whenComplete { _ in
             context.close(promise: nil)
         }
     }
 
-    /// `SO_PEERCRED` of the client.
+    /// A line a client can cause by connecting, through the throttle: when the first line of a
+    /// window is left out, its summary is scheduled for the end of the window.
+    private func notice(_ line: String, uid: UInt32, kind: String, loop: any EventLoop) {
+        switch throttle.admit(NoticeThrottle.Key(uid: uid, kind: kind), at: .now) {
+        case .log:
+            audit.notice(line)
+        case .suppressedFirst(let due):
+            let (throttle, audit) = (self.throttle, self.audit)
+            let (seconds, attoseconds) = due.components
+            let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000 + 1_000_000
+            loop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+                for summary in throttle.summaries(at: .now) { audit.notice(summary) }
+            }
+        case .suppressed:
+            break
+        }
+    }
+
+    /// `SO_PEERPIDFD` from `<asm-generic/socket.h>` (Glibc does not name it yet).
+    static let soPeerPIDFD: Int32 = 77
+
+    /// `SO_PEERCRED` of the client, and its process pinned (`PeerProcess`).
     static func peerCredentials(_ channel: any Channel) -> PeerCredentials? {
         guard let provider = channel as? SocketOptionProvider else { return nil }
         typealias UCred = (pid: Int32, uid: UInt32, gid: UInt32)  // layout of struct ucred
@@ -400,7 +438,13 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         var credentials: UCred?
         future.whenSuccess { credentials = $0 }
         guard let cred = credentials else { return nil }
+        // SO_PEERPIDFD (Linux 6.5+): the very process that connected; older kernels refuse it.
+        var pidfd: Int32 = -1
+        let peerPIDFD: EventLoopFuture<Int32> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(Self.soPeerPIDFD))
+        peerPIDFD.whenSuccess { pidfd = $0 }
         return PeerCredentials(
-            pid: cred.pid, uid: cred.uid, gid: cred.gid, userName: PeerCredentials.userName(of: cred.uid))
+            pid: cred.pid, uid: cred.uid, gid: cred.gid, userName: PeerCredentials.userName(of: cred.uid),
+            process: PeerProcess(pid: cred.pid, pidfd: pidfd))
     }
 }

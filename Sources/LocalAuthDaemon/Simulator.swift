@@ -22,7 +22,7 @@ struct Simulator {
         default:
             return Result(
                 .invalidRequest,
-                "Unknown simulation '\(action)\(argument.map { " " + $0 } ?? "")'; try touch ID, retry [CODE], error [CODE], unplug, finger-on, finger-off"
+                "Unknown simulation \(Echo.quoted(action + (argument.map { " " + $0 } ?? ""))); try touch ID, retry [CODE], error [CODE], unplug, finger-on, finger-off"
             )
         }
         // libfprint's virtual driver listens only while the device is open, and may leave a stale

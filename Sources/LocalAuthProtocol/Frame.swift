@@ -34,6 +34,12 @@ public struct Frame: Equatable, Sendable {
         fields.append(Field(tag: tag, value: Array(value.utf8)))
     }
 
+    /// Text a person reads (a message, a prompt): cut at a character boundary to the field limit,
+    /// "…" marking the cut, so that however long the text grows, the field fits.
+    public mutating func append(_ tag: FieldTag, text value: String) {
+        append(tag, string: Echo.truncated(value, maxBytes: Wire.maxFieldSize))
+    }
+
     public mutating func append(_ tag: FieldTag, bytes value: [UInt8]) {
         fields.append(Field(tag: tag, value: value))
     }
@@ -83,14 +89,25 @@ public struct Frame: Equatable, Sendable {
 
     // MARK: Encoding
 
-    /// The frame's bytes, length prefix included. Traps if the frame breaks the limits:
-    /// building an oversized frame is a programmer error, not an environmental one.
+    /// The frame's bytes, length prefix included. Traps if the frame breaks the limits: for
+    /// frames a program builds from its own values. A frame that carries anything a peer sent
+    /// goes through `encode()`, which throws instead.
     public func encoded() -> [UInt8] {
+        do {
+            return try encode()
+        } catch {
+            preconditionFailure("\(type) frame breaks the wire limits: \(error)")
+        }
+    }
+
+    /// The frame's bytes, length prefix included; `tooLarge` when a field or the body breaks the
+    /// limits of `docs/protocol.md`.
+    public func encode() throws(ProtocolError) -> [UInt8] {
         var body: [UInt8] = []
         body.reserveCapacity(64)
         Self.put16(type.rawValue, into: &body)
-        body.append(contentsOf: Self.encodeFields(fields))
-        precondition(body.count <= Wire.maxBodySize, "frame body exceeds \(Wire.maxBodySize) bytes")
+        body.append(contentsOf: try Self.encode(fields: fields))
+        guard body.count <= Wire.maxBodySize else { throw .tooLarge(body.count) }
         var out: [UInt8] = []
         out.reserveCapacity(body.count + 4)
         let n = UInt32(body.count)
@@ -102,12 +119,23 @@ public struct Frame: Equatable, Sendable {
         return out
     }
 
-    /// Fields in wire form; also used for the nested field lists of `device`.
+    /// Fields in wire form; also used for the nested field lists of `device`. Traps on a field
+    /// over the limit (see `encoded()`).
     public static func encodeFields(_ fields: [Field]) -> [UInt8] {
+        do {
+            return try encode(fields: fields)
+        } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
+    /// Fields in wire form; `malformed` for a field over `Wire.maxFieldSize`.
+    public static func encode(fields: [Field]) throws(ProtocolError) -> [UInt8] {
         var out: [UInt8] = []
         for field in fields {
-            precondition(
-                field.value.count <= Wire.maxFieldSize, "field \(field.tag) exceeds \(Wire.maxFieldSize) bytes")
+            guard field.value.count <= Wire.maxFieldSize else {
+                throw .malformed("field \(field.tag) of \(field.value.count) bytes exceeds \(Wire.maxFieldSize)")
+            }
             put16(field.tag.rawValue, into: &out)
             put16(UInt16(field.value.count), into: &out)
             out.append(contentsOf: field.value)

@@ -105,9 +105,10 @@ public enum Request: Equatable, Sendable {
             f.append(.user, optionalString: o.user)
             f.append(.service, optionalString: o.service)
             f.append(.tty, optionalString: o.tty)
-            f.append(.reason, optionalString: o.reason)
-            f.append(.fallbackTitle, optionalString: o.fallbackTitle)
-            f.append(.cancelTitle, optionalString: o.cancelTitle)
+            // A person's text, however long the caller made it, is cut to fit the frame.
+            if let reason = o.reason { f.append(.reason, text: reason) }
+            if let title = o.fallbackTitle { f.append(.fallbackTitle, text: title) }
+            if let title = o.cancelTitle { f.append(.cancelTitle, text: title) }
             if !o.flags.isEmpty { f.append(.flags, int: o.flags.rawValue) }
             if o.reuseSeconds != 0 { f.append(.reuseSeconds, int: o.reuseSeconds) }
             if o.tries != EvaluateOptions.defaultTries { f.append(.tries, int: o.tries) }
@@ -164,7 +165,7 @@ public enum Request: Equatable, Sendable {
         func finger() throws(RequestError) -> FingerName? {
             guard let name = f.string(.finger) else { return nil }
             guard let finger = FingerName(rawValue: name) else {
-                throw .outOfRange(.finger, "'\(name)' is not a finger name")
+                throw .outOfRange(.finger, "\(Echo.quoted(name)) is not a finger name")
             }
             return finger
         }
@@ -253,7 +254,7 @@ public struct Event: Equatable, Sendable {
     public var frame: Frame {
         var f = Frame(.event)
         f.append(.event, int: kind.rawValue)
-        f.append(.message, string: message)
+        f.append(.message, text: message)
         f.append(.stage, optionalInt: stage)
         f.append(.stages, optionalInt: stages)
         f.append(.triesLeft, optionalInt: triesLeft)
@@ -295,7 +296,7 @@ public struct Result: Equatable, Sendable {
     public var frame: Frame {
         var f = Frame(.result)
         f.append(.code, int: code)
-        f.append(.message, string: message)
+        f.append(.message, text: message)
         f.fields.append(contentsOf: extra)
         return f
     }
@@ -330,9 +331,10 @@ public struct DeviceInfo: Equatable, Sendable {
 
     public var field: Field {
         var f = Frame(.result)
-        f.append(.name, string: name)
-        f.append(.driver, string: driver)
-        f.append(.deviceId, string: deviceId)
+        // Bounded so that the nested list always fits one field.
+        f.append(.name, string: Echo.truncated(name, maxBytes: 256))
+        f.append(.driver, string: Echo.truncated(driver, maxBytes: 128))
+        f.append(.deviceId, string: Echo.truncated(deviceId, maxBytes: 128))
         f.append(.enrollStages, int: enrollStages)
         f.append(.capabilities, int: capabilities.rawValue)
         return Field(tag: .device, value: Frame.encodeFields(f.fields))
@@ -366,8 +368,21 @@ public enum ServerMessage: Equatable, Sendable {
         case .error(let code, let message):
             var f = Frame(.error)
             f.append(.code, int: code)
-            f.append(.message, string: message)
+            f.append(.message, text: message)
             return f
+        }
+    }
+
+    /// The frame's bytes, never trapping, for a daemon that builds replies from what clients
+    /// sent. Text is cut to fit already (`Frame.append(_:text:)`); a RESULT whose other fields
+    /// still break the limits becomes `internalError` saying so, and such an EVENT an `info`.
+    public func encodedForWire() -> [UInt8] {
+        if let bytes = try? frame.encode() { return bytes }
+        switch self {
+        case .event:
+            return ServerMessage.event(Event(.info, "(an event too large to send was left out)")).frame.encoded()
+        default:
+            return ServerMessage.result(Result(.internalError, "The reply was too large to send")).frame.encoded()
         }
     }
 

@@ -26,8 +26,7 @@ public final class EnrollmentStore: Sendable {
 
     /// The state directory given at init.
     public let stateDirectory: String
-    /// Told about repairs worth a log line (a print set aside, a record copied aside, a mode
-    /// tightened). Never receives passcodes or print bytes.
+    /// Told about repairs worth a log line (a print set aside, a record copied aside). Never receives passcodes or print bytes.
     public let onNotice: (@Sendable (String) -> Void)?
 
     /// Test hook: called at each step of every durable write; throwing simulates a crash there
@@ -36,6 +35,8 @@ public final class EnrollmentStore: Sendable {
 
     private let usersDirectory: String
     private let lock = Mutex(())
+    /// The locked `daemon.lock` of an exclusive store, else -1.
+    private let directoryLock = Mutex<Int32>(-1)
 
     static let stateFileName = "state"
     static let tempPrefix = ".tmp-"
@@ -47,14 +48,21 @@ public final class EnrollmentStore: Sendable {
     /// Opens (creating with mode 0700 if missing) and checks the state directory, then removes
     /// temporary files a crash left behind.
     ///
-    /// Refuses (`unsafeStateDirectory`) a directory that is not a directory, is group or world
-    /// writable, or is not owned by the effective user (root for the daemon).
-    public convenience init(stateDirectory: String, onNotice: (@Sendable (String) -> Void)? = nil) throws(StoreError) {
-        try self.init(stateDirectory: stateDirectory, onNotice: onNotice, writeHook: nil)
+    /// Refuses (`unsafeStateDirectory`), and leaves as it is, a state directory that is a symbolic
+    /// link or not a directory, is not owned by the effective user (root for the daemon), gives
+    /// group or others any permission, or lies below a directory another user can change.
+    ///
+    /// `exclusive`: hold the directory's lock (`daemon.lock`, `flock(2)`) for the store's life, and
+    /// refuse (`inUse`, naming the holder's pid) while another process holds it: the daemon's
+    /// store, so that a second daemon on the same directory stops before it touches anything.
+    public convenience init(
+        stateDirectory: String, exclusive: Bool = false, onNotice: (@Sendable (String) -> Void)? = nil
+    ) throws(StoreError) {
+        try self.init(stateDirectory: stateDirectory, exclusive: exclusive, onNotice: onNotice, writeHook: nil)
     }
 
     init(
-        stateDirectory: String, onNotice: (@Sendable (String) -> Void)?,
+        stateDirectory: String, exclusive: Bool = false, onNotice: (@Sendable (String) -> Void)?,
         writeHook: (@Sendable (WriteStep) throws(StoreError) -> Void)?
     ) throws(StoreError) {
         var directory = stateDirectory
@@ -64,11 +72,24 @@ public final class EnrollmentStore: Sendable {
         self.onNotice = onNotice
         self.writeHook = writeHook
         usersDirectory = directory + "/users"
-        try lock.withLock { _ throws(StoreError) in
+        let held = try lock.withLock { _ throws(StoreError) in
             try prepareDirectory(directory, isStateDirectory: true)
-            try prepareDirectory(usersDirectory, isStateDirectory: false)
-            try removeStaleTemporaryFiles()
+            // Before anything is changed: a second daemon must not remove the first one's files.
+            let held = exclusive ? try DirectoryLock.acquire(directory) : -1
+            do throws(StoreError) {
+                try prepareDirectory(usersDirectory, isStateDirectory: false)
+                try removeStaleTemporaryFiles()
+            } catch {
+                if held >= 0 { Sys.close(held) }
+                throw error
+            }
+            return held
         }
+        directoryLock.withLock { $0 = held }
+    }
+
+    deinit {
+        directoryLock.withLock { if $0 >= 0 { Sys.close($0) } }
     }
 
     #if DEBUG
@@ -77,9 +98,12 @@ public final class EnrollmentStore: Sendable {
         /// synced). The daemon's kill-point tests make it stop the process there and copy the state
         /// directory: each copy is what a `kill -9` at that point would leave behind.
         public static func pausingAtWriteSteps(
-            stateDirectory: String, onNotice: (@Sendable (String) -> Void)?, pause: @escaping @Sendable () -> Void
+            stateDirectory: String, exclusive: Bool = false, onNotice: (@Sendable (String) -> Void)?,
+            pause: @escaping @Sendable () -> Void
         ) throws(StoreError) -> EnrollmentStore {
-            try EnrollmentStore(stateDirectory: stateDirectory, onNotice: onNotice) { _ throws(StoreError) in pause() }
+            try EnrollmentStore(stateDirectory: stateDirectory, exclusive: exclusive, onNotice: onNotice) {
+                _ throws(StoreError) in pause()
+            }
         }
     #endif
 
@@ -272,23 +296,20 @@ public final class EnrollmentStore: Sendable {
         return nil
     }
 
-    /// Creates a missing directory (0700, durable) or checks an existing one, tightening a
-    /// readable-by-others mode to 0700 since the files name users and hold hashes.
+    /// Creates a missing directory (0700, durable) or checks an existing one. An existing one is
+    /// never changed: a symbolic link, another owner or any permission for others is refused, as
+    /// is a state directory that other users could move or replace (`TrustedPath`).
     private func prepareDirectory(_ path: String, isStateDirectory: Bool) throws(StoreError) {
+        if isStateDirectory, let problem = try TrustedPath.ancestorProblem(of: path) {
+            throw .unsafeStateDirectory("\(problem): another user could replace the state directory \(path)")
+        }
         if try Sys.makeDirectory(path) {
             try syncParent(of: path)
             return
         }
-        // The state directory may be a symlink an administrator made; the users directory may not.
-        let info = isStateDirectory ? try Sys.statInfo(path) : try Sys.lstatInfo(path)
-        guard let info else { throw .unsafeStateDirectory("\(path) vanished while opening it") }
-        if let problem = directoryProblem(info) {
-            throw .unsafeStateDirectory(
-                "\(path): \(problem); it must be a directory owned by uid \(Sys.effectiveUser) with mode 0700")
-        }
-        if info.permissions != 0o700 {
-            try Sys.call("chmod \(path)") { chmod(path, 0o700) }
-            notice("tightened \(path) from mode \(String(info.permissions, radix: 8)) to 700")
+        let what = isStateDirectory ? "the state directory" : "the directory"
+        if let problem = try TrustedPath.privateDirectoryProblem(path, what: what) {
+            throw .unsafeStateDirectory(problem)
         }
     }
 

@@ -13,6 +13,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case io(String, errno: Int32)
     /// The user's record is corrupt; the store refuses to change it until `resetState(user:)`.
     case corruptState(String)
+    /// Another process holds the state directory's lock (another daemon on the same directory).
+    case inUse(String)
     /// No such print.
     case notFound
     /// That finger on that device is already enrolled.
@@ -25,6 +27,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unsafeStateDirectory(let why): return "unsafe state directory: \(why)"
         case .io(let what, let code): return "\(what): \(Sys.describe(errno: code))"
         case .corruptState(let why): return "corrupt user record: \(why)"
+        case .inUse(let why): return why
         case .notFound: return "not found"
         case .alreadyExists: return "already exists"
         }

@@ -6,6 +6,7 @@ struct FileInfo: Equatable {
     static let typeMask: UInt32 = 0o170000
     static let regularType: UInt32 = 0o100000
     static let directoryType: UInt32 = 0o040000
+    static let symlinkType: UInt32 = 0o120000
 
     var mode: UInt32
     var owner: UInt32
@@ -19,6 +20,7 @@ struct FileInfo: Equatable {
 
     var isRegularFile: Bool { mode & Self.typeMask == Self.regularType }
     var isDirectory: Bool { mode & Self.typeMask == Self.directoryType }
+    var isSymlink: Bool { mode & Self.typeMask == Self.symlinkType }
     /// The permission bits, e.g. `0o600`.
     var permissions: UInt32 { mode & 0o7777 }
 }

@@ -261,13 +261,113 @@ struct CLITests {
     }
 }
 
-/// One unprivileged uid cannot take the daemon's connections from everyone else.
+/// One unprivileged uid cannot take the daemon's connections from everyone else, not even
+/// through setuid-root programs (`su`, `sudo`, polkit's helper) it starts.
 @Suite(.timeLimit(.minutes(1)))
 struct ConnectionLimitTests {
     /// uid 65534 holds 33 connections (HELLO on each): 32 are welcomed, the 33rd gets ERROR
     /// tooManyConnections; root is served meanwhile.
     @Test func connections_whenOneUIDExceedsItsLimit_refusesTheExcessAndServesRoot() throws {
         let d = try DaemonHarness()
+        let held = try HeldConnections(33, on: d, launcher: Self.asNobody)
+        #expect(held.line == "32 1", "welcomed, refused: \(held.line)")
+        let (devices, _) = try d.perform(.devices)
+        #expect(devices.isSuccess)
+    }
+
+    /// Issue 13, M2: a setuid-root program run by uid 65534 connects with root's credentials; its
+    /// connections count against uid 65534's limit, as `su`'s do. Before, all 33 were welcomed.
+    @Test func connections_throughASetuidRootProgram_countAgainstTheRealUID() throws {
+        let d = try DaemonHarness()
+        let setuid = try SetuidExec()
+        let held = try HeldConnections(33, on: d, launcher: Self.asNobody + [setuid.path])
+        #expect(held.line == "32 1", "welcomed, refused: \(held.line)\n\(d.daemonLog)")
+        #expect(d.daemonLog.contains("uid 0 (root) real uid 65534"), "the refusal names the real uid")
+        let (devices, _) = try d.perform(.devices)
+        #expect(devices.isSuccess)
+    }
+
+    /// Root's own tools (real uid 0) stay unlimited.
+    @Test func connections_fromRealRoot_areNotLimited() throws {
+        let d = try DaemonHarness()
+        let held = try HeldConnections(40, on: d, launcher: [])
+        #expect(held.line == "40 0", "welcomed, refused: \(held.line)")
+    }
+
+    /// Issue 13, M3: each refused connection wrote one log line (23,000 lines a second from one
+    /// user), enough for journald's rate limit to drop genuine audit records. uid 65534 holds its
+    /// 32 connections and is refused 2000 more: at most 5 lines say so, then one summary counts
+    /// the rest when the 10 s window ends. Before, 2000 lines.
+    @Test(.timeLimit(.minutes(1)))
+    func refusedConnections_whenOneUIDFloods_areLoggedAFewTimesThenSummedUp() throws {
+        let d = try DaemonHarness()
+        let held = try HeldConnections(32, on: d, launcher: Self.asNobody)
+        #expect(held.line == "32 0")
+        let flood = Process()
+        flood.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        let script = """
+            import socket, sys
+            for i in range(2000):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sys.argv[1])
+                while s.recv(4096):
+                    pass
+                s.close()
+            """
+        flood.arguments = Self.asNobody.dropFirst() + ["/usr/bin/python3", "-c", script, d.socketPath]
+        try flood.run()
+        flood.waitUntilExit()
+        #expect(flood.terminationStatus == 0)
+        let refusals = { d.daemonLog.split(separator: "\n").filter { $0.contains("refused a connection") }.count }
+        #expect(refusals() == 5, "\(refusals()) refusal lines")
+        let deadline = Date().addingTimeInterval(15)
+        while !d.daemonLog.contains("more connections refused") && Date() < deadline { usleep(100_000) }
+        let summary = d.daemonLog.split(separator: "\n").first { $0.contains("more connections refused") }
+        #expect(
+            summary?.contains("uid 65534: 1995 more connections refused (too many connections) in the last") == true,
+            "\(summary ?? "no summary")")
+        let (devices, _) = try d.perform(.devices)
+        #expect(devices.isSuccess)
+    }
+
+    static let asNobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+}
+
+/// A setuid-root copy of a tiny exec wrapper, built with `cc` in a temporary directory: what `su`
+/// is to the daemon (effective uid 0, real uid the caller's), without PAM in the way.
+final class SetuidExec {
+    let directory: String
+    var path: String { directory + "/setuid-exec" }
+
+    init() throws {
+        var template = Array("/tmp/la-setuid-XXXXXX".utf8CString)
+        guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
+        directory = String(cString: dir)
+        chmod(directory, 0o755)
+        let source = directory + "/setuid-exec.c"
+        try "#include <unistd.h>\nint main(int argc, char **argv) { execv(argv[1], argv + 1); return 127; }\n"
+            .write(toFile: source, atomically: true, encoding: .utf8)
+        let cc = Process()
+        cc.executableURL = URL(fileURLWithPath: "/usr/bin/cc")
+        cc.arguments = ["-o", path, source]
+        try cc.run()
+        cc.waitUntilExit()
+        guard cc.terminationStatus == 0, chown(path, 0, 0) == 0, chmod(path, 0o4755) == 0 else {
+            throw HarnessError.setup("cannot build a setuid helper in \(directory)")
+        }
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+}
+
+/// A Python client, started through `launcher`, that opens `count` connections (HELLO on each)
+/// and holds them until released; `line` is "welcomed refused".
+final class HeldConnections {
+    let process = Process()
+    let input = Pipe()
+    let line: String
+
+    init(_ count: Int, on d: DaemonHarness, launcher: [String]) throws {
         let script = """
             import socket, struct, sys, time
             def frame(t, fields):
@@ -275,7 +375,7 @@ struct ConnectionLimitTests {
                 return struct.pack(">I", len(body)) + body
             hello = frame(1, [(1, struct.pack(">q", 1)), (2, b"flood")])
             held, welcomed, refused = [], 0, 0
-            for i in range(33):
+            for i in range(int(sys.argv[2])):
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.settimeout(5)
                 s.connect(sys.argv[1])
@@ -289,29 +389,24 @@ struct ConnectionLimitTests {
             print(welcomed, refused, flush=True)
             sys.stdin.read()  # hold every connection until the test is done
             """
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        p.arguments = [
-            "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, d.socketPath,
-        ]
+        let command = launcher + ["/usr/bin/python3", "-c", script, d.socketPath, String(count)]
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         let out = Pipe()
-        let input = Pipe()
-        p.standardOutput = out
-        p.standardInput = input
-        try p.run()
-        defer {
-            try? input.fileHandleForWriting.close()
-            p.waitUntilExit()
-        }
+        process.standardOutput = out
+        process.standardInput = input
+        try process.run()
         var bytes = Data()
         while !bytes.contains(UInt8(ascii: "\n")) {
             let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }  // the script ended early; the expectation below says how
+            if chunk.isEmpty { break }  // the script ended early; the caller's expectation says how
             bytes += chunk
         }
-        let line = String(decoding: bytes, as: UTF8.self)
-        #expect(line.trimmingCharacters(in: .whitespacesAndNewlines) == "32 1", "welcomed, refused: \(line)")
-        let (devices, _) = try d.perform(.devices)
-        #expect(devices.isSuccess)
+        line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    deinit {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
     }
 }

@@ -33,13 +33,74 @@ import Testing
         }
     }
 
-    @Test func init_whenStateDirectoryReadableByOthers_tightensTo0700WithNotice() throws {
+    /// Issue 13, M4: an existing directory is never chmodded; a wrong mode is refused and left.
+    @Test func init_whenStateDirectoryReadableByOthers_refusesAndLeavesItAsItIs() throws {
         try withTemporaryDirectory { tmp in
             try #require(chmod(tmp, 0o755) == 0)
-            let log = NoticeLog()
-            _ = try EnrollmentStore(stateDirectory: tmp, onNotice: log.sink)
-            #expect(try permissions(tmp) == 0o700)
-            #expect(log.all.contains { $0.contains("tightened") })
+            #expect {
+                try EnrollmentStore(stateDirectory: tmp)
+            } throws: { error in
+                guard case .unsafeStateDirectory(let why) = error as? StoreError else { return false }
+                return why.contains("readable by others") && why.contains("must be 0700")
+            }
+            #expect(try permissions(tmp) == 0o755)
+        }
+    }
+
+    /// Issue 13, M4: a symlink at the state directory's path (a user's, in /tmp, pointing at
+    /// /etc) made root chmod its target to 0700. Refused, and the target is left as it was.
+    @Test func init_whenStateDirectoryIsASymlink_refusesAndLeavesTheTargetAsItIs() throws {
+        try withTemporaryDirectory { tmp in
+            try #require(mkdir(tmp + "/etc", 0o755) == 0)
+            try #require(chmod(tmp + "/etc", 0o755) == 0)
+            try #require(symlink(tmp + "/etc", tmp + "/la-state") == 0)
+            #expect {
+                try EnrollmentStore(stateDirectory: tmp + "/la-state")
+            } throws: { error in
+                guard case .unsafeStateDirectory(let why) = error as? StoreError else { return false }
+                return why.contains("symbolic link")
+            }
+            #expect(try permissions(tmp + "/etc") == 0o755)
+            #expect(try names(in: tmp + "/etc").isEmpty)
+        }
+    }
+
+    @Test func init_whenADirectoryAboveIsWritableByOthers_refuses() throws {
+        try withTemporaryDirectory { tmp in
+            try #require(mkdir(tmp + "/open", 0o777) == 0 && chmod(tmp + "/open", 0o777) == 0)
+            #expect {
+                try EnrollmentStore(stateDirectory: tmp + "/open/state")
+            } throws: { error in
+                guard case .unsafeStateDirectory(let why) = error as? StoreError else { return false }
+                return why.contains("\(tmp)/open is writable by others")
+            }
+            #expect(try Sys.lstatInfo(tmp + "/open/state") == nil)
+        }
+    }
+
+    /// /tmp is writable by all but sticky: a directory of root's in it cannot be replaced.
+    @Test func init_belowAStickyDirectory_isAccepted() throws {
+        try withTemporaryDirectory { tmp in
+            try #require(mkdir(tmp + "/sticky", 0o1777) == 0 && chmod(tmp + "/sticky", 0o1777) == 0)
+            _ = try EnrollmentStore(stateDirectory: tmp + "/sticky/state")
+            #expect(try permissions(tmp + "/sticky/state") == 0o700)
+        }
+    }
+
+    @Test(.enabled(if: isRoot, "needs root to give a symlink away"))
+    func init_whenAPathComponentIsAnotherUsersSymlink_refuses() throws {
+        try withTemporaryDirectory { tmp in
+            try #require(chmod(tmp, 0o1777) == 0)
+            try #require(mkdir(tmp + "/real", 0o755) == 0)
+            try #require(symlink(tmp + "/real", tmp + "/link") == 0)
+            try #require(lchown(tmp + "/link", 4242, 4242) == 0)
+            #expect {
+                try EnrollmentStore(stateDirectory: tmp + "/link/state")
+            } throws: { error in
+                guard case .unsafeStateDirectory(let why) = error as? StoreError else { return false }
+                return why.contains("symbolic link owned by uid 4242")
+            }
+            #expect(try names(in: tmp + "/real").isEmpty)
         }
     }
 

@@ -195,7 +195,9 @@ class Ctx:
 
     def mkdir(self, name):
         p = tempfile.mkdtemp(prefix=name + "-", dir=self.root)
-        os.chmod(p, 0o777 if name in ("fake", "run") else 0o755)
+        # The daemon refuses a state directory others can read, and a socket directory others
+        # can write (docs/security.md): "state" stays 0700, "run" 0755.
+        os.chmod(p, {"fake": 0o777, "state": 0o700}.get(name, 0o755))
         return p
 
     def spawn(self, cmd, **kw):

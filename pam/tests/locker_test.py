@@ -134,7 +134,7 @@ class World:
         os.chmod(run, 0o755)
         self.sock = os.path.join(run, "socket")
         state = self.path("state")
-        os.mkdir(state)
+        os.mkdir(state, 0o700)  # the daemon refuses a state directory others can read
         self.daemon = self.spawn([os.path.join(self.args.bin, "localauthd"), "--socket", self.sock,
                                   "--state-dir", state, "--virtual-reader"],
                                  stdout=subprocess.DEVNULL,

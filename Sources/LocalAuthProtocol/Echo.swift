@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+
+/// Client strings that a reply or a log line repeats. Every one is bounded (and an identifier is
+/// also escaped) where the message is built, so no client string can make a reply larger than a
+/// frame may be (`docs/protocol.md`, "Text a reply repeats").
+public enum Echo {
+    /// The most characters of a client's identifier (a user or finger name, a simulation word)
+    /// that a reply repeats.
+    public static let identifierLimit = 64
+
+    /// `value` as one single-quoted token for a human message: quotes, backslashes and control
+    /// characters escaped, at most `limit` characters, a cut marked with "…".
+    public static func quoted(_ value: String, limit: Int = identifierLimit) -> String {
+        "'" + escaped(value, quote: "'", limit: limit) + "'"
+    }
+
+    /// `value` with `quote`, backslashes and control characters escaped (`\x0a`), at most `limit`
+    /// Unicode scalars of it, a cut marked with "…": it can neither end a line nor a quoted token.
+    public static func escaped(_ value: String, quote: Unicode.Scalar, limit: Int) -> String {
+        var out = ""
+        for (i, scalar) in value.unicodeScalars.enumerated() {
+            if i == limit {
+                out += "…"
+                break
+            }
+            switch scalar {
+            case quote, "\\": out += "\\" + String(scalar)
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                out += "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// Text a person reads (a reason, a button title) cut to at most `maxBytes` bytes of UTF-8 at
+    /// a character boundary, "…" marking a cut; unchanged when it fits.
+    public static func truncated(_ text: String, maxBytes: Int) -> String {
+        guard text.utf8.count > maxBytes else { return text }
+        let ellipsis = "…"
+        let budget = maxBytes - ellipsis.utf8.count
+        guard budget > 0 else { return "" }
+        var out = ""
+        var used = 0
+        for character in text {
+            let size = character.utf8.count
+            if used + size > budget { break }
+            out.append(character)
+            used += size
+        }
+        return out + ellipsis
+    }
+}

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+import Testing
+
+@testable import LocalAuthProtocol
+
+/// Client strings a reply repeats are bounded and escaped where the message is built, and a
+/// reply built from them throws or is replaced, never traps (issue 13, H2).
+@Suite struct EchoTests {
+    @Test func quoted_whenValueIsLongOrHostile_isOneBoundedEscapedToken() {
+        #expect(Echo.quoted("alice") == "'alice'")
+        #expect(Echo.quoted("it's\n\u{1B}[2J\\") == "'it\\'s\\x0a\\x1b[2J\\\\'")
+        let long = Echo.quoted(String(repeating: "a", count: 1000))
+        #expect(long == "'" + String(repeating: "a", count: Echo.identifierLimit) + "…'")
+        // Four bytes a character, every one escaped or not, the token stays far below a field.
+        #expect(Echo.quoted(String(repeating: "😀", count: 1000)).utf8.count <= 4 * Echo.identifierLimit + 5)
+        #expect(Echo.quoted(String(repeating: "\u{7}", count: 1000)).utf8.count <= 4 * Echo.identifierLimit + 5)
+    }
+
+    @Test(arguments: [("r", 1), ("é", 2), ("😀", 4), ("e\u{301}", 3)])
+    func truncated_cutsAtACharacterBoundaryWithinTheLimit(unit: String, bytes: Int) {
+        let text = String(repeating: unit, count: 2000)
+        for limit in [0, 1, 3, 4, 5, 63, 64, 1024] {
+            let cut = Echo.truncated(text, maxBytes: limit)
+            #expect(cut.utf8.count <= limit)
+            if limit >= 3 + bytes { #expect(cut.hasSuffix("…") && cut.dropLast().allSatisfy { String($0) == unit }) }
+        }
+        #expect(Echo.truncated("short", maxBytes: 5) == "short")
+    }
+
+    @Test func appendText_whenTextIsLongerThanAField_cutsItToFit() throws {
+        var f = Frame(.result)
+        f.append(.message, text: String(repeating: "é", count: 5000))
+        #expect(f.first(.message)!.count <= Wire.maxFieldSize)
+        _ = try f.encode()
+    }
+
+    @Test func encode_whenAFieldOrTheBodyIsTooLarge_throwsInsteadOfTrapping() {
+        var field = Frame(.result)
+        field.append(.user, string: String(repeating: "a", count: Wire.maxFieldSize + 1))
+        #expect(throws: ProtocolError.self) { try field.encode() }
+        var body = Frame(.result)
+        for _ in 0..<5 { body.append(.finger, string: String(repeating: "a", count: Wire.maxFieldSize)) }
+        #expect(throws: ProtocolError.self) { try body.encode() }
+    }
+
+    @Test func encodedForWire_whenAResultCannotFit_sendsInternalErrorInstead() throws {
+        let extra = (0..<5).map { _ in Field(tag: .finger, value: Array(repeating: 0x61, count: Wire.maxFieldSize)) }
+        let bytes = ServerMessage.result(Result(.success, "fine", extra: extra)).encodedForWire()
+        var reader = FrameReader()
+        reader.append(bytes)
+        let frame = try #require(try reader.next())
+        let result = try Result(frame: frame)
+        #expect(result.resultCode == .internalError)
+        let message = String(repeating: "m", count: 4000)
+        let event = try Event(
+            frame: try #require(try frames(ServerMessage.event(Event(.info, message)).encodedForWire())))
+        #expect(event.message.utf8.count <= Wire.maxFieldSize && event.message.hasSuffix("…"))
+    }
+
+    /// A client's long texts are cut when the request is built, so an app never traps on them.
+    @Test func evaluateRequest_whenReasonIsLongerThanAField_isCutNotTrapped() throws {
+        let long = String(repeating: "x", count: 3000)
+        let request = Request.evaluate(
+            EvaluateOptions(policy: .deviceOwnerAuthentication, reason: long, fallbackTitle: long, cancelTitle: long))
+        let decoded = try Request(frame: try #require(try frames(try request.frame.encode())))
+        guard case .evaluate(let o) = decoded else {
+            Issue.record("not an EVALUATE")
+            return
+        }
+        #expect(o.reason!.utf8.count <= Wire.maxFieldSize && o.reason!.hasSuffix("…"))
+    }
+
+    private func frames(_ bytes: [UInt8]) throws -> Frame? {
+        var reader = FrameReader()
+        reader.append(bytes)
+        return try reader.next()
+    }
+}
