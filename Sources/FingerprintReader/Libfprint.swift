@@ -13,7 +13,11 @@ import Synchronization
 /// A closure posted to the GLib thread, boxed so it can travel through a `gpointer`.
 private final class PostedWork {
     let body: () -> Void
-    init(_ body: @escaping () -> Void) { self.body = body }
+    let thread: GLibThread
+    init(_ body: @escaping () -> Void, on thread: GLibThread) {
+        self.body = body
+        self.thread = thread
+    }
 }
 
 /// The dedicated thread that runs `g_main_loop_run` on GLib's global default main context.
@@ -25,6 +29,9 @@ final class GLibThread: @unchecked Sendable {
     private let loop: OpaquePointer
     // `GThread *`, taken by `stop()`.
     private let thread: Mutex<UnsafeMutablePointer<GThread>?>
+    // Used only on the GLib thread: how deep it is inside `exclusively`, and the work posted meanwhile.
+    private var exclusiveDepth = 0
+    private var deferred: [PostedWork] = []
 
     /// Wraps `g_main_loop_new(NULL, FALSE)` and `g_thread_new`, whose thread calls `g_main_loop_run`.
     init() {
@@ -42,18 +49,45 @@ final class GLibThread: @unchecked Sendable {
     /// Posts `body` to the GLib thread with `g_idle_source_new` + `g_source_attach` (never `g_main_context_invoke`,
     /// which may run inline on the caller's thread).
     func post(_ body: @escaping @Sendable () -> Void) {
-        let work = Unmanaged.passRetained(PostedWork(body)).toOpaque()
+        let work = Unmanaged.passRetained(PostedWork(body, on: self)).toOpaque()
         let source = g_idle_source_new()
         // Default rather than idle priority, so reader requests are not starved by libfprint's own busy sources.
         g_source_set_priority(source, G_PRIORITY_DEFAULT)
         g_source_set_callback(
             source,
             { data in
-                Unmanaged<PostedWork>.fromOpaque(data!).takeUnretainedValue().body()
+                let work = Unmanaged<PostedWork>.fromOpaque(data!).takeUnretainedValue()
+                work.thread.runOrDefer(work)
                 return 0  // G_SOURCE_REMOVE: run once
             }, work, { data in Unmanaged<PostedWork>.fromOpaque(data!).release() })
         g_source_attach(source, nil)
         g_source_unref(source)
+    }
+
+    /// On the GLib thread: runs `body`, and any work posted while it runs waits until it returns.
+    ///
+    /// For libfprint calls that iterate the main context themselves (`fp_context_enumerate`): without
+    /// this, work posted meanwhile runs nested inside that call — a `close()` there unreferenced the very
+    /// `FpContext` being enumerated, and the daemon died of SIGILL on the next line (seen as the
+    /// "SIGILL exit-test" flake of `lookForReadersIfNone_afterUnplug…`, 8 of 25 loaded runs).
+    func exclusively(_ body: () -> Void) {
+        exclusiveDepth += 1
+        body()
+        exclusiveDepth -= 1
+        guard exclusiveDepth == 0 else { return }
+        while !deferred.isEmpty {
+            deferred.removeFirst().body()
+        }
+    }
+
+    /// Runs the main context `times` times without blocking, as `fp_context_enumerate` does; for tests of
+    /// `exclusively` (no test may import CLibfprint).
+    func iterateMainContext(times: Int) {
+        for _ in 0..<times { g_main_context_iteration(nil, 0) }
+    }
+
+    private func runOrDefer(_ work: PostedWork) {
+        if exclusiveDepth > 0 { deferred.append(work) } else { work.body() }
     }
 
     /// Runs `body` on the GLib thread and returns its result.
@@ -619,7 +653,7 @@ final class FprintContext: @unchecked Sendable {
             context, "device-removed",
             { _, device, data in Unmanaged<FprintContext>.fromOpaque(data!).takeUnretainedValue().removed(device!) },
             me)
-        fp_context_enumerate(context)
+        thread.exclusively { fp_context_enumerate(context) }
         // Devices libfprint already knew before our handler was connected (none today; cheap to be sure).
         let known = fp_context_get_devices(context)!
         for index in 0..<known.pointee.len {

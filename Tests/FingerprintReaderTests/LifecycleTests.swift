@@ -2,9 +2,11 @@
 // Unplug, hotplug, linger and shutdown: each in a child process of its own (an exit test), because an unplugged
 // virtual reader never comes back to the process's one libfprint context, and shutdown ends that context.
 
-import FingerprintReader
 import Glibc
+import Synchronization
 import Testing
+
+@testable import FingerprintReader
 
 /// Ends the child process with `code` unless `condition` holds.
 private func require(_ condition: Bool, _ code: Int32, _ message: @autoclosure () -> String) {
@@ -98,6 +100,28 @@ struct LifecycleTests {
             let outcome = await verifying.value
             require(outcome == .success(.match), 16, "\(outcome)")
             await reader.shutdown()
+            exit(0)
+        }
+        reportChildErrors(result)
+    }
+
+    @Test func post_whileTheGLibThreadIteratesTheMainContextItself_runsOnlyAfterThatCallReturns() async {
+        // What fp_context_enumerate does: it iterates the global main context inside our posted work. Work
+        // posted meanwhile (a close(), a verify) must not run nested inside it.
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let thread = GLibThread()
+            let log = Mutex<[String]>([])
+            await thread.run {
+                thread.exclusively {
+                    thread.post { log.withLock { $0.append("posted work") } }
+                    thread.iterateMainContext(times: 10)
+                    log.withLock { $0.append("the iterating call returns") }
+                }
+            }
+            await thread.run {}
+            let order = log.withLock { $0 }
+            require(order == ["the iterating call returns", "posted work"], 30, "\(order)")
+            thread.stop()
             exit(0)
         }
         reportChildErrors(result)
