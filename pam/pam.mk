@@ -22,11 +22,11 @@ PAM_MODULE := $(PAM_BUILD)/pam_localauth.so
 PAM_ASAN_MODULE := $(PAM_BUILD)/asan/pam_localauth.so
 PAM_GOLDEN := Tests/Fixtures/protocol/golden.txt
 
-PAM_CORE_SRCS := pam/wire.c pam/options.c pam/codes.c
-PAM_SRCS := pam/pam_localauth.c $(PAM_CORE_SRCS)
-PAM_HDRS := pam/wire.h pam/options.h pam/codes.h
+PAM_CORE_SRCS := pam/wire.c pam/options.c pam/codes.c pam/rules.c
+PAM_SRCS := pam/pam_localauth.c pam/terminal.c $(PAM_CORE_SRCS)
+PAM_HDRS := pam/wire.h pam/options.h pam/codes.h pam/rules.h pam/terminal.h pam/messages.h
 PAM_TEST_SRCS := pam/tests/unit.c pam/tests/test_wire.c pam/tests/test_options.c \
-                 pam/tests/test_codes.c pam/tests/test_exports.c
+                 pam/tests/test_codes.c pam/tests/test_exports.c pam/tests/test_rules.c
 PAM_FUZZ_TARGETS := fuzz_wire fuzz_options
 PAM_BENCH_CLIENT := $(PAM_BUILD)/tests/bench_client
 PAM_STEP_CLIENT := $(PAM_BUILD)/tests/step_client

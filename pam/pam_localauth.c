@@ -25,7 +25,10 @@
 #include <security/pam_modules.h>
 
 #include "codes.h"
+#include "messages.h"
 #include "options.h"
+#include "rules.h"
+#include "terminal.h"
 #include "wire.h"
 
 #define LA_CLIENT_NAME "pam_localauth 0.1"
@@ -40,22 +43,26 @@
 #define LA_CANCEL_GRACE_MS 1000
 /* Pause between connect attempts while the daemon's listen backlog is full. */
 #define LA_CONNECT_RETRY_MS 10
-/* password_first: what the question says. Lockers ignore it; a greeter shows it as the label. */
-#define LA_PASSWORD_PROMPT "Password: "
-/* The message that finds out whether a caller without a terminal can show the person
- * anything. Not empty: some conversations (libpamtest's) refuse an empty message. */
-#define LA_PROBE_LINE "Checking for a fingerprint"
 /* run() goes on to the daemon. */
 #define LA_CONTINUE (-1)
+/* The longest password the module takes at its own prompt: libpam's PAM_MAX_RESP_SIZE - 1,
+ * what sudo and pam_unix accept. */
+#define LA_PASSWORD_MAX 511
+/* The longest user name shown in the prompt. */
+#define LA_PROMPT_USER_MAX 64
 
 /* Everything one call owns; lives on pam_sm_authenticate's stack. */
 struct session {
     pam_handle_t *pamh;
     const struct la_options *opt;
     int fd;
-    int silent;       /* PAM_SILENT, or the conversation cannot show a message */
+    int silent;       /* nothing may be shown: la_quiet(), or the conversation failed */
     int64_t deadline; /* CLOCK_MONOTONIC, milliseconds */
     int sent_passcode;
+    const char *user;
+    struct la_term term;                      /* the caller's terminal, when the module owns it */
+    char place_finger[LA_WIRE_MAX_FIELD + 1]; /* the daemon's prompt, for after Enter alone */
+    char typed[LA_PASSWORD_MAX + 2];          /* a password typed at the module's prompt */
     struct la_outcome seen;
     struct la_writer w;
     uint8_t body[LA_WIRE_MAX_BODY];
@@ -157,60 +164,60 @@ static int read_reply(struct session *s, int64_t deadline)
     return rc;
 }
 
-/* Connects without ever blocking past the deadline and believes only a daemon run by root. */
-static int connect_daemon(struct session *s)
+/* Connects without ever blocking past the deadline and believes only a daemon run by root.
+ * On failure, why says what went wrong in words for the person (messages.h). */
+static int connect_daemon(struct session *s, char *why, size_t cap)
 {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     memcpy(addr.sun_path, s->opt->socket, strlen(s->opt->socket) + 1); /* ≤ 107 + NUL */
     s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (s->fd < 0)
+    if (s->fd < 0) {
+        snprintf(why, cap, LA_WHY_NO_SOCKET, strerror(errno));
         return -1;
+    }
     for (;;) {
         if (connect(s->fd, (struct sockaddr *)&addr, sizeof addr) == 0)
             break;
-        if (errno == EINTR)
+        int err = errno;
+        if (err == EINTR)
             continue;
-        if (errno == EINPROGRESS) {
-            int err = 0;
+        if (err == EINPROGRESS) {
             socklen_t n = sizeof err;
             if (wait_fd(s, POLLOUT, s->deadline) != 0 ||
-                getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &n) != 0 || err != 0)
+                getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &n) != 0 || err != 0) {
+                snprintf(why, cap, "%s", LA_WHY_NO_ANSWER);
                 return -1;
+            }
             break;
         }
         /* A full backlog: the daemon is alive but busy; try again until the deadline. */
-        if (errno != EAGAIN || now_ms() + LA_CONNECT_RETRY_MS >= s->deadline)
-            return -1;
-        poll(NULL, 0, LA_CONNECT_RETRY_MS);
+        if (err == EAGAIN && now_ms() + LA_CONNECT_RETRY_MS < s->deadline) {
+            poll(NULL, 0, LA_CONNECT_RETRY_MS);
+            continue;
+        }
+        if (err == EAGAIN)
+            snprintf(why, cap, "%s", LA_WHY_BUSY);
+        else if (err == ENOENT || err == ECONNREFUSED)
+            snprintf(why, cap, "%s", LA_WHY_NOT_RUNNING);
+        else
+            snprintf(why, cap, LA_WHY_NO_ACCESS, strerror(err));
+        return -1;
     }
     struct ucred cred;
     socklen_t n = sizeof cred;
     if (getsockopt(s->fd, SOL_SOCKET, SO_PEERCRED, &cred, &n) != 0 || n != sizeof cred) {
         pam_syslog(s->pamh, LOG_ERR, "cannot read the peer credentials of %s: %m", s->opt->socket);
+        snprintf(why, cap, "%s", LA_WHY_NO_CREDENTIALS);
         return -1;
     }
     if (cred.uid != 0) {
         /* Anyone can bind a socket somewhere; only root's answer is worth anything. */
         pam_syslog(s->pamh, LOG_ERR, "%s is served by uid %u, not root: not trusted",
                    s->opt->socket, (unsigned)cred.uid);
+        snprintf(why, cap, LA_WHY_UNTRUSTED, (unsigned)cred.uid);
         return -1;
     }
     return 0;
-}
-
-/* Shows one line, unless the application asked for silence. Control characters are
- * replaced: the line ends up on the terminal of a setuid program. */
-static void show(struct session *s, int style, const char *msg)
-{
-    char line[LA_WIRE_MAX_FIELD + 1];
-    size_t n = strnlen(msg, LA_WIRE_MAX_FIELD);
-    if (s->silent || n == 0)
-        return;
-    for (size_t i = 0; i < n; i++)
-        line[i] = (unsigned char)msg[i] < 0x20 || msg[i] == 0x7f ? '?' : msg[i];
-    line[n] = '\0';
-    /* A failing conversation for a message is harmless: the request goes on. */
-    (void)pam_prompt(s->pamh, style, NULL, "%s", line);
 }
 
 static void replace_controls(char *text)
@@ -220,9 +227,27 @@ static void replace_controls(char *text)
             *text = '?';
 }
 
-/* Says in one line why the finger was not asked for: always in syslog, and to the person
- * when the conversation can show a message. */
-static void skipped(struct session *s, const char *user, const char *why)
+/* Shows one line to the person: at the terminal the module owns, else through the
+ * conversation unless nobody can read it (s->silent). Control characters are replaced: the
+ * line ends up on the terminal of a setuid program. */
+static void show(struct session *s, int style, const char *msg)
+{
+    char line[LA_WIRE_MAX_FIELD + 1];
+    size_t n = strnlen(msg, LA_WIRE_MAX_FIELD);
+    if (n == 0)
+        return;
+    memcpy(line, msg, n);
+    line[n] = '\0';
+    replace_controls(line);
+    if (s->term.fd >= 0)
+        la_term_say(&s->term, line);
+    else if (!s->silent)
+        /* A failing conversation for a message is harmless: the request goes on. */
+        (void)pam_prompt(s->pamh, style, NULL, "%s", line);
+}
+
+/* Logs in one line why the finger was not used, and tells the person when shown is set. */
+static void skipped_shown(struct session *s, const char *user, const char *why, int shown)
 {
     char line[LA_WIRE_MAX_FIELD + 1], name[128];
     /* The user name and PAM_RHOST come from outside: no control character reaches the log. */
@@ -230,24 +255,33 @@ static void skipped(struct session *s, const char *user, const char *why)
     snprintf(line, sizeof line, "%s", why);
     replace_controls(name);
     replace_controls(line);
-    pam_syslog(s->pamh, LOG_NOTICE, "fingerprint not used for %s: %s", name, line);
-    snprintf(line, sizeof line, "Fingerprint not used: %s", why);
-    show(s, PAM_TEXT_INFO, line);
+    pam_syslog(s->pamh, LOG_NOTICE, LA_LOG_NOT_USED, name, line);
+    if (shown) {
+        snprintf(line, sizeof line, LA_TEXT_NOT_USED, why);
+        show(s, PAM_TEXT_INFO, line);
+    }
+}
+
+/* Says in one line why the finger was not asked for: always in syslog, and to the person
+ * when a message can be shown. */
+static void skipped(struct session *s, const char *user, const char *why)
+{
+    skipped_shown(s, user, why, 1);
 }
 
 /* The rule for non-interactive callers (sudo -n or -A without a terminal, scripts, cron): a
  * caller is interactive when PAM_TTY names a terminal, or when it did not ask for PAM_SILENT
- * and its conversation takes a PAM_TEXT_INFO message (LA_PROBE_LINE). Otherwise nothing can
+ * and its conversation takes a PAM_TEXT_INFO message (LA_TEXT_PROBE). Otherwise nothing can
  * tell the person to touch the reader, and the daemon is asked with interactionNotAllowed.
  * password_first has already asked a question that was answered: that caller is
- * interactive. */
+ * interactive; so is a person at a terminal the module owns. */
 static int interactive(struct session *s, const char *tty, int answered)
 {
-    if (answered || la_tty_names_terminal(tty))
+    if (answered || s->term.mode == LA_TERM_OWN || la_tty_names_terminal(tty))
         return 1;
     if (s->silent)
         return 0;
-    if (pam_prompt(s->pamh, PAM_TEXT_INFO, NULL, "%s", LA_PROBE_LINE) == PAM_SUCCESS)
+    if (pam_prompt(s->pamh, PAM_TEXT_INFO, NULL, "%s", LA_TEXT_PROBE) == PAM_SUCCESS)
         return 1;
     s->silent = 1; /* a conversation that failed once is not asked to show anything else */
     return 0;
@@ -264,17 +298,17 @@ static int typed_password(struct session *s, const char *user, int *answered)
     if (pam_get_item(s->pamh, PAM_AUTHTOK, &item) == PAM_SUCCESS && item != NULL) {
         if (((const char *)item)[0] == '\0')
             return LA_CONTINUE; /* an earlier module asked, and Enter alone was the answer */
-        skipped(s, user, "a password was already given");
+        skipped(s, user, LA_WHY_GIVEN);
         return PAM_AUTHINFO_UNAVAIL;
     }
-    int rc = pam_prompt(s->pamh, PAM_PROMPT_ECHO_OFF, &answer, "%s", LA_PASSWORD_PROMPT);
+    int rc = pam_prompt(s->pamh, PAM_PROMPT_ECHO_OFF, &answer, "%s", LA_TEXT_PASSWORD);
     if (rc == PAM_SUCCESS && answer != NULL && answer[0] == '\0') {
         *answered = 1;
         rc = LA_CONTINUE;
     } else if (rc == PAM_SUCCESS && answer != NULL) {
         rc = pam_set_item(s->pamh, PAM_AUTHTOK, answer); /* libpam keeps its own copy */
         if (rc == PAM_SUCCESS)
-            skipped(s, user, "a password was typed");
+            skipped(s, user, LA_WHY_TYPED);
         else
             pam_syslog(s->pamh, LOG_ERR, "cannot store the typed password: %s",
                        pam_strerror(s->pamh, rc));
@@ -283,7 +317,7 @@ static int typed_password(struct session *s, const char *user, int *answered)
         rc = PAM_INCOMPLETE; /* an event-driven application: call again with the answer */
     } else {
         s->silent = 1;
-        skipped(s, user, "the application cannot ask for a password");
+        skipped(s, user, LA_WHY_CANNOT_ASK);
         rc = PAM_CONV_ERR;
     }
     if (answer != NULL) {
@@ -299,11 +333,14 @@ static int answer_passcode(struct session *s)
 {
     char *answer = NULL;
     size_t len = 0;
-    int rc = pam_prompt(s->pamh, PAM_PROMPT_ECHO_OFF, &answer, "Passcode: ");
+    /* The question goes through the application's conversation, which needs the terminal
+     * and the signals as the application left them. */
+    la_term_close(&s->term);
+    int rc = pam_prompt(s->pamh, PAM_PROMPT_ECHO_OFF, &answer, "%s", LA_TEXT_PASSCODE);
     if (rc != PAM_SUCCESS || answer == NULL)
         s->seen.conv_failed = 1;
     else if (answer[0] != '\0' && (len = la_encode_passcode(&s->w, answer)) == 0)
-        show(s, PAM_ERROR_MSG, "Passcode too long or not valid text");
+        show(s, PAM_ERROR_MSG, LA_TEXT_PASSCODE_INVALID);
     else if (len > 0)
         s->sent_passcode = 1;
     if (answer != NULL) {
@@ -333,11 +370,30 @@ static int follow_up_pending(struct session *s)
     return wait_fd(s, POLLIN, until) == 0;
 }
 
+/* The first placeFinger at a terminal the module owns: the one line that takes a finger or
+ * a typed password replaces the daemon's prompt (kept for Enter alone). */
+static void put_up_prompt(struct session *s, const char *place_finger)
+{
+    char prompt[sizeof s->term.prompt], name[LA_PROMPT_USER_MAX + 1];
+    snprintf(s->place_finger, sizeof s->place_finger, "%s", place_finger);
+    snprintf(name, sizeof name, "%s", s->user);
+    replace_controls(name);
+    snprintf(prompt, sizeof prompt, LA_TEXT_PASSWORD_OR_FINGER, name);
+    if (la_term_prompt(&s->term, prompt) != 0)
+        show(s, PAM_TEXT_INFO, place_finger); /* the terminal refused: say it as a line */
+}
+
 static int on_event(struct session *s)
 {
     const struct la_reply *r = &s->reply;
     debug(s, "event %lld: %s", (long long)r->event, r->message);
     switch (r->event) {
+    case LA_EVENT_PLACE_FINGER:
+        if (s->term.mode == LA_TERM_OWN && s->term.fd >= 0 && s->place_finger[0] == '\0')
+            put_up_prompt(s, r->message);
+        else if (!s->term.reading)
+            show(s, PAM_TEXT_INFO, r->message);
+        return 0;
     case LA_EVENT_NO_MATCH:
         s->seen.tries_exhausted = r->present & LA_HAS_TRIES_LEFT && r->tries_left <= 0;
         show(s, PAM_ERROR_MSG, r->message);
@@ -357,24 +413,107 @@ static int on_event(struct session *s)
         return answer_passcode(s);
     case LA_EVENT_ENROLL_STAGE:
         return 0;
-    default: /* placeFinger, retry, fallbackAvailable, info, and kinds newer than us */
+    default: /* retry, fallbackAvailable, info, and kinds newer than us */
         show(s, PAM_TEXT_INFO, r->message);
         return 0;
     }
 }
 
+/* A line typed at the module's prompt. Returns LA_CONTINUE to go on waiting, else the PAM
+ * code: a password becomes PAM_AUTHTOK for the password module after this one
+ * (pam_unix try_first_pass) and the finger is given up, without waiting for the reader. */
+static int on_typed_line(struct session *s, size_t len)
+{
+    if (len == 0) {
+        /* Enter alone: the finger only, as the daemon asked for it. */
+        la_term_stop_reading(&s->term);
+        show(s, PAM_TEXT_INFO, s->place_finger);
+        return LA_CONTINUE;
+    }
+    if (len > LA_PASSWORD_MAX) {
+        show(s, PAM_ERROR_MSG, LA_TEXT_PASSWORD_TOO_LONG);
+        return LA_CONTINUE;
+    }
+    int rc = pam_set_item(s->pamh, PAM_AUTHTOK, s->typed); /* libpam keeps its own copy */
+    explicit_bzero(s->typed, sizeof s->typed);
+    if (rc != PAM_SUCCESS) {
+        pam_syslog(s->pamh, LOG_ERR, "cannot store the typed password: %s",
+                   pam_strerror(s->pamh, rc));
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+    /* The person knows; syslog hears why the reader was not used. */
+    skipped_shown(s, s->user, LA_WHY_TYPED, 0);
+    la_term_end_prompt(&s->term, 0);
+    return PAM_AUTHINFO_UNAVAIL;
+}
+
+/* Waits for the daemon's next frame, a line at the module's prompt or a signal key, until the
+ * deadline. Returns 0 when a frame is ready to read, LA_CONTINUE when something was handled
+ * and the wait goes on, or the PAM code to return. */
+static int wait_event(struct session *s)
+{
+    struct pollfd fds[3];
+    int64_t left = s->deadline - now_ms();
+    if (left <= 0)
+        return 0; /* read_reply reports the deadline */
+    fds[0] = (struct pollfd){.fd = s->fd, .events = POLLIN};
+    int n = 1 + la_term_pollfds(&s->term, fds + 1);
+    int ready = poll(fds, (nfds_t)n, left > INT32_MAX ? INT32_MAX : (int)left);
+    if (ready < 0 && errno != EINTR)
+        return 0;
+    if (ready <= 0)
+        return ready == 0 ? 0 : LA_CONTINUE;
+    size_t len = 0;
+    switch (la_term_check(&s->term, fds + 1, n - 1, s->typed, sizeof s->typed, &len)) {
+    case LA_TERM_LINE:
+        return on_typed_line(s, len);
+    case LA_TERM_INTERRUPT:
+        /* Ctrl-C or Ctrl-\: closing the connection frees the reader and counts nothing. */
+        la_term_end_prompt(&s->term, 1);
+        skipped_shown(s, s->user, LA_WHY_INTERRUPTED, 0);
+        return PAM_AUTHINFO_UNAVAIL;
+    case LA_TERM_TERMINATE:
+        la_term_end_prompt(&s->term, 1);
+        skipped_shown(s, s->user, LA_WHY_INTERRUPTED, 0);
+        return PAM_AUTHINFO_UNAVAIL;
+    case LA_TERM_HANGUP:
+        skipped_shown(s, s->user, LA_WHY_TERMINAL_GONE, 0);
+        return PAM_AUTHINFO_UNAVAIL;
+    case LA_TERM_NOTHING:
+        break;
+    }
+    return fds[0].revents != 0 ? 0 : LA_CONTINUE;
+}
+
+/* The user name goes into the request; one the daemon would refuse is said at once. */
+static int user_fits(struct session *s, const char *user)
+{
+    char why[128];
+    size_t n = strnlen(user, LA_WIRE_MAX_FIELD + 1);
+    if (n > LA_WIRE_MAX_FIELD)
+        snprintf(why, sizeof why, LA_WHY_USER_TOO_LONG, strlen(user), LA_WIRE_MAX_FIELD);
+    else if (!la_wire_utf8_valid((const uint8_t *)user, n))
+        snprintf(why, sizeof why, "%s", LA_WHY_USER_NOT_TEXT);
+    else
+        return 1;
+    skipped(s, user, why);
+    return 0;
+}
+
 /* The conversation with the daemon; every failure that is not the daemon's answer is
  * PAM_AUTHINFO_UNAVAIL, so the stack falls back to the password. */
-static int run(struct session *s)
+static int run(struct session *s, int pam_silent)
 {
     const void *item = NULL;
     const char *user = NULL, *service = NULL, *tty = NULL;
+    char why[LA_WIRE_MAX_FIELD + 64];
     int answered = 0;
 
-    if (pam_get_item(s->pamh, PAM_RHOST, &item) == PAM_SUCCESS && item != NULL &&
-        ((const char *)item)[0] != '\0' && strcmp(item, "localhost") != 0) {
-        char why[160];
-        snprintf(why, sizeof why, "remote session from %.100s", (const char *)item);
+    if (pam_get_item(s->pamh, PAM_TTY, &item) == PAM_SUCCESS)
+        tty = item;
+    s->silent = la_quiet(pam_silent, tty);
+    if (pam_get_item(s->pamh, PAM_RHOST, &item) == PAM_SUCCESS && la_is_remote(item)) {
+        snprintf(why, sizeof why, LA_WHY_REMOTE, (const char *)item);
         if (pam_get_item(s->pamh, PAM_USER, &item) != PAM_SUCCESS)
             item = NULL;
         skipped(s, item, why);
@@ -387,10 +526,11 @@ static int run(struct session *s)
         return rc;
     if (user == NULL || user[0] == '\0')
         return PAM_USER_UNKNOWN;
+    if (!user_fits(s, user))
+        return PAM_AUTHINFO_UNAVAIL;
+    s->user = user;
     if (pam_get_item(s->pamh, PAM_SERVICE, &item) == PAM_SUCCESS)
         service = item;
-    if (pam_get_item(s->pamh, PAM_TTY, &item) == PAM_SUCCESS)
-        tty = item;
     /* Optional strings the daemon would refuse (not UTF-8, too long) are left out. */
     if (service != NULL && (strnlen(service, LA_WIRE_MAX_FIELD + 1) > LA_WIRE_MAX_FIELD ||
                             !la_wire_utf8_valid((const uint8_t *)service, strlen(service))))
@@ -399,23 +539,36 @@ static int run(struct session *s)
                         !la_wire_utf8_valid((const uint8_t *)tty, strlen(tty))))
         tty = NULL;
 
-    if (s->opt->password_first && (rc = typed_password(s, user, &answered)) != LA_CONTINUE)
-        return rc;
+    if (s->opt->password_first) {
+        if ((rc = typed_password(s, user, &answered)) != LA_CONTINUE)
+            return rc;
+    } else {
+        switch (la_term_open(&s->term, tty, s->deadline)) {
+        case LA_TERM_SCRIPTED:
+            skipped(s, user, LA_WHY_STDIN);
+            return PAM_AUTHINFO_UNAVAIL;
+        case LA_TERM_OWN:
+            la_term_watch(&s->term); /* on failure: not owned, the conversation as always */
+            break;
+        default:
+            break;
+        }
+    }
     int64_t flags = s->opt->policy == LA_POLICY_OWNER ? LA_FLAG_PASSCODE_CAPABLE : 0;
     /* The daemon answers notInteractive at once and audits it (a recent success that it may
      * reuse still counts), so the reader is never started for a caller nobody watches. */
     if (!interactive(s, tty, answered))
         flags |= LA_FLAG_INTERACTION_NOT_ALLOWED;
 
-    if (connect_daemon(s) != 0) {
-        skipped(s, user, "localauthd is not running");
+    if (connect_daemon(s, why, sizeof why) != 0) {
+        skipped(s, user, why);
         return PAM_AUTHINFO_UNAVAIL;
     }
     /* HELLO and EVALUATE go out back to back, the WELCOME is read after: the daemon takes
      * frames in order, and the finger prompt comes one round trip sooner (docs/performance.md). */
     if (send_frame(s, la_encode_hello(&s->w, LA_CLIENT_NAME)) != 0) {
         pam_syslog(s->pamh, LOG_ERR, "cannot send HELLO to %s", s->opt->socket);
-        skipped(s, user, "localauthd does not answer");
+        skipped(s, user, LA_WHY_NO_ANSWER);
         return PAM_AUTHINFO_UNAVAIL;
     }
 
@@ -432,20 +585,36 @@ static int run(struct session *s)
     };
     if (send_frame(s, la_encode_evaluate(&s->w, &ev)) != 0) {
         pam_syslog(s->pamh, LOG_ERR, "cannot send EVALUATE for %s", user);
-        skipped(s, user, "localauthd does not answer");
+        skipped(s, user, LA_WHY_NO_ANSWER);
         return PAM_AUTHINFO_UNAVAIL;
     }
-    if (read_reply(s, s->deadline) != 0 || s->reply.type != LA_MSG_WELCOME ||
-        s->reply.version != LA_WIRE_VERSION) {
+    if (read_reply(s, s->deadline) != 0) {
+        pam_syslog(s->pamh, LOG_ERR, "no WELCOME from %s", s->opt->socket);
+        skipped(s, user, LA_WHY_NO_ANSWER);
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+    if (s->reply.type != LA_MSG_WELCOME || s->reply.version != LA_WIRE_VERSION) {
+        if (s->reply.type == LA_MSG_ERROR)
+            snprintf(why, sizeof why, LA_WHY_REFUSED, s->reply.message);
+        else if (s->reply.type == LA_MSG_WELCOME)
+            snprintf(why, sizeof why, LA_WHY_OTHER_VERSION, (long long)s->reply.version,
+                     LA_WIRE_VERSION);
+        else
+            snprintf(why, sizeof why, "%s", LA_WHY_NO_ANSWER);
         pam_syslog(s->pamh, LOG_ERR, "no usable WELCOME from %s", s->opt->socket);
-        skipped(s, user, "localauthd does not answer");
+        skipped(s, user, why);
         return PAM_AUTHINFO_UNAVAIL;
     }
     debug(s, "connected to %s", s->reply.server);
 
     for (;;) {
+        if ((rc = wait_event(s)) == LA_CONTINUE)
+            continue;
+        if (rc != 0)
+            return rc;
         if (read_reply(s, s->deadline) != 0) {
             pam_syslog(s->pamh, LOG_ERR, "localauthd went away, stalled or sent a bad frame");
+            la_term_end_prompt(&s->term, 1);
             return s->seen.conv_failed ? PAM_CONV_ERR : PAM_AUTHINFO_UNAVAIL;
         }
         if (s->reply.type == LA_MSG_EVENT) {
@@ -458,8 +627,10 @@ static int run(struct session *s)
         if (s->reply.type == LA_MSG_RESULT) {
             int64_t code = s->reply.code;
             rc = la_result_to_pam(code, &s->seen);
+            /* What was typed and not sent is dropped with the prompt: a finger decided. */
+            la_term_end_prompt(&s->term, 1);
             if (code == LA_NOT_INTERACTIVE && flags & LA_FLAG_INTERACTION_NOT_ALLOWED)
-                skipped(s, user, "no terminal, and the application cannot show a message");
+                skipped(s, user, LA_WHY_NOT_INTERACTIVE);
             else if (la_result_is_shown(code))
                 show(s, PAM_ERROR_MSG, s->reply.message);
             pam_syslog(s->pamh, rc == PAM_SUCCESS ? LOG_INFO : LOG_NOTICE,
@@ -482,14 +653,16 @@ LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const
     s.pamh = pamh;
     s.opt = &opt;
     s.fd = -1;
-    s.silent = (flags & PAM_SILENT) != 0;
+    s.term.fd = s.term.sig_fd = -1;
     s.deadline = now_ms() + (int64_t)opt.timeout * 1000;
 
-    int rc = run(&s);
+    int rc = run(&s, (flags & PAM_SILENT) != 0);
 
-    /* The one exit: closing the connection also cancels anything still running. */
+    /* The one exit: closing the connection also cancels anything still running and frees
+     * the reader; then the terminal and the signal mask go back to how the caller left them. */
     if (s.fd >= 0)
         close(s.fd);
+    la_term_close(&s.term);
     explicit_bzero(&s, sizeof s);
     return rc;
 }

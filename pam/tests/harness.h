@@ -25,5 +25,6 @@ void test_wire(const char *golden_path);
 void test_options(void);
 void test_codes(void);
 void test_exports(const char *module_path);
+void test_rules(void);
 
 #endif

@@ -246,7 +246,7 @@ class Ctx:
             run_env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=87"
         r = subprocess.run(wrap + [PYTHON, os.path.join(HERE, "pamconv.py"), service, user,
                                    str(flags), json.dumps(spec)], env=run_env,
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=60, start_new_session=True)
         check(r.returncode == 0 and "runtime error:" not in r.stderr,
               "pamconv failed (%d): %s" % (r.returncode, r.stderr))
         res = json.loads(r.stdout.strip().splitlines()[-1])
@@ -281,8 +281,11 @@ class Ctx:
             cmd = [PYTHON, os.path.join(HERE, "pamcall.py"), service, user, str(expect),
                    str(flags), *answers]
             stdin = ""
+        # A session of its own: no controlling terminal, whatever runs the tests (the module
+        # treats a caller at a terminal differently; pam/tests/terminal_test.py tests that).
         p = subprocess.Popen(setpriv(as_user) + cmd, env=env, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
         p.started = time.monotonic()
         p.stdin_text = stdin
         p.use_pamtester = use_pamtester
@@ -346,24 +349,30 @@ def no_daemon_is_authinfo_unavail_at_once(ctx):
 def remote_rhost_never_connects(ctx):
     fake = FakeDaemon(ctx, [result(0)])
     svc = ctx.service("socket=%s" % fake.sock)
-    for rhost in ("attacker.example", "10.0.0.7", "::1"):
+    # Any PAM_RHOST is remote: "localhost" too (issue 13, L3), which sshd reports for
+    # loopback and tunnelled logins.
+    for rhost in ("attacker.example", "10.0.0.7", "::1", "localhost", "127.0.0.1"):
         res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL, items={"rhost": rhost})
         expect_code(res, PAM_AUTHINFO_UNAVAIL)
         check(res["info"] == ["Fingerprint not used: remote session from " + rhost]
               and res["errors"] == [], "the person is told why: %s" % res)
     check(fake.connections() == 0, "connections made: %d" % fake.connections())
-    # The listener does record connections: a local session reaches it.
-    expect_code(ctx.pam(svc, "nobody", items={"rhost": "localhost"}), PAM_SUCCESS)
+    # The listener does record connections: a local session (no PAM_RHOST) reaches it.
+    expect_code(ctx.pam(svc, "nobody"), PAM_SUCCESS)
     check(fake.connections() == 1, "the local call connected")
 
 
 @case()
-def daemon_not_run_by_root_is_not_believed(ctx):
+def daemon_not_run_by_root_is_not_believed_and_said_to_be_untrusted(ctx):
     fake = FakeDaemon(ctx, [result(0, "Authenticated")], as_user="nobody")
     svc = ctx.service("socket=%s" % fake.sock)
     res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL)
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
     check(fake.frames() == [], "sent nothing to an untrusted peer: %s" % fake.frames())
+    # Not "localauthd is not running" (issue 13, L5): the person is told what is wrong.
+    uid = pwd.getpwnam("nobody").pw_uid
+    check(res["info"] == [PROBE, "Fingerprint not used: localauthd is not trusted: its socket is "
+                                 "served by uid %d, not root" % uid], "told why: %s" % res)
     # The same script served by root is believed, so the refusal above is the uid check.
     trusted = FakeDaemon(ctx, [result(0, "Authenticated")])
     expect_code(ctx.pam(ctx.service("socket=%s" % trusted.sock), "nobody"), PAM_SUCCESS)
@@ -423,6 +432,21 @@ def pam_silent_shows_nothing(ctx):
     res = ctx.pam(svc, "nobody", PAM_MAXTRIES, flags=PAM_SILENT)
     expect_code(res, PAM_MAXTRIES)
     check(res["info"] == [] and res["errors"] == [], "silent: %s" % res)
+
+
+@case()
+def pam_silent_at_a_terminal_still_shows_the_prompt_and_outcomes(ctx):
+    # sudo passes PAM_SILENT on every call (pam/tests/terminal_test.py measures it): a module
+    # that honoured it there would never say that a finger is wanted (issue 14).
+    fake = FakeDaemon(ctx, [event(lawire.EV_PLACE, "Place your finger"),
+                            event(lawire.EV_NOMATCH, "Not recognised (1 try left)", triesLeft=1),
+                            event(lawire.EV_NOMATCH, "Not recognised", triesLeft=0),
+                            result(-1, "Authentication failed")])
+    res = ctx.conv(ctx.service("socket=%s" % fake.sock), "nobody", flags=PAM_SILENT,
+                   items={"tty": "/dev/pts/3"})
+    expect_code(res, PAM_MAXTRIES)
+    check(res["info"] == ["Place your finger"] and
+          res["errors"] == ["Not recognised (1 try left)", "Not recognised"], str(res))
 
 
 @case()
@@ -622,6 +646,53 @@ def bad_arguments_are_ignored_not_fatal(ctx):
     expect_code(ctx.pam(svc, "nobody"), PAM_SUCCESS)
     f = fake.frames()[1]["fields"]
     check(f["tries"] == 3 and f["policy"] == 1 and 29000 <= f["timeoutMs"] <= 30000, str(f))
+
+
+@case()
+def user_name_too_long_is_said_at_once_without_connecting(ctx):
+    fake = FakeDaemon(ctx, [result(0)])
+    svc = ctx.service("socket=%s" % fake.sock)
+    res = ctx.pam(svc, "u" * 2000, PAM_AUTHINFO_UNAVAIL)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    # Not "localauthd does not answer" (issue 13, L5).
+    check(res["info"] == ["Fingerprint not used: the user name is too long "
+                          "(2000 bytes, at most 1024)"], "told why: %s" % res)
+    check(fake.connections() == 0 and res["end"] - res["start"] < 0.5, str(res))
+
+
+@case()
+def each_way_of_not_reaching_the_daemon_is_said_as_it_is(ctx):
+    # Nothing at the path; a socket file nobody listens on; a path the caller may not reach.
+    listener_gone = os.path.join(ctx.mkdir("run"), "socket")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(listener_gone)
+    s.close()
+    locked = ctx.mkdir("locked")
+    fake = FakeDaemon(ctx, [result(0)])
+    os.chmod(locked, 0o700)
+    os.symlink(fake.sock, os.path.join(locked, "socket"))
+    for path, as_user, why in (
+            (ctx.root + "/nothing-here", None, "localauthd is not running"),
+            (listener_gone, None, "localauthd is not running"),
+            (os.path.join(locked, "socket"), "nobody", "cannot reach localauthd: Permission denied")):
+        res = ctx.pam(ctx.service("socket=%s" % path), "nobody", PAM_AUTHINFO_UNAVAIL,
+                      as_user=as_user)
+        expect_code(res, PAM_AUTHINFO_UNAVAIL)
+        check(res["info"][-1:] == ["Fingerprint not used: " + why], "%s: %s" % (path, res))
+
+
+@case()
+def a_refusing_or_newer_daemon_is_said_as_it_is(ctx):
+    error = lawire.encode(lawire.ERROR, code=2, message="unsupported version").hex()
+    fake = FakeDaemon(ctx, [{"recv": True}, {"send": error}], handshake=False)
+    res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
+    check(res["info"][-1:] == ["Fingerprint not used: localauthd refused the request: "
+                               "unsupported version"], str(res))
+    welcome2 = lawire.encode(lawire.WELCOME, version=2, peer="future").hex()
+    fake = FakeDaemon(ctx, [result(0)], welcome=welcome2)
+    res = ctx.pam(ctx.service("socket=%s" % fake.sock, name="v2"), "nobody", PAM_AUTHINFO_UNAVAIL)
+    check(res["info"][-1:] == ["Fingerprint not used: localauthd speaks protocol version 2, "
+                               "not 1"], str(res))
 
 
 # password_first: what a screen locker that collected the password before calling PAM needs.

@@ -41,6 +41,7 @@ int main(int argc, char **argv)
     test_wire(argv[1]);
     test_options();
     test_codes();
+    test_rules();
     test_exports(argv[2]);
     return t_summary();
 }

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The module's decisions about its caller, as pure functions of facts gathered elsewhere, so
+ * that every row of the rules in pam_localauth(8) is a unit test.
+ */
+#ifndef LOCALAUTH_PAM_RULES_H
+#define LOCALAUTH_PAM_RULES_H
+
+/* A session is remote when PAM_RHOST is set to anything at all. "localhost" too: sshd reports
+ * loopback and tunnelled logins that way, and whoever touches the reader is not at the far end
+ * of a connection. */
+int la_is_remote(const char *rhost);
+
+/* What the module may do with the caller's terminal (pam_localauth(8), THE TERMINAL). */
+enum la_term_mode {
+    LA_TERM_NONE,     /* no terminal of the caller's own: the conversation, as always */
+    LA_TERM_OWN,      /* a person at this terminal: "Password or finger", read by the module */
+    LA_TERM_SCRIPTED, /* the password comes from standard input: never wait for the reader */
+    LA_TERM_OTHER,    /* a terminal the module must not take over: the conversation */
+};
+
+/* What the module found out, without changing anything. */
+struct la_term_facts {
+    int ctty;          /* the process has a controlling terminal */
+    int pam_tty_names; /* PAM_TTY names that terminal (the application says the person is there) */
+    int stdin_tty;     /* standard input is a terminal */
+    int stdin_ctty;    /* ... and it is the controlling terminal */
+    int foreground;    /* the process is in the terminal's foreground process group */
+    int line_mode;     /* canonical input, echo and signal keys on: what a shell leaves */
+};
+
+enum la_term_mode la_term_decide(const struct la_term_facts *f);
+
+/* Whether nothing may be shown: PAM_SILENT from a caller with no terminal in PAM_TTY. A caller
+ * at a terminal is shown the finger prompt and its outcomes even under PAM_SILENT (sudo sets it
+ * on every call): they are a question and its answer, not chatter. */
+int la_quiet(int pam_silent, const char *pam_tty);
+
+#endif

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The rules of pam_localauth(8) about the caller: remote sessions, the terminal, PAM_SILENT. */
+#include "../rules.h"
+#include "harness.h"
+
+#include <stddef.h>
+
+static void any_rhost_is_remote_localhost_included(void)
+{
+    const char *remote[] = {"localhost", "127.0.0.1", "::1", "far.example", "x"};
+    for (size_t i = 0; i < sizeof remote / sizeof *remote; i++)
+        CHECK(la_is_remote(remote[i]));
+    CHECK(!la_is_remote(NULL));
+    CHECK(!la_is_remote("")); /* login sets an empty PAM_RHOST on a console */
+}
+
+/* A person at a terminal, as sudo, su and login present it (measured: terminal_test.py). */
+static const struct la_term_facts at_terminal = {
+    .ctty = 1,
+    .pam_tty_names = 1,
+    .stdin_tty = 1,
+    .stdin_ctty = 1,
+    .foreground = 1,
+    .line_mode = 1,
+};
+
+static void a_person_at_the_terminal_pam_tty_names_is_owned(void)
+{
+    CHECK(la_term_decide(&at_terminal) == LA_TERM_OWN);
+}
+
+static void no_controlling_terminal_or_pam_tty_elsewhere_is_the_conversation(void)
+{
+    struct la_term_facts f = at_terminal;
+    f.ctty = 0; /* polkit's helper, gdm, cron, sudo -A from a desktop */
+    CHECK(la_term_decide(&f) == LA_TERM_NONE);
+    f = at_terminal;
+    f.pam_tty_names = 0; /* a program started from a shell that does not say the person is there */
+    CHECK(la_term_decide(&f) == LA_TERM_NONE);
+    f.stdin_tty = 0; /* pkttyagent's helper: pipes, no PAM_TTY */
+    CHECK(la_term_decide(&f) == LA_TERM_NONE);
+}
+
+static void standard_input_not_a_terminal_is_scripted(void)
+{
+    struct la_term_facts f = at_terminal;
+    f.stdin_tty = f.stdin_ctty = 0; /* echo PW | sudo -S; cmd | sudo tee */
+    CHECK(la_term_decide(&f) == LA_TERM_SCRIPTED);
+    f.foreground = f.line_mode = 0; /* whatever else holds */
+    CHECK(la_term_decide(&f) == LA_TERM_SCRIPTED);
+}
+
+static void a_terminal_not_the_modules_to_take_is_left_alone(void)
+{
+    struct la_term_facts f = at_terminal;
+    f.stdin_ctty = 0; /* input from another terminal */
+    CHECK(la_term_decide(&f) == LA_TERM_OTHER);
+    f = at_terminal;
+    f.foreground = 0; /* sudo cmd & */
+    CHECK(la_term_decide(&f) == LA_TERM_OTHER);
+    f = at_terminal;
+    f.line_mode = 0; /* a full-screen program, raw mode */
+    CHECK(la_term_decide(&f) == LA_TERM_OTHER);
+}
+
+static void pam_silent_is_quiet_only_without_a_terminal(void)
+{
+    CHECK(la_quiet(1, NULL));
+    CHECK(la_quiet(1, ""));            /* sudo without a terminal */
+    CHECK(la_quiet(1, "cron"));        /* cron */
+    CHECK(!la_quiet(1, "/dev/pts/0")); /* sudo in a terminal: PAM_SILENT on every call */
+    CHECK(!la_quiet(1, "tty1"));
+    CHECK(!la_quiet(1, ":0"));
+    CHECK(!la_quiet(0, NULL));
+    CHECK(!la_quiet(0, "cron"));
+}
+
+void test_rules(void)
+{
+    TEST(any_rhost_is_remote_localhost_included);
+    TEST(a_person_at_the_terminal_pam_tty_names_is_owned);
+    TEST(no_controlling_terminal_or_pam_tty_elsewhere_is_the_conversation);
+    TEST(standard_input_not_a_terminal_is_scripted);
+    TEST(a_terminal_not_the_modules_to_take_is_left_alone);
+    TEST(pam_silent_is_quiet_only_without_a_terminal);
+}
