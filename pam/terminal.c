@@ -145,7 +145,8 @@ int la_term_prompt(struct la_term *t, const char *prompt)
 {
     if (t->mode != LA_TERM_OWN || (!t->echo_off && set_echo(t, 1) != 0))
         return -1;
-    snprintf(t->prompt, sizeof t->prompt, "%s", prompt);
+    if (prompt != t->prompt)
+        snprintf(t->prompt, sizeof t->prompt, "%s", prompt);
     if (t->mid_line)
         put(t, "\n");
     put(t, t->prompt);
