@@ -31,6 +31,7 @@ PAM_FUZZ_TARGETS := fuzz_wire fuzz_options
 PAM_BENCH_CLIENT := $(PAM_BUILD)/tests/bench_client
 PAM_STEP_CLIENT := $(PAM_BUILD)/tests/step_client
 PAM_FAILINJECT := $(PAM_BUILD)/tests/libfailinject.so
+PAM_PROBE := $(PAM_BUILD)/tests/probe_module.so
 # Kills of the daemon in pam-test-death (docs/reliability.md, promise 1).
 PAM_DEATH_KILLS ?= 100
 
@@ -62,7 +63,8 @@ PAM_ASAN_CFLAGS := -std=gnu11 -O1 -g $(PAM_WARN) -fPIC -fvisibility=hidden $(PAM
 
 .PHONY: pam pam-asan pam-test-unit pam-fuzz pam-lint pam-clean pam-test-integration \
         pam-test-asan pam-format pam-bench pam-install pam-uninstall pam-test-install \
-        pam-test-locker pam-test-death pam-test-memcheck pam-test-failinject pam-test-hostile
+        pam-test-locker pam-test-death pam-test-memcheck pam-test-failinject pam-test-hostile \
+        pam-test-terminal
 
 pam: $(PAM_MODULE)
 
@@ -134,6 +136,20 @@ PAM_LOCKER_RUNS ?= 3
 pam-test-locker: $(PAM_MODULE)
 	$(PAM_PYTHON) pam/tests/locker_test.py --module $(abspath $(PAM_MODULE)) \
 		--bin $(abspath $(PAM_DAEMON_BIN)) --runs $(PAM_LOCKER_RUNS)
+
+# The real sudo 1.9.13, su and login in a tmux terminal, as an ordinary user, with the module
+# installed as README.md says (and through the real pam-auth-update), against the real daemon,
+# in a private mount namespace (issue 14). PAM_TERMINAL_RUNS runs of each case; the figures
+# are printed as medians.
+PAM_TERMINAL_RUNS ?= 1
+$(PAM_PROBE): pam/tests/probe_module.c pam/pam.mk
+	@mkdir -p $(@D)
+	$(PAM_CC) -std=gnu11 -O2 $(PAM_WARN) -fPIC -shared -o $@ $< -lpam
+
+pam-test-terminal: $(PAM_MODULE) $(PAM_PROBE)
+	$(PAM_PYTHON) pam/tests/terminal_test.py --module $(abspath $(PAM_MODULE)) \
+		--bin $(abspath $(PAM_DAEMON_BIN)) --probe $(abspath $(PAM_PROBE)) \
+		--runs $(PAM_TERMINAL_RUNS)
 
 # The PAM client that bench/bench.py and pam/tests/hostile.py drive (its conversation answers the finger prompt
 # with a virtual scan). Not part of any install.

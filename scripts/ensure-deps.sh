@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(pkg-config libfprint-2-dev libglib2.0-dev libpam0g-dev libsystemd-dev libcrypt-dev
     libpam-wrapper pamtester python3-pypamtest clang-format man-db util-linux systemd
-    python3-dbusmock dbus-daemon i3lock xvfb xdotool valgrind)
+    python3-dbusmock dbus-daemon i3lock xvfb xdotool valgrind sudo tmux)
 # A target that needs more names them: scripts/ensure-deps.sh dpkg-dev (make deb).
 packages+=("$@")
 missing=()

@@ -5,9 +5,9 @@ i3lock (the Debian package) runs under Xvfb as an unprivileged user and is drive
 xdotool. Its PAM stack is the shipped pam/examples/i3lock, loaded through pam_wrapper from a
 private service directory (module paths made absolute, socket= added). pam_unix checks the
 password for real, through its setgid helper unix_chkpwd, against a private /etc/shadow: the
-test runs in a private mount namespace where copies of /etc/passwd, /etc/group and
-/etc/shadow with one extra account are bound over the real ones, so nothing on the machine
-changes. The daemon is the real localauthd with libfprint's virtual reader.
+test runs in sandbox.py's private mount namespace (/etc an overlay holding one extra
+account), so nothing on the machine changes. The daemon is the real localauthd with
+libfprint's virtual reader, on the sandbox's /run/localauthd/socket.
 
 Cases, each run --runs times with a fresh i3lock:
   (a) Enter alone, matching finger -> unlocked (i3lock exits 0);
@@ -20,26 +20,17 @@ Usage: locker_test.py --module SO --bin DIR [--runs N] [--example STACK] [-k NAM
 The last line is "N passed, N failed"; the exit status is non-zero on any failure.
 """
 import argparse
-import glob
 import os
 import pwd
-import grp
 import shutil
-import signal
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
-import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import crypt  # noqa: E402 — Debian 12's Python 3.11 still has it; only for the test hash
+import sandbox  # noqa: E402
+from sandbox import Failure, check  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "examples", "i3lock")
@@ -47,15 +38,6 @@ USER = "la-locker"
 PASSWORD = "Locker-pass 4711"
 BUDGET_PASSWORD_S = 1.0  # issue 9: the typed password unlocks in under 1 s
 BUDGET_WAIT_S = 30.0  # for everything else: generous, a loaded 2-core machine
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
 
 
 def wait_until(cond, what, timeout=BUDGET_WAIT_S, proc=None):
@@ -67,50 +49,25 @@ def wait_until(cond, what, timeout=BUDGET_WAIT_S, proc=None):
 
 
 class World:
-    """The private /etc, the X server, the daemon and the PAM service directory."""
+    """The sandbox (accounts, daemon), the X server and the PAM service directory."""
 
     def __init__(self, args):
         self.args = args
-        self.root = tempfile.mkdtemp(prefix="la-locker-")
-        os.chmod(self.root, 0o755)
-        self.children = []
-        self.add_account()
+        self.m = sandbox.Machine(args.module, args.bin, {USER: PASSWORD})
+        self.root = self.m.root
+        self.uid = self.m.uids[USER]
+        self.home = pwd.getpwnam(USER).pw_dir
         self.start_x()
-        self.start_daemon()
+        self.m.start_daemon()
+        self.sock = sandbox.SOCKET
+        self.m.enroll(USER)
         self.write_service()
 
     def path(self, *names):
-        return os.path.join(self.root, *names)
-
-    def add_account(self):
-        used_uids = {p.pw_uid for p in pwd.getpwall()}
-        used_gids = {g.gr_gid for g in grp.getgrall()}
-        self.uid = next(u for u in range(64100, 65000) if u not in used_uids and u not in used_gids)
-        self.home = self.path("home")
-        os.mkdir(self.home)
-        os.chown(self.home, self.uid, self.uid)
-        salt = crypt.mksalt(crypt.METHOD_SHA512)
-        lines = {
-            "passwd": "%s:x:%d:%d:localauth locker test:%s:/bin/sh\n" % (USER, self.uid, self.uid,
-                                                                         self.home),
-            "group": "%s:x:%d:\n" % (USER, self.uid),
-            "shadow": "%s:%s:19000:0:99999:7:::\n" % (USER, crypt.crypt(PASSWORD, salt)),
-        }
-        for name, line in lines.items():
-            copy = self.path(name)
-            with open("/etc/" + name) as src, open(copy, "w") as dst:
-                dst.write(src.read() + line)
-            st = os.stat("/etc/" + name)
-            os.chown(copy, st.st_uid, st.st_gid)
-            os.chmod(copy, st.st_mode & 0o7777)
-            # Private mount namespace (see main): the real /etc/NAME is untouched.
-            subprocess.run(["mount", "--bind", copy, "/etc/" + name], check=True)
-        check(pwd.getpwnam(USER).pw_uid == self.uid, "the test account resolves")
+        return self.m.path(*names)
 
     def spawn(self, cmd, **kw):
-        p = subprocess.Popen(cmd, **kw)
-        self.children.append(p)
-        return p
+        return self.m.spawn(cmd, **kw)
 
     def start_x(self):
         r, w = os.pipe()
@@ -128,64 +85,19 @@ class World:
             self.path("xvfb.log")).read()[-300:])
         self.display = ":" + number
 
-    def start_daemon(self):
-        run = self.path("run")
-        os.mkdir(run)
-        os.chmod(run, 0o755)
-        self.sock = os.path.join(run, "socket")
-        state = self.path("state")
-        os.mkdir(state, 0o700)  # the daemon refuses a state directory others can read
-        self.daemon = self.spawn([os.path.join(self.args.bin, "localauthd"), "--socket", self.sock,
-                                  "--state-dir", state, "--virtual-reader"],
-                                 stdout=subprocess.DEVNULL,
-                                 stderr=open(self.path("localauthd.log"), "w"))
-        deadline = time.monotonic() + BUDGET_WAIT_S
-        while True:
-            try:
-                lawire.handshake(self.sock, timeout=1)
-                break
-            except (OSError, EOFError, ValueError):
-                check(self.daemon.poll() is None and time.monotonic() < deadline,
-                      "localauthd did not come up: %s" % open(
-                          self.path("localauthd.log")).read()[-300:])
-                time.sleep(0.02)
-        os.chmod(self.sock, 0o666)  # i3lock runs as the user; the daemon decides
-        self.enroll()
-
     def ctl(self, *args):
-        env = dict(os.environ, LOCALAUTHD_SOCKET=self.sock)
-        r = subprocess.run([os.path.join(self.args.bin, "localauthctl"), *args], env=env,
-                           capture_output=True, text=True, timeout=BUDGET_WAIT_S)
-        check(r.returncode == 0, "localauthctl %s: %s%s" % (" ".join(args), r.stdout, r.stderr))
-        return r.stdout
+        return self.m.ctl(*args)
 
     def touch(self, print_id):
-        self.ctl("simulate", "touch", print_id)
-
-    def enroll(self):
-        """Five touches once the daemon has asked for the finger, and not one more: a touch
-        left queued in the virtual reader would answer the next verify."""
-        env = dict(os.environ, LOCALAUTHD_SOCKET=self.sock)
-        p = self.spawn(["stdbuf", "-oL", os.path.join(self.args.bin, "localauthctl"), "enroll",
-                        "--user", USER, "--finger", "right-index-finger"], env=env,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        first = p.stdout.readline()
-        check("finger" in first.lower(), "enrolment prompt: %r" % first)
-        for _ in range(5):
-            self.touch("finger-1")
-        out = first + p.stdout.read()
-        check(p.wait(timeout=BUDGET_WAIT_S) == 0, "enrolment: %s" % out)
+        self.m.touch(print_id)
 
     def stop_daemon(self):
-        self.daemon.send_signal(signal.SIGTERM)
-        self.daemon.wait(timeout=BUDGET_WAIT_S)
+        self.m.stop_daemon()
         check(not lawire_answers(self.sock), "the daemon is stopped")
 
     def write_service(self):
         """pam/examples/i3lock as shipped, with absolute module paths and this socket."""
-        unix = sorted(glob.glob("/lib/*/security/pam_unix.so") +
-                      glob.glob("/usr/lib/*/security/pam_unix.so"))
-        check(unix, "pam_unix.so not found")
+        unix = os.path.join(sandbox.security_dir(), "pam_unix.so")
         self.services = self.path("pam.d")
         os.mkdir(self.services)
         open(os.path.join(self.services, "other"), "w").close()
@@ -193,7 +105,7 @@ class World:
         for line in open(self.args.example):
             line = line.replace(" pam_localauth.so ", " %s socket=%s " % (self.args.module,
                                                                           self.sock))
-            stack.append(line.replace(" pam_unix.so", " " + unix[0]))
+            stack.append(line.replace(" pam_unix.so", " " + unix))
         check(any(self.args.module in l for l in stack), "pam_localauth in %s" % self.args.example)
         with open(os.path.join(self.services, "i3lock"), "w") as f:
             f.writelines(stack)
@@ -201,16 +113,9 @@ class World:
         os.chmod(os.path.join(self.services, "i3lock"), 0o644)
 
     def close(self):
-        # SIGTERM first: Xvfb removes its socket and lock file only when it may clean up.
-        for p in reversed(self.children):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-        shutil.rmtree(self.root, ignore_errors=True)
+        # SIGTERM first (Machine.close): Xvfb removes its socket and lock file only when it
+        # may clean up.
+        self.m.close()
 
 
 def lawire_answers(sock):
@@ -362,12 +267,7 @@ def main():
     if os.getuid() != 0:
         print("run as root: the daemon, the private /etc and setpriv need it")
         return 1
-    if os.environ.get("LA_LOCKER_NAMESPACE") != "1":
-        # Everything below runs in a private mount namespace, so that the bind mounts over
-        # /etc/passwd, /etc/group and /etc/shadow vanish with it.
-        env = dict(os.environ, LA_LOCKER_NAMESPACE="1")
-        os.execvpe("unshare", ["unshare", "--mount", "--propagation", "private", "--",
-                               sys.executable, os.path.abspath(__file__), *sys.argv[1:]], env)
+    sandbox.enter("LA_LOCKER_NAMESPACE")
     for tool in ("i3lock", "Xvfb", "xdotool", "setpriv", "stdbuf"):
         if shutil.which(tool) is None:
             print("FAIL %s is not installed (scripts/ensure-deps.sh installs it)" % tool)
@@ -379,43 +279,28 @@ def main():
             print("0 passed, 1 failed")
             return 1
 
-    passed = failed = 0
-    world = None
-    cases = [("a_enter_alone_and_the_enrolled_finger_unlock", case_a),
-             ("b_wrong_finger_stays_locked_then_the_password_unlocks_in_under_1s", case_b),
-             ("c_daemon_stopped_the_password_unlocks_in_under_1s", case_c)]
-    try:
-        world = World(args)
-        for name, fn in cases:
-            if args.k not in name:
-                continue
+    figures = {}
+
+    def measured(fn):
+        def run(world):
             if fn is case_c:
                 world.stop_daemon()
-            figures = {}
-            started = time.monotonic()
-            try:
-                for _ in range(args.runs):
-                    for key, value in fn(world).items():
-                        figures.setdefault(key, []).append(value)
-                passed += 1
-                print("ok   %s (%.2f s)" % (name, time.monotonic() - started))
-                for key, values in figures.items():
-                    print("       %s: n=%d median %.3f s, min %.3f s, max %.3f s" % (
-                        key, len(values), statistics.median(values), min(values), max(values)))
-            except Exception as e:  # noqa: BLE001 — any exception is this case's failure
-                failed += 1
-                print("FAIL %s: %s" % (name, e))
-                if not isinstance(e, Failure):
-                    traceback.print_exc()
-                    print(open(world.path("localauthd.log")).read()[-800:])
-            sys.stdout.flush()
-    except Exception as e:  # noqa: BLE001 — the setup failed: every case fails
-        failed += 1
-        print("FAIL setup: %s" % e)
-        traceback.print_exc()
-    finally:
-        if world is not None:
-            world.close()
+            for key, value in fn(world).items():
+                figures.setdefault("%s: %s" % (fn.__name__[-1], key), []).append(value)
+        return run
+
+    def on_failure(world):
+        print(world.m.daemon_tail(800))
+
+    cases = [("a_enter_alone_and_the_enrolled_finger_unlock", measured(case_a)),
+             ("b_wrong_finger_stays_locked_then_the_password_unlocks_in_under_1s",
+              measured(case_b)),
+             ("c_daemon_stopped_the_password_unlocks_in_under_1s", measured(case_c))]
+    passed, failed = sandbox.run_cases(lambda: World(args), cases, args.k, args.runs,
+                                       on_failure)
+    if figures:
+        print("figures (seconds):")
+        sandbox.print_figures(figures)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed or passed == 0 else 0
 

@@ -1,0 +1,567 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The real sudo, su and login in a real terminal in front of pam_localauth (issue 14).
+
+A tmux server run as an ordinary user (lapamalice, finger enrolled) gives the real Debian sudo
+1.9.13 a pseudo-terminal; what the person sees is read with capture-pane, keys go in with
+send-keys. Everything runs in a private mount namespace (sandbox.py): scratch /etc/pam.d,
+/etc/sudoers, accounts with known passwords, pam_localauth.so in the module directory, and
+the real localauthd on its default socket with libfprint's virtual reader. /etc/pam.d/sudo is
+Debian's with `@include common-auth` replaced by the lines README.md gives, read from
+README.md itself; su, login and the profile cases use the pam-auth-update profile, enabled by
+the real pam-auth-update. The shell is dash, which never touches the terminal settings, and
+after every case `stty -g` must print what it printed before: a case that leaves echo off
+fails.
+
+Cases (issue 14): (a) prompt shown, finger -> root; (b) wrong fingers, then the password ->
+root; (c) Ctrl-C and Ctrl-\\ in the finger wait -> sudo's own password prompt at once, nothing
+counted, the reader free; su ends; (d) daemon stopped -> the password prompt at once;
+(e) the password typed at the prompt -> root without the reader, asked once; (f) a finger while
+a password is half typed -> root, the typed text dropped; (g) `echo PW | sudo -S` -> root
+without the reader, `sudo -n` fails at once. Then the ways out that must leave the terminal as
+it was: the daemon killed, sudo killed with SIGTERM, the terminal closed, Ctrl-Z and fg. Each
+step's time is printed (time.monotonic() before send-keys to the capture that shows the
+result, so tmux's own few milliseconds are included); assertions use generous bounds.
+
+Usage: terminal_test.py --module SO --bin DIR [--runs N] [-k NAME] [--json FILE]   (as root)
+The last line is "N passed, N failed"; the exit status is non-zero on any failure.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sandbox  # noqa: E402
+import tmuxterm  # noqa: E402
+from sandbox import Failure, check  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+README = os.path.join(HERE, "..", "..", "README.md")
+ALICE, ALICE_PW = "lapamalice", "Alice-pass 4711"
+PROMPT = "Password or finger for %s: " % ALICE
+SUDO_PROMPT = "[sudo] password for %s:" % ALICE
+# Generous bounds for a loaded 2-core machine; the figures printed are what counts.
+AT_ONCE_S = 2.0
+FIGURES = {}
+
+
+def figure(name, seconds):
+    FIGURES.setdefault(name, []).append(seconds)
+    return seconds
+
+
+def code_blocks(markdown):
+    """The fenced code blocks of a Markdown text, each a list of lines."""
+    blocks, block = [], None
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            if block is None:
+                block = []
+            else:
+                blocks.append(block)
+                block = None
+        elif block is not None:
+            block.append(line)
+    return blocks
+
+
+def readme_stack():
+    """The auth lines README.md's PAM section tells a person to put in /etc/pam.d/sudo."""
+    text = open(README).read()
+    section = text[text.index("\n## PAM\n"):]
+    section = section[:section.index("\n## ", 1)]
+    for block in code_blocks(section):
+        lines = [l for l in block if l.startswith("auth")]
+        if any("pam_localauth.so" in l for l in lines):
+            return lines
+    raise Failure("README.md's PAM section has no auth lines with pam_localauth.so")
+
+
+class World:
+    def __init__(self, args):
+        self.args = args
+        self.m = sandbox.Machine(args.module, args.bin, {ALICE: ALICE_PW})
+        self.m.write_sudoers([ALICE])
+        self.stock_sudo = open("/etc/pam.d/sudo").read()
+        self.enable_profile()
+        self.use_readme_stack()
+        self.m.start_daemon()
+        self.m.enroll(ALICE)
+        self.term = tmuxterm.Terminal(self.m.root, ALICE)
+        self.baseline = self.stty()
+
+    def enable_profile(self):
+        """The real pam-auth-update enables pam/pam-configs/localauth in the scratch root."""
+        self.m.pam_auth_update_root()
+        r = subprocess.run(["pam-auth-update", "--enable", "localauth"], capture_output=True,
+                           text=True, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"),
+                           timeout=60)
+        check(r.returncode == 0, "pam-auth-update: %s%s" % (r.stdout, r.stderr))
+        auth = [l.split() for l in open("/etc/pam.d/common-auth") if l.startswith("auth")]
+        check(auth[0][-1] == "pam_localauth.so" and auth[0][1].startswith("[success="),
+              "common-auth starts with the module: %s" % auth)
+        check(any("pam_unix.so" in l and "try_first_pass" in l for l in auth),
+              "pam_unix gets try_first_pass: %s" % auth)
+
+    def use_readme_stack(self):
+        lines = readme_stack()
+        check("@include common-auth" in self.stock_sudo, "Debian's /etc/pam.d/sudo")
+        self.m.write_pam("sudo", self.stock_sudo.replace("@include common-auth",
+                                                         "\n".join(lines)))
+
+    def use_profile_stack(self):
+        self.m.write_pam("sudo", self.stock_sudo)
+
+    def stty(self):
+        mark = self.term.mark()
+        self.term.type_line("stty -g")
+        s, _ = self.term.wait_for(lambda s: re.search(r"\n[0-9a-f:]{20,}\n", s), "stty -g",
+                                  since=mark)
+        self.prompt_back(mark)
+        return re.search(r"\n([0-9a-f:]{20,})\n", s[mark:]).group(1)
+
+    def prompt_back(self, mark):
+        return self.term.wait_for(lambda s: s.rstrip().endswith("\n$"), "the shell prompt",
+                                  since=mark)
+
+    def terminal_as_it_was(self, what):
+        now = self.stty()
+        check(now == self.baseline, "%s: the terminal settings changed:\n  before %s\n  after  %s"
+              % (what, self.baseline, now))
+
+    def sudo_pid(self, target=None):
+        """The sudo that the shell in the terminal (or in tmux window target) started."""
+        shell = int(self.term.run("display-message", "-p", *(["-t", target] if target else []),
+                                  "#{pane_pid}").strip())
+        found = []
+        for pid in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                with open("/proc/%s/comm" % pid) as f:
+                    comm = f.read().strip()
+            except (OSError, IndexError):
+                continue
+            if comm == "sudo" and int(fields[1]) == shell:
+                found.append(int(pid))
+        check(len(found) == 1, "one sudo started by the shell %d: %s" % (shell, found))
+        return found[0]
+
+    def audit_count(self):
+        return len([l for l in self.m.audit() if "op=evaluate" in l])
+
+    def last_evaluations(self, since):
+        return [l for l in self.m.audit() if "op=evaluate" in l][since:]
+
+    def close(self):
+        try:
+            self.term.close()
+        finally:
+            self.m.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers that run one sudo
+
+
+def start(w, command, expect=PROMPT, what="the prompt"):
+    """Types command at the shell and waits for expect; returns (mark, seconds)."""
+    mark = w.term.mark()
+    t0 = time.monotonic()
+    w.term.type_line(command)
+    _, seen = w.term.wait_for(expect, what, since=mark)
+    return mark, seen - t0
+
+
+def act(w, mark, do, expect, what, timeout=sandbox.WAIT_S):
+    t0 = time.monotonic()
+    do()
+    s, seen = w.term.wait_for(expect, what, since=mark, timeout=timeout)
+    return s[mark:], seen - t0
+
+
+def root_line(s):
+    """whoami's answer, on a line of its own or after sudo -S's prompt."""
+    return re.search(r"(^|: )root$", s, re.M) is not None
+
+
+def done(w, mark):
+    w.prompt_back(mark)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases
+
+
+def case_a(w):
+    """(a) sudo shows the prompt under PAM_SILENT; a finger gives root."""
+    mark, t_prompt = start(w, "sudo whoami")
+    s, t_root = act(w, mark, lambda: w.m.touch("finger-1"), root_line, "root after the finger")
+    check(SUDO_PROMPT not in s, "sudo's own password prompt never came: %s" % s)
+    done(w, mark)
+    figure("a: Enter -> prompt shown", t_prompt)
+    figure("a: touch -> root", t_root)
+    w.terminal_as_it_was("after a finger")
+
+
+def case_b(w):
+    """(b) a wrong finger, then the password typed at the same prompt; and the tries used up,
+    then the password at sudo's own prompt."""
+    mark, _ = start(w, "sudo whoami")
+    s, t_miss = act(w, mark, lambda: w.m.touch("finger-2"),
+                    lambda s: "not recognised" in s and s.rstrip().endswith(PROMPT.strip()),
+                    "the miss said and the prompt again")
+    s, t_root = act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root")
+    check(SUDO_PROMPT not in s, "asked once: %s" % s)
+    done(w, mark)
+    figure("b: wrong touch -> said, prompt again", t_miss)
+    figure("b: password Enter at the prompt -> root", t_root)
+    # Three misses: the daemon says so, and sudo asks for the password itself.
+    mark, _ = start(w, "sudo whoami")
+    for n in range(3):
+        s, took = act(w, mark, lambda: w.m.touch("finger-2"),
+                      lambda s, n=n: s.count("not recognised") >= n + 1, "miss %d" % (n + 1))
+    _, t_sudo = w.term.wait_for(SUDO_PROMPT, "sudo's password prompt", since=mark)
+    figure("b: third miss -> sudo's password prompt", took)
+    s, t_root = act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root")
+    done(w, mark)
+    figure("b: password Enter at sudo's prompt -> root", t_root)
+    w.m.ctl("lockout", "reset", "--user", ALICE)
+    w.terminal_as_it_was("after misses and the password")
+
+
+def case_c(w):
+    """(c) Ctrl-C and Ctrl-\\ in the finger wait: sudo's password prompt at once; a second
+    Ctrl-C ends sudo. Nothing counts as a miss (five in a row would lock biometrics), and the
+    reader is free for the next request at once."""
+    before = w.audit_count()
+    for i, key in enumerate(("C-c", "C-\\", "C-c", "C-c", "C-\\")):
+        mark, _ = start(w, "sudo whoami")
+        s, t_int = act(w, mark, lambda: w.term.keys(key), SUDO_PROMPT,
+                       "sudo's password prompt after %s" % key, timeout=AT_ONCE_S * 5)
+        check(t_int < AT_ONCE_S, "%s: %.3f s" % (key, t_int))
+        s, t_end = act(w, mark, lambda: w.term.keys("C-c"),
+                       lambda s: s.rstrip().endswith("\n$"), "sudo ends on a second Ctrl-C")
+        check("root" not in s.split(SUDO_PROMPT)[-1], "nothing ran: %s" % s)
+        figure("c: %s in the finger wait -> sudo's password prompt" % key, t_int)
+        figure("c: Ctrl-C at sudo's prompt -> sudo ended", t_end)
+    evaluations = w.last_evaluations(before)
+    check(len(evaluations) == 5 and all("result=systemCancel" in l for l in evaluations),
+          "five cancelled evaluations, none a miss: %s" % evaluations)
+    check("biometry locked: no" in w.m.ctl("status", "--user", ALICE), "not locked out")
+    # The reader is free: the next sudo takes a finger at once.
+    mark, _ = start(w, "sudo whoami")
+    _, t_root = act(w, mark, lambda: w.m.touch("finger-1"), root_line, "root right after")
+    done(w, mark)
+    figure("c: next sudo, touch -> root", t_root)
+    w.terminal_as_it_was("after Ctrl-C")
+
+
+def case_c_su(w):
+    """(c) for su (to the caller's own account): Ctrl-C ends su at once, the terminal sane."""
+    for key in ("C-c", "C-\\"):
+        mark, _ = start(w, "su %s -c whoami" % ALICE)
+        s, took = act(w, mark, lambda: w.term.keys(key), lambda s: s.rstrip().endswith("\n$"),
+                      "su ended by %s" % key)
+        check("Password:" not in s and ALICE + "\n" not in s.split("whoami", 1)[1], s)
+        check(took < AT_ONCE_S, "%s: %.3f s" % (key, took))
+        figure("c: su, %s in the finger wait -> su ended" % key, took)
+    w.terminal_as_it_was("after Ctrl-C in su")
+
+
+def case_d(w):
+    """(d) daemon stopped: the reason in one line and sudo's password prompt at once."""
+    w.m.stop_daemon()
+    try:
+        mark, took = start(w, "sudo whoami", SUDO_PROMPT, "sudo's password prompt")
+        s, t_root = act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root")
+        check("Fingerprint not used: localauthd is not running" in s, s)
+        check(PROMPT not in s, "no finger prompt without a daemon: %s" % s)
+        done(w, mark)
+    finally:
+        w.m.start_daemon()
+    check(took < AT_ONCE_S, "%.3f s" % took)
+    figure("d: daemon stopped, Enter -> sudo's password prompt", took)
+    figure("d: password Enter -> root", t_root)
+    w.terminal_as_it_was("with the daemon stopped")
+
+
+def typed_password_gives_root(w, label):
+    before = w.audit_count()
+    mark, _ = start(w, "sudo whoami")
+    s, took = act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root")
+    check(SUDO_PROMPT not in s, "%s: the password was asked once: %s" % (label, s))
+    done(w, mark)
+    evaluations = w.last_evaluations(before)
+    check(len(evaluations) == 1 and "result=systemCancel" in evaluations[0],
+          "%s: the request was dropped, the reader never decided: %s" % (label, evaluations))
+    return took
+
+
+def case_e(w):
+    """(e) the password typed while the finger prompt is live gives root at once, asked once,
+    with the README's stack and with the pam-auth-update profile."""
+    figure("e: password Enter at the prompt -> root (README stack)",
+           typed_password_gives_root(w, "README stack"))
+    w.use_profile_stack()
+    try:
+        figure("e: password Enter at the prompt -> root (profile)",
+               typed_password_gives_root(w, "profile"))
+        mark, _ = start(w, "sudo whoami")
+        act(w, mark, lambda: w.m.touch("finger-1"), root_line, "root by finger (profile)")
+        done(w, mark)
+    finally:
+        w.use_readme_stack()
+    w.terminal_as_it_was("after a typed password")
+
+
+def case_f(w):
+    """(f) a finger while a password is half typed: root at once; the typed text goes nowhere."""
+    mark, _ = start(w, "sudo whoami")
+    w.term.keys("half-typed-secret")
+    time.sleep(0.1)  # the keys are in the terminal's line before the finger
+    s, took = act(w, mark, lambda: w.m.touch("finger-1"), root_line, "root")
+    done(w, mark)
+    mark = w.term.mark()
+    w.term.type_line("echo after")
+    s, _ = w.term.wait_for(lambda s: "\nafter\n" in s, "echo after", since=mark)
+    check("half-typed" not in w.term.screen(), "the typed text reached nobody: %s" % s)
+    w.prompt_back(mark)
+    figure("f: touch with a half-typed password -> root", took)
+    w.terminal_as_it_was("after a finger over typed text")
+
+
+def case_g(w):
+    """(g) `echo PW | sudo -S` gives root without the reader; `sudo -n` fails at once."""
+    before = w.audit_count()
+    mark, took = start(w, "echo '%s' | sudo -S whoami" % ALICE_PW, root_line, "root from -S")
+    done(w, mark)
+    check(w.last_evaluations(before) == [], "the daemon was not asked: %s" %
+          w.last_evaluations(before))
+    check(took < AT_ONCE_S, "%.3f s" % took)
+    figure("g: echo PW | sudo -S whoami -> root", took)
+    mark, took = start(w, "sudo -n true; echo rc=$?", "rc=", "sudo -n")
+    s = w.term.screen()[mark:]
+    check("rc=1" in s and "a password is required" in s, s)
+    done(w, mark)
+    check(took < AT_ONCE_S, "%.3f s" % took)
+    figure("g: sudo -n true -> refused", took)
+    w.terminal_as_it_was("after sudo -S and -n")
+
+
+def case_daemon_killed(w):
+    """The daemon killed during the prompt: sudo's password prompt at once."""
+    mark, _ = start(w, "sudo whoami")
+    w.m.daemon.kill()
+    t0 = time.monotonic()
+    try:
+        _, seen = w.term.wait_for(SUDO_PROMPT, "sudo's password prompt", since=mark)
+        s, _ = act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root")
+        done(w, mark)
+    finally:
+        w.m.daemon.wait()
+        w.m.start_daemon()
+    check(seen - t0 < AT_ONCE_S, "%.3f s" % (seen - t0))
+    figure("daemon killed during the prompt -> sudo's password prompt", seen - t0)
+    w.terminal_as_it_was("after the daemon died")
+
+
+def case_sigterm(w):
+    """sudo killed with SIGTERM during the prompt: the terminal is as it was. (sudo then
+    asks for its password; Ctrl-C there ends it.)"""
+    mark, _ = start(w, "sudo whoami")
+    before = w.audit_count()
+    os.kill(w.sudo_pid(), signal.SIGTERM)
+    s, _ = w.term.wait_for(lambda s: SUDO_PROMPT in s or s.rstrip().endswith("\n$"),
+                           "sudo after SIGTERM", since=mark)
+    if SUDO_PROMPT in s[mark:]:
+        w.term.keys("C-c")
+    done(w, mark)
+    evaluations = w.last_evaluations(before)
+    check(len(evaluations) == 1 and "result=systemCancel" in evaluations[0], str(evaluations))
+    w.terminal_as_it_was("after SIGTERM")
+
+
+def case_terminal_closed(w):
+    """The terminal closes during the prompt: sudo goes, the reader is freed at once."""
+    w.term.run("new-window", "-d", "-n", "doomed", "env", "PS1=$ ", "ENV=", "dash", "-i")
+    time.sleep(0.3)
+    before = w.audit_count()
+    w.term.run("send-keys", "-t", ":doomed", "sudo whoami", "Enter")
+    sandbox.wait_until(lambda: "Password or finger" in w.term.run(
+        "capture-pane", "-p", "-t", ":doomed"), "the prompt in the second window")
+    pid = w.sudo_pid(":doomed")
+    t0 = time.monotonic()
+    w.term.run("kill-window", "-t", ":doomed")
+    sandbox.wait_until(lambda: len(w.last_evaluations(before)) == 1, "the request ended")
+    freed = time.monotonic() - t0
+    sandbox.wait_until(lambda: not os.path.exists("/proc/%d" % pid), "sudo gone")
+    check("result=systemCancel" in w.last_evaluations(before)[0], w.last_evaluations(before))
+    check(freed < AT_ONCE_S, "%.3f s" % freed)
+    figure("terminal closed during the prompt -> request ended", freed)
+    w.terminal_as_it_was("in the other window")
+
+
+def case_suspend(w):
+    """Ctrl-Z at the prompt stops sudo with the terminal as it was; fg brings the prompt
+    back, and a finger then gives root."""
+    mark, _ = start(w, "sudo whoami")
+    s, _ = act(w, mark, lambda: w.term.keys("C-z"), lambda s: s.rstrip().endswith("\n$"),
+               "the shell after Ctrl-Z")
+    w.terminal_as_it_was("with sudo stopped")
+    mark = w.term.mark()
+    w.term.type_line("fg")
+    w.term.wait_for(PROMPT, "the prompt again after fg", since=mark)
+    s, _ = act(w, mark, lambda: w.m.touch("finger-1"), root_line, "root after fg")
+    done(w, mark)
+    w.terminal_as_it_was("after Ctrl-Z and fg")
+
+
+def case_su(w):
+    """su (to the caller's own account, the one su case a finger may answer): the prompt, a
+    finger; the password typed at the prompt."""
+    mark, t_prompt = start(w, "su %s -c whoami" % ALICE)
+    s, t_user = act(w, mark, lambda: w.m.touch("finger-1"),
+                    lambda s: re.search(r"^%s$" % ALICE, s, re.M), "whoami after su")
+    done(w, mark)
+    check("Password:" not in s, s)
+    mark, _ = start(w, "su %s -c whoami" % ALICE)
+    s, t_pw = act(w, mark, lambda: w.term.type_line(ALICE_PW),
+                  lambda s: re.search(r"^%s$" % ALICE, s, re.M), "whoami after su")
+    done(w, mark)
+    check("Password:" not in s, "asked once: %s" % s)
+    figure("su: Enter -> prompt shown", t_prompt)
+    figure("su: touch -> switched", t_user)
+    figure("su: password Enter at the prompt -> switched", t_pw)
+    w.terminal_as_it_was("after su")
+
+
+def case_login(w):
+    """login, run by root at a terminal: the prompt, and a finger logs in."""
+    root = tmuxterm.Terminal(w.m.root, "root")
+    try:
+        mark = root.mark()
+        t0 = time.monotonic()
+        root.type_line("login %s" % ALICE)
+        _, seen = root.wait_for(PROMPT, "login's prompt", since=mark)
+        t_prompt = seen - t0
+        t0 = time.monotonic()
+        w.m.touch("finger-1")
+        _, seen = root.wait_for(lambda s: s.rstrip().endswith("$") and "Last login" not in
+                                s.splitlines()[-1] and ALICE in s, "logged in", since=mark)
+        mark2 = root.mark()
+        root.type_line("whoami; exit")
+        root.wait_for(lambda s: re.search(r"^%s$" % ALICE, s, re.M), "whoami", since=mark2)
+        figure("login: Enter -> prompt shown", t_prompt)
+        figure("login: touch -> logged in", seen - t0)
+    finally:
+        root.close()
+
+
+def case_host_facts(w):
+    """What pam_localauth(8) says sudo and su do, measured with a probe module: sudo passes
+    PAM_SILENT and blocks SIGINT and SIGQUIT while it authenticates, su does neither; both set
+    PAM_TTY to the terminal on standard input."""
+    out = w.m.path("probe.jsonl")
+    open(out, "w").close()
+    os.chmod(out, 0o666)
+    probe = "auth optional %s out=%s\n" % (w.args.probe, out)
+    sudo = open("/etc/pam.d/sudo").read()
+    su = open("/etc/pam.d/su").read()
+    w.m.write_pam("sudo", probe + sudo)
+    w.m.write_pam("su", probe + su)
+    try:
+        for cmd in ("sudo whoami", "su %s -c whoami" % ALICE):
+            mark, _ = start(w, cmd)
+            w.term.keys("C-c")
+            if cmd.startswith("sudo"):
+                w.term.wait_for(SUDO_PROMPT, "sudo's prompt", since=mark)
+                w.term.keys("C-c")
+            done(w, mark)
+    finally:
+        w.m.write_pam("sudo", sudo)
+        w.m.write_pam("su", su)
+    seen = [json.loads(l) for l in open(out)]
+    check(len(seen) == 2, str(seen))
+    sudo_f, su_f = seen
+    for name, f in (("sudo", sudo_f), ("su", su_f)):
+        check(f["tty"].startswith("/dev/pts/") and f["fd0"] == "tty" and f["ctty"] and
+              f["foreground"] and f["echo"] and f["icanon"] and f["isig"], "%s: %s" % (name, f))
+        print("       %s: %s" % (name, json.dumps(f)))
+    check(sudo_f["silent"] and set(sudo_f["blocked"]) >= {"INT", "QUIT"}, "sudo: %s" % sudo_f)
+    check(not su_f["silent"] and su_f["blocked"] == [] and su_f["disposition"]["INT"] ==
+          "default", "su: %s" % su_f)
+    w.terminal_as_it_was("after the probe")
+
+
+CASES = [
+    ("host_facts_sudo_silent_and_blocking_su_neither", case_host_facts),
+    ("a_prompt_shown_and_a_finger_gives_root", case_a),
+    ("b_wrong_fingers_then_the_password_give_root", case_b),
+    ("c_ctrl_c_falls_to_sudos_password_prompt_at_once_and_counts_nothing", case_c),
+    ("c_ctrl_c_ends_su_at_once", case_c_su),
+    ("d_daemon_stopped_gives_the_password_prompt_at_once", case_d),
+    ("e_password_typed_at_the_prompt_gives_root_without_the_reader", case_e),
+    ("f_finger_over_a_half_typed_password_gives_root_and_drops_the_text", case_f),
+    ("g_sudo_S_never_waits_for_the_reader_and_sudo_n_fails_at_once", case_g),
+    ("daemon_killed_during_the_prompt_gives_the_password_prompt_at_once", case_daemon_killed),
+    ("sigterm_to_sudo_leaves_the_terminal_as_it_was", case_sigterm),
+    ("terminal_closed_during_the_prompt_frees_the_reader", case_terminal_closed),
+    ("ctrl_z_and_fg_keep_the_terminal_and_the_prompt", case_suspend),
+    ("su_prompt_finger_and_typed_password", case_su),
+    ("login_prompt_and_finger", case_login),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--module", required=True)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--probe", required=True, help="pam/build/tests/probe_module.so")
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("-k", default="", help="only the cases whose name contains this")
+    args = ap.parse_args()
+    for name in ("module", "bin", "probe"):
+        setattr(args, name, os.path.abspath(getattr(args, name)))
+    if os.getuid() != 0:
+        print("run as root: the private /etc, sudo's setuid and the daemon need it")
+        return 1
+    sandbox.enter("LA_TERMINAL_NAMESPACE")
+    for tool in ("sudo", "su", "login", "tmux", "dash", "setpriv", "stdbuf", "pam-auth-update"):
+        if shutil.which(tool) is None:
+            print("FAIL %s is not installed (scripts/ensure-deps.sh installs it)" % tool)
+            print("0 passed, 1 failed")
+            return 1
+    def on_failure(w):
+        print(w.term.screen()[-1200:])
+        print(w.m.daemon_tail(600))
+        # The next case starts from a shell prompt.
+        w.term.keys("C-c")
+        time.sleep(0.3)
+        w.term.keys("C-c", "Enter")
+        time.sleep(0.3)
+
+    def make_world():
+        w = World(args)
+        print("       README stack for /etc/pam.d/sudo: %s" % " | ".join(readme_stack()))
+        return w
+
+    passed, failed = sandbox.run_cases(make_world, CASES, args.k, args.runs, on_failure)
+    if FIGURES:
+        print("figures (seconds; time.monotonic() before send-keys to the capture showing it):")
+        sandbox.print_figures(FIGURES)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(FIGURES, f, indent=1)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed or passed == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
