@@ -29,6 +29,7 @@
 #define LA_WHY_NOT_INTERACTIVE "no terminal, and the application cannot show a message"
 #define LA_WHY_STDIN "standard input is not a terminal, so the password is read from it"
 #define LA_WHY_INTERRUPTED "interrupted"
+#define LA_WHY_TERMINATED "terminated (SIGTERM)"
 #define LA_WHY_TERMINAL_GONE "the terminal was closed"
 #define LA_WHY_USER_TOO_LONG "the user name is too long (%zu bytes, at most %d)"
 #define LA_WHY_USER_NOT_TEXT "the user name is not valid UTF-8"

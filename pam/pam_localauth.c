@@ -473,9 +473,12 @@ static int wait_event(struct session *s)
         skipped_shown(s, s->user, LA_WHY_INTERRUPTED, 0);
         return PAM_AUTHINFO_UNAVAIL;
     case LA_TERM_TERMINATE:
+        /* SIGTERM: whoever sent it wants the caller gone. PAM_INCOMPLETE is the one code that
+         * stops the stack whatever its controls say; otherwise sudo, whose handler only marks
+         * the signal, would ask for its password and then die with the terminal left raw. */
         la_term_end_prompt(&s->term, 1);
-        skipped_shown(s, s->user, LA_WHY_INTERRUPTED, 0);
-        return PAM_AUTHINFO_UNAVAIL;
+        skipped_shown(s, s->user, LA_WHY_TERMINATED, 0);
+        return PAM_INCOMPLETE;
     case LA_TERM_HANGUP:
         skipped_shown(s, s->user, LA_WHY_TERMINAL_GONE, 0);
         return PAM_AUTHINFO_UNAVAIL;

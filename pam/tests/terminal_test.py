@@ -372,16 +372,15 @@ def case_daemon_killed(w):
 
 
 def case_sigterm(w):
-    """sudo killed with SIGTERM during the prompt: the terminal is as it was. (sudo then
-    asks for its password; Ctrl-C there ends it.)"""
-    mark, _ = start(w, "sudo whoami")
+    """sudo killed with SIGTERM during the prompt: the request ends, sudo ends without asking
+    for its password (the module stops the stack), and the terminal is as it was."""
+    mark, _ = start(w, "sudo whoami; echo rc=$?")
     before = w.audit_count()
-    os.kill(w.sudo_pid(), signal.SIGTERM)
-    s, _ = w.term.wait_for(lambda s: SUDO_PROMPT in s or s.rstrip().endswith("\n$"),
-                           "sudo after SIGTERM", since=mark)
-    if SUDO_PROMPT in s[mark:]:
-        w.term.keys("C-c")
+    s, took = act(w, mark, lambda: os.kill(w.sudo_pid(), signal.SIGTERM), "rc=", "sudo's end")
+    check(not root_line(s) and SUDO_PROMPT not in s, "sudo ended, nothing asked or run: %s" % s)
+    print("       sudo after SIGTERM: %s" % " | ".join(s.strip().splitlines()[1:]))
     done(w, mark)
+    figure("SIGTERM to sudo during the prompt -> sudo ended", took)
     evaluations = w.last_evaluations(before)
     check(len(evaluations) == 1 and "result=systemCancel" in evaluations[0], str(evaluations))
     w.terminal_as_it_was("after SIGTERM")
@@ -459,6 +458,15 @@ def case_login(w):
         root.wait_for(lambda s: re.search(r"^%s$" % ALICE, s, re.M), "whoami", since=mark2)
         figure("login: Enter -> prompt shown", t_prompt)
         figure("login: touch -> logged in", seen - t0)
+        # Ctrl-C at login's prompt ends login, as at its own password prompt.
+        mark = root.mark()
+        root.type_line("login %s; echo rc=$?" % ALICE)
+        root.wait_for(PROMPT, "login's prompt", since=mark)
+        t0 = time.monotonic()
+        root.keys("C-c")
+        s, seen = root.wait_for(lambda s: s.rstrip().endswith("\n$"), "login ended", since=mark)
+        check("Password:" not in s[mark:] and "Last login" not in s[mark:], s[mark:])
+        figure("login: Ctrl-C in the finger wait -> login ended", seen - t0)
     finally:
         root.close()
 
