@@ -64,7 +64,7 @@ PAM_ASAN_CFLAGS := -std=gnu11 -O1 -g $(PAM_WARN) -fPIC -fvisibility=hidden $(PAM
 .PHONY: pam pam-asan pam-test-unit pam-fuzz pam-lint pam-clean pam-test-integration \
         pam-test-asan pam-format pam-bench pam-install pam-uninstall pam-test-install \
         pam-test-locker pam-test-death pam-test-memcheck pam-test-failinject pam-test-hostile \
-        pam-test-terminal
+        pam-test-terminal pam-test-stacks
 
 pam: $(PAM_MODULE)
 
@@ -150,6 +150,14 @@ pam-test-terminal: $(PAM_MODULE) $(PAM_PROBE)
 	$(PAM_PYTHON) pam/tests/terminal_test.py --module $(abspath $(PAM_MODULE)) \
 		--bin $(abspath $(PAM_DAEMON_BIN)) --probe $(abspath $(PAM_PROBE)) \
 		--runs $(PAM_TERMINAL_RUNS)
+
+# Every PAM line the documents show (README.md, pam/README.md, pam/examples/, docs/, the man
+# page's EXAMPLES) and the pam-configs profile through the real pam-auth-update, each through
+# the real libpam: a finger, a password, a wrong password, refused fingers, a password typed at
+# a terminal (issue 14). In a private mount namespace; no documented line may use `end`.
+pam-test-stacks: $(PAM_MODULE)
+	$(PAM_PYTHON) pam/tests/stacks_test.py --module $(abspath $(PAM_MODULE)) \
+		--bin $(abspath $(PAM_DAEMON_BIN))
 
 # The PAM client that bench/bench.py and pam/tests/hostile.py drive (its conversation answers the finger prompt
 # with a virtual scan). Not part of any install.

@@ -4,9 +4,11 @@ run under pam_wrapper by integration.py. pypamtest cannot make its conversation 
 kind of message, nor report the PAM environment; this client can.
 
 Usage: pamconv.py SERVICE USER FLAGS JSON
-JSON: {"answers": [...], "fail": ["info", "error", "echo_off", "echo_on"], "items": {"tty": ...}}
+JSON: {"answers": [...], "fail": ["info", "error", "echo_off", "echo_on"], "items": {"tty": ...},
+       "stream": true}
 Answers go to the PAM_PROMPT_ECHO_OFF/ON questions in order (none left: the conversation
-fails). Prints one JSON line: code (what pam_authenticate returned), prompts, info, errors,
+fails). With "stream", each message is also printed as it comes, as a line
+"MSG info|error|prompt TEXT", so that a test can act on it (touch the reader). Prints one JSON line: code (what pam_authenticate returned), prompts, info, errors,
 env (the PAM environment after the call: pam_get_items.so puts the items there), start, end.
 """
 import ctypes
@@ -60,12 +62,16 @@ service, user, flags, spec = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.lo
 answers = list(spec.get("answers", []))
 failing = {STYLES[s] for s in spec.get("fail", [])}
 out = {"prompts": [], "info": [], "errors": []}
+stream = spec.get("stream", False)
 
 
 def converse(n, msgs, resp, _):
     replies = libc.calloc(n, ctypes.sizeof(PamResponse))
     for i in range(n):
         style, text = msgs[i].contents.msg_style, msgs[i].contents.msg.decode()
+        if stream:
+            kind = {PAM_TEXT_INFO: "info", PAM_ERROR_MSG: "error"}.get(style, "prompt")
+            print("MSG %s %s" % (kind, text.replace("\n", " ")), flush=True)
         if style in failing:
             return PAM_CONV_ERR  # libpam frees nothing we allocated: a small leak in a test
         if style in (PAM_PROMPT_ECHO_OFF, PAM_PROMPT_ECHO_ON):

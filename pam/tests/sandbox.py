@@ -36,6 +36,12 @@ with warnings.catch_warnings():
 
 SOCKET = "/run/localauthd/socket"
 WAIT_S = 30.0  # for everything that is not a measured figure: a loaded 2-core machine
+# Debian 12's /etc/pam.d/common-auth as libpam-runtime ships it, with no profile enabled: the
+# stand-in for a machine's common-auth.
+STOCK_COMMON_AUTH = """auth\t[success=1 default=ignore]\tpam_unix.so nullok
+auth\trequisite\t\t\tpam_deny.so
+auth\trequired\t\t\tpam_permit.so
+"""
 
 
 class Failure(Exception):

@@ -6,11 +6,12 @@ A tmux server run as an ordinary user (lapamalice, finger enrolled) gives the re
 send-keys. Everything runs in a private mount namespace (sandbox.py): scratch /etc/pam.d,
 /etc/sudoers, accounts with known passwords, pam_localauth.so in the module directory, and
 the real localauthd on its default socket with libfprint's virtual reader. /etc/pam.d/sudo is
-Debian's with `@include common-auth` replaced by the lines README.md gives, read from
-README.md itself; su, login and the profile cases use the pam-auth-update profile, enabled by
-the real pam-auth-update. The shell is dash, which never touches the terminal settings, and
-after every case `stty -g` must print what it printed before: a case that leaves echo off
-fails.
+Debian's with `@include common-auth` replaced by the lines README.md gives (read from
+README.md itself), and common-auth is Debian's stock file; su and login get pam/examples/su
+and login; the profile cases use /etc/pam.d/sudo as Debian ships it and the common-auth that
+the real pam-auth-update writes with pam/pam-configs/localauth enabled. The shell is dash,
+which never touches the terminal settings, and after every case `stty -g` must print what it
+printed before: a case that leaves echo off fails.
 
 Cases (issue 14): (a) prompt shown, finger -> root; (b) wrong fingers, then the password ->
 root; (c) Ctrl-C and Ctrl-\\ in the finger wait -> sudo's own password prompt at once, nothing
@@ -38,10 +39,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sandbox  # noqa: E402
 import tmuxterm  # noqa: E402
+from stacks_test import code_blocks  # noqa: E402
 from sandbox import Failure, check  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(HERE, "..", "..", "README.md")
+EXAMPLES = os.path.join(HERE, "..", "examples")
 ALICE, ALICE_PW = "lapamalice", "Alice-pass 4711"
 PROMPT = "Password or finger for %s: " % ALICE
 SUDO_PROMPT = "[sudo] password for %s:" % ALICE
@@ -55,28 +58,14 @@ def figure(name, seconds):
     return seconds
 
 
-def code_blocks(markdown):
-    """The fenced code blocks of a Markdown text, each a list of lines."""
-    blocks, block = [], None
-    for line in markdown.splitlines():
-        if line.startswith("```"):
-            if block is None:
-                block = []
-            else:
-                blocks.append(block)
-                block = None
-        elif block is not None:
-            block.append(line)
-    return blocks
-
-
 def readme_stack():
-    """The auth lines README.md's PAM section tells a person to put in /etc/pam.d/sudo."""
+    """The lines README.md's PAM section tells a person to put in /etc/pam.d/sudo in place of
+    its `@include common-auth` (the block shows that line with the module's before it)."""
     text = open(README).read()
     section = text[text.index("\n## PAM\n"):]
     section = section[:section.index("\n## ", 1)]
-    for block in code_blocks(section):
-        lines = [l for l in block if l.startswith("auth")]
+    for block in code_blocks(section)[0]:
+        lines = [l for l in block if l.startswith(("auth", "@include"))]
         if any("pam_localauth.so" in l for l in lines):
             return lines
     raise Failure("README.md's PAM section has no auth lines with pam_localauth.so")
@@ -89,7 +78,11 @@ class World:
         self.m.write_sudoers([ALICE])
         self.stock_sudo = open("/etc/pam.d/sudo").read()
         self.enable_profile()
+        self.profile_common_auth = open("/etc/pam.d/common-auth").read()
         self.use_readme_stack()
+        # su and login with the stacks shipped for them.
+        for service in ("su", "login"):
+            self.m.write_pam(service, open(os.path.join(EXAMPLES, service)).read())
         self.m.start_daemon()
         self.m.enroll(ALICE)
         self.term = tmuxterm.Terminal(self.m.root, ALICE)
@@ -109,13 +102,19 @@ class World:
               "pam_unix gets try_first_pass: %s" % auth)
 
     def use_readme_stack(self):
+        """Debian's /etc/pam.d/sudo with the README's lines in place of its
+        `@include common-auth`, and common-auth as Debian ships it (pam_unix without
+        try_first_pass)."""
         lines = readme_stack()
         check("@include common-auth" in self.stock_sudo, "Debian's /etc/pam.d/sudo")
         self.m.write_pam("sudo", self.stock_sudo.replace("@include common-auth",
                                                          "\n".join(lines)))
+        self.m.write_pam("common-auth", sandbox.STOCK_COMMON_AUTH)
 
     def use_profile_stack(self):
+        """Debian's /etc/pam.d/sudo, common-auth as pam-auth-update wrote it."""
         self.m.write_pam("sudo", self.stock_sudo)
+        self.m.write_pam("common-auth", self.profile_common_auth)
 
     def stty(self):
         mark = self.term.mark()
