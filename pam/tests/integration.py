@@ -28,6 +28,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
+import ptyterm  # noqa: E402
 from lawire import EVENT, RESULT  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -304,6 +305,53 @@ class Ctx:
         check(p.returncode == 0, "pamcall failed: %s" % err)
         res = json.loads(out.strip().splitlines()[-1])
         res["end"] = end
+        return res
+
+    def at_terminal(self, service, user, actions=(), blocked=(), wrap=(), stdin=None,
+                    tty="{tty}", timeout=30, env=None, preload=""):
+        """pamtester in a pseudo-terminal of its own, PAM_TTY naming it (tty= overrides), as
+        sudo runs at a terminal. actions: ("wait", text) for the terminal to show text,
+        ("maybe", text) the same without failing when it does not come within 1.5 s,
+        ("send", text) for keys, ("sleep", seconds). wrap goes before pamtester (valgrind),
+        preload before pam_wrapper in LD_PRELOAD, env adds to the environment.
+        Returns {code, out, kept (the terminal's settings as they were), rc, start, end}."""
+        extra = env or {}
+        env = dict(os.environ, PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=self.services,
+                   LD_PRELOAD=(preload + " libpam_wrapper.so").strip())
+        for k in ("PAM_RHOST", "PAM_TTY"):
+            env.pop(k, None)
+        env.update(extra)
+        if ARGS.asan:
+            env["LD_PRELOAD"] = ARGS.libasan + " libpam_wrapper.so"
+            env["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=86"
+            env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=87"
+        term = ptyterm.Pty(list(wrap) + ["pamtester", "-v", "-I", "tty=" + tty, service, user,
+                                         "authenticate"], env=env, blocked=blocked, stdin=stdin)
+        start = time.monotonic()
+        try:
+            for action, arg in actions:
+                if action == "wait":
+                    term.read_until(lambda out: arg in out, timeout)
+                elif action == "maybe":
+                    try:
+                        term.read_until(lambda out: arg in out, 1.5)
+                    except AssertionError:
+                        pass
+                elif action == "send":
+                    term.send(arg)
+                else:
+                    time.sleep(arg)
+            rc = term.finish(timeout)
+            end = time.monotonic()
+            kept = term.settings_kept()
+        finally:
+            term.close()
+        out = term.out.replace("\r\n", "\n")
+        if ARGS.asan:
+            for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+                check(marker not in out, "sanitizer report:\n" + out)
+        res = parse_pamtester(out, "", start, end)
+        res.update(out=out, kept=kept, rc=rc)
         return res
 
     def close(self):
@@ -820,6 +868,108 @@ def every_skip_says_why_in_one_syslog_line(ctx):
         check(len(lines) == 1 and lines[0].endswith("fingerprint not used for nobody: " + why),
               "%s: %s" % (why, res["syslog"]))
         check(lines[0].startswith("<85>"), "LOG_AUTHPRIV (pam_syslog's) | LOG_NOTICE: %s" % lines)
+
+
+# At a terminal: pamtester in a pseudo-terminal of its own with PAM_TTY naming it, as sudo,
+# su and login run (pam/tests/terminal_test.py has the real ones). The module owns the
+# terminal: one prompt, echo off, signals watched; every way out leaves the terminal's settings
+# as they were.
+
+TERM_PROMPT = "Password or finger for nobody: "
+
+
+def place_then(*steps):
+    return [event(lawire.EV_PLACE, "Place your right index finger on the reader"), *steps]
+
+
+@case()
+def terminal_a_finger_ends_the_prompt_and_leaves_the_terminal_as_it_was(ctx):
+    fake = FakeDaemon(ctx, place_then({"sleep": 0.5}, result(0, "Authenticated")))
+    res = ctx.at_terminal(ctx.service("socket=%s" % fake.sock), "nobody",
+                          [("wait", TERM_PROMPT)])
+    expect_code(res, PAM_SUCCESS)
+    check(res["kept"], "terminal settings restored: %s" % res["out"])
+    check("Place your" not in res["out"], "the prompt replaces the daemon's line: %s" % res)
+
+
+@case()
+def terminal_a_typed_password_drops_the_request_at_once(ctx):
+    fake = FakeDaemon(ctx, place_then({"sleep": 10}, result(0)))
+    res = ctx.at_terminal(ctx.service("socket=%s" % fake.sock), "nobody",
+                          [("wait", TERM_PROMPT), ("send", "typed secret\n")])
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(res["end"] - res["start"] < 5 and res["kept"], str(res))
+    check("typed secret" not in res["out"], "echo was off: %s" % res["out"])
+
+
+@case()
+def terminal_ctrl_c_the_caller_blocks_is_taken_and_ends_the_wait(ctx):
+    for key in ("\x03", "\x1c"):  # Ctrl-C, Ctrl-\\
+        fake = FakeDaemon(ctx, place_then({"sleep": 10}, result(0)))
+        res = ctx.at_terminal(ctx.service("socket=%s" % fake.sock), "nobody",
+                              [("wait", TERM_PROMPT), ("send", key)],
+                              blocked={signal.SIGINT, signal.SIGQUIT})
+        expect_code(res, PAM_AUTHINFO_UNAVAIL)
+        check(res["rc"] in (0, 1) and res["kept"], "%r: %s" % (key, res))
+        check(res["end"] - res["start"] < 5, "%r: at once: %s" % (key, res))
+
+
+@case()
+def terminal_ctrl_c_the_caller_does_not_block_ends_the_caller_with_the_terminal_sane(ctx):
+    fake = FakeDaemon(ctx, place_then({"sleep": 10}, result(0)))
+    res = ctx.at_terminal(ctx.service("socket=%s" % fake.sock), "nobody",
+                          [("wait", TERM_PROMPT), ("send", "\x03")])
+    check(res["rc"] == -signal.SIGINT and res["kept"], "%s" % res)
+
+
+@case()
+def terminal_enter_alone_waits_for_the_finger_only(ctx):
+    fake = FakeDaemon(ctx, place_then({"sleep": 1.0}, result(0, "Authenticated")))
+    res = ctx.at_terminal(ctx.service("socket=%s" % fake.sock), "nobody",
+                          [("wait", TERM_PROMPT), ("send", "\n"),
+                           ("wait", "Place your right index finger"), ("send", "late\n")])
+    expect_code(res, PAM_SUCCESS)
+    check(res["kept"], str(res))
+
+
+@case()
+def terminal_daemon_lines_go_under_the_prompt_which_comes_back(ctx):
+    fake = FakeDaemon(ctx, place_then(
+        event(lawire.EV_NOMATCH, "Fingerprint not recognised (2 tries left)", triesLeft=2),
+        {"sleep": 0.5}, result(0, "Authenticated")))
+    res = ctx.at_terminal(ctx.service("socket=%s" % fake.sock), "nobody",
+                          [("wait", "tries left")])
+    expect_code(res, PAM_SUCCESS)
+    check(TERM_PROMPT + "\nFingerprint not recognised (2 tries left)\n" + TERM_PROMPT in
+          res["out"], res["out"])
+
+
+@case()
+def terminal_a_password_over_511_bytes_is_refused_and_the_prompt_stays(ctx):
+    fake = FakeDaemon(ctx, place_then({"sleep": 1.0}, result(0, "Authenticated")))
+    res = ctx.at_terminal(ctx.service("socket=%s" % fake.sock), "nobody",
+                          [("wait", TERM_PROMPT), ("send", "x" * 600 + "\n")])
+    expect_code(res, PAM_SUCCESS)
+    check("Password too long: at most 511 bytes\n" + TERM_PROMPT in res["out"], res["out"])
+
+
+@case()
+def terminal_not_named_by_pam_tty_is_left_alone(ctx):
+    fake = FakeDaemon(ctx, place_then(result(0, "Authenticated")))
+    res = ctx.at_terminal(ctx.service("socket=%s" % fake.sock), "nobody", tty="/dev/null")
+    expect_code(res, PAM_SUCCESS)
+    check(TERM_PROMPT not in res["out"] and "Place your right index finger" in res["out"],
+          "the conversation, as without a terminal: %s" % res["out"])
+
+
+@case()
+def terminal_with_standard_input_not_a_terminal_never_waits_for_the_reader(ctx):
+    fake = FakeDaemon(ctx, place_then(result(0)))
+    res = ctx.at_terminal(ctx.service("socket=%s" % fake.sock), "nobody",
+                          stdin=subprocess.DEVNULL)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check("Fingerprint not used: standard input is not a terminal, so the password is read "
+          "from it" in res["out"] and fake.connections() == 0, "%s" % res)
 
 
 # ---------------------------------------------------------------------------------------------

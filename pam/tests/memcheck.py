@@ -4,7 +4,9 @@
 pamtester under pam_wrapper, run by valgrind --leak-check=full, against the scripted daemon of
 integration.py: every way an authentication can end (finger matches, does not match, passcode
 right, wrong, cancelled, a failing conversation, no daemon, a daemon that sends garbage, dies or
-stalls past the timeout, a locked-out reply). Each run must report 0 errors and 0 bytes
+stalls past the timeout, a locked-out reply), and at a terminal the module owns (a finger, a
+typed password, Ctrl-C, Enter alone, a password too long, a miss under the prompt), where the
+terminal's settings must also be as they were. Each run must report 0 errors and 0 bytes
 definitely, indirectly or possibly lost. No suppression file is used: libpam, pam_wrapper and
 pamtester free everything themselves, so nothing needs hiding (--supp adds one if a future
 libpam needs it; it must then say why and never name the module).
@@ -15,6 +17,7 @@ The last line is "N passed, N failed"; the exit status is non-zero on any failur
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -58,6 +61,53 @@ def scenarios(ctx):
     ]
 
 
+def terminal_scenarios(ctx):
+    """(name, service, actions, signals blocked, PAM code): pamtester at a terminal of its own
+    (integration.py's at_terminal), the module owning it."""
+    def fake(*steps):
+        return it.FakeDaemon(ctx, it.place_then(*steps)).sock
+
+    prompt = it.TERM_PROMPT
+    yes = it.result(0, "Authenticated")
+    return [
+        ("terminal: a finger", "socket=%s" % fake({"sleep": 0.5}, yes),
+         [("wait", prompt)], (), 0),
+        ("terminal: a typed password", "socket=%s" % fake({"sleep": 10}, yes),
+         [("wait", prompt), ("send", "typed secret\n")], (), 9),
+        ("terminal: Ctrl-C the caller blocks", "socket=%s" % fake({"sleep": 10}, yes),
+         [("wait", prompt), ("send", "\x03")], {signal.SIGINT, signal.SIGQUIT}, 9),
+        ("terminal: Enter alone, a finger", "socket=%s" % fake({"sleep": 1.5}, yes),
+         [("wait", prompt), ("send", "\n")], (), 0),
+        ("terminal: too long, a finger", "socket=%s" % fake({"sleep": 1.5}, yes),
+         [("wait", prompt), ("send", "x" * 600 + "\n")], (), 0),
+        ("terminal: a miss under the prompt", "socket=%s" % fake(
+            it.event(lawire.EV_NOMATCH, "Not recognised (2 tries left)", triesLeft=2),
+            {"sleep": 0.5}, yes), [("wait", "tries left")], (), 0),
+    ]
+
+
+def valgrind(log, supp):
+    return ["valgrind", "--tool=memcheck", "--leak-check=full", "--show-leak-kinds=all",
+            "--errors-for-leak-kinds=definite,indirect,possible", "--error-exitcode=99",
+            "--log-file=%s" % log] + (["--suppressions=%s" % supp] if supp else [])
+
+
+def verdict_problems(report, code, want, returncode):
+    errors = re.search(r"ERROR SUMMARY: (\d+) errors", report)
+    lost = {kind: int(n.replace(",", "")) for kind, n in re.findall(
+        r"(definitely|indirectly|possibly) lost: ([\d,]+) bytes", report)}
+    problems = []
+    if errors is None or int(errors.group(1)) != 0:
+        problems.append("errors: %s" % (errors.group(1) if errors else "no summary"))
+    if any(lost.values()):
+        problems.append("lost: %s" % lost)
+    if code != want:
+        problems.append("PAM code %s, expected %d" % (code, want))
+    if returncode == 99:
+        problems.append("valgrind reported errors")
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--module", required=True)
@@ -69,6 +119,7 @@ def main():
         print("run as root: the module believes only a daemon run by root")
         return 1
     strerror = it.pam_strerrors()
+    it.ARGS.strerror = strerror
     ctx = it.Ctx()
     passed, failures = 0, []
     try:
@@ -79,11 +130,8 @@ def main():
                        LD_PRELOAD="libpam_wrapper.so")
             for k in ("PAM_RHOST", "PAM_TTY"):
                 env.pop(k, None)
-            cmd = ["valgrind", "--tool=memcheck", "--leak-check=full", "--show-leak-kinds=all",
-                   "--errors-for-leak-kinds=definite,indirect,possible", "--error-exitcode=99",
-                   "--log-file=%s" % log] + (
-                ["--suppressions=%s" % args.supp] if args.supp else []) + [
-                "pamtester", "-v", service, "nobody", "authenticate"]
+            cmd = valgrind(log, args.supp) + ["pamtester", "-v", service, "nobody",
+                                              "authenticate"]
             # None: stdin closed at once, so the conversation's read fails.
             p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,
                                input=None if answers is None else
@@ -94,18 +142,7 @@ def main():
                        if ln.startswith("pamtester: ")]
             code = 0 if "successfully authenticated" in verdict else next(
                 (strerror[v] for v in verdict if v in strerror), None)
-            errors = re.search(r"ERROR SUMMARY: (\d+) errors", report)
-            lost = {kind: int(n.replace(",", "")) for kind, n in re.findall(
-                r"(definitely|indirectly|possibly) lost: ([\d,]+) bytes", report)}
-            problems = []
-            if errors is None or int(errors.group(1)) != 0:
-                problems.append("errors: %s" % (errors.group(1) if errors else "no summary"))
-            if any(lost.values()):
-                problems.append("lost: %s" % lost)
-            if code != want:
-                problems.append("PAM code %s, expected %d" % (code, want))
-            if p.returncode == 99:
-                problems.append("valgrind reported errors")
+            problems = verdict_problems(report, code, want, p.returncode)
             suppressed = re.search(r"suppressed: ([\d,]+) bytes in ([\d,]+) blocks", report)
             if problems:
                 failures.append("%s: %s\n%s%s%s" % (name, "; ".join(problems), p.stdout, p.stderr,
@@ -115,6 +152,24 @@ def main():
                 passed += 1
                 print("ok   %-30s 0 errors, 0 bytes lost (suppressed: %s bytes in %s blocks)" % (
                     name, *(suppressed.groups() if suppressed else ("0", "0"))))
+            sys.stdout.flush()
+        for i, (name, module_args, actions, blocked, want) in enumerate(
+                terminal_scenarios(ctx)):
+            service = ctx.service(module_args, "mc-term-%d" % i)
+            log = ctx.path("valgrind-term-%d.log" % i)
+            res = ctx.at_terminal(service, "nobody", actions, blocked=blocked,
+                                  wrap=valgrind(log, args.supp), timeout=60)
+            report = open(log).read()
+            problems = verdict_problems(report, res["code"], want, res["rc"])
+            if not res["kept"]:
+                problems.append("the terminal's settings changed")
+            if problems:
+                failures.append("%s: %s\n%s%s" % (name, "; ".join(problems), res["out"],
+                                                   report[-3000:]))
+                print("FAIL %s: %s" % (name, "; ".join(problems)))
+            else:
+                passed += 1
+                print("ok   %-30s 0 errors, 0 bytes lost, terminal as it was" % name)
             sys.stdout.flush()
     finally:
         ctx.close()

@@ -7,26 +7,35 @@ tty={tty} says the person is there)."""
 import fcntl
 import os
 import select
+import signal
 import subprocess
 import termios
 import time
 
 
 class Pty:
-    def __init__(self, cmd, env=None, owner=None):
+    def __init__(self, cmd, env=None, owner=None, blocked=(), stdin=None):
+        """blocked: signals the program starts with blocked (as sudo blocks SIGINT and SIGQUIT
+        while it authenticates); stdin: another standard input (the pty stays the
+        controlling terminal)."""
         self.master, slave = os.openpty()
         self.name = os.ttyname(slave)
         if owner is not None:
             os.chown(self.name, owner, -1)
 
+        self.settings = termios.tcgetattr(self.master)  # the terminal as the program gets it
+
         def controlling_terminal():
-            # start_new_session made this process a session leader; the pty on fd 0 becomes
+            # start_new_session made this process a session leader; the pty on fd 1 becomes
             # its controlling terminal, with this process group in the foreground.
-            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            fcntl.ioctl(1, termios.TIOCSCTTY, 0)
+            if blocked:
+                signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
 
         self.proc = subprocess.Popen([c.replace("{tty}", self.name) for c in cmd], env=env,
-                                     stdin=slave, stdout=slave, stderr=slave,
-                                     start_new_session=True, preexec_fn=controlling_terminal)
+                                     stdin=slave if stdin is None else stdin, stdout=slave,
+                                     stderr=slave, start_new_session=True,
+                                     preexec_fn=controlling_terminal)
         os.close(slave)
         self.out = ""
 
@@ -54,14 +63,15 @@ class Pty:
     def send(self, text):
         os.write(self.master, text.encode())
 
+    def settings_kept(self):
+        """Whether the terminal's settings are what the program started with (on Linux the
+        master reports the pty's own settings)."""
+        return termios.tcgetattr(self.master) == self.settings
+
     def finish(self, timeout=30.0):
         """Reads to the end and waits for the program; returns its exit status."""
         self.read_until(lambda _: False, timeout)  # until the program's side is closed
-        try:
-            rc = self.proc.wait(timeout=timeout)
-        finally:
-            self.close()
-        return rc
+        return self.proc.wait(timeout=timeout)
 
     def close(self):
         if self.proc.poll() is None:
