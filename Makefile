@@ -131,6 +131,16 @@ bench: deps pam pam-bench
 	$(SWIFT) build -c release $(STATIC_STDLIB) --product localauthctl
 	$(SWIFT) build -c release $(STATIC_STDLIB) --product localauth-bench
 	/usr/bin/python3 bench/bench.py --bin $(BIN_RELEASE) $(BENCH_ARGS)
+	/usr/bin/python3 bench/terminal.py --module pam/build/pam_localauth.so --bin $(BIN_RELEASE) \
+		$(BENCH_TERMINAL_ARGS)
+
+# sudo in a real terminal, ours beside pam_fprintd (bench/terminal.py; docs/performance.md).
+# Uses whatever build BIN names (release by default); fprintd and polkitd must be installed.
+.PHONY: bench-terminal
+BIN ?= $(BIN_RELEASE)
+bench-terminal: pam
+	/usr/bin/python3 bench/terminal.py --module pam/build/pam_localauth.so --bin $(BIN) \
+		$(BENCH_TERMINAL_ARGS)
 
 -include pam/pam.mk
 -include fuzz/fuzz.mk

@@ -344,7 +344,8 @@ def case_g(w):
           w.last_evaluations(before))
     check(took < AT_ONCE_S, "%.3f s" % took)
     figure("g: echo PW | sudo -S whoami -> root", took)
-    mark, took = start(w, "sudo -n true; echo rc=$?", "rc=", "sudo -n")
+    mark, took = start(w, "sudo -n true; echo rc=$?", lambda s: re.search(r"rc=\d+\n", s),
+                       "sudo -n")
     s = w.term.screen()[mark:]
     check("rc=1" in s and "a password is required" in s, s)
     done(w, mark)
@@ -375,7 +376,8 @@ def case_sigterm(w):
     for its password (the module stops the stack), and the terminal is as it was."""
     mark, _ = start(w, "sudo whoami; echo rc=$?")
     before = w.audit_count()
-    s, took = act(w, mark, lambda: os.kill(w.sudo_pid(), signal.SIGTERM), "rc=", "sudo's end")
+    s, took = act(w, mark, lambda: os.kill(w.sudo_pid(), signal.SIGTERM),
+                  lambda s: re.search(r"rc=\d+\n", s), "sudo's end")
     check(not root_line(s) and SUDO_PROMPT not in s, "sudo ended, nothing asked or run: %s" % s)
     print("       sudo after SIGTERM: %s" % " | ".join(s.strip().splitlines()[1:]))
     done(w, mark)
