@@ -22,19 +22,19 @@ Usage: terminal.py --module SO --bin DIR [--runs N] [--json FILE]   (as root)
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
-import time
 
 sys.dont_write_bytecode = True
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "pam", "tests"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import bench  # noqa: E402
 import sandbox  # noqa: E402
+import terminal_test  # noqa: E402
 import tmuxterm  # noqa: E402
 from sandbox import check  # noqa: E402
 
@@ -46,10 +46,6 @@ BUS = "/run/dbus/system_bus_socket"
 SLOW_S = 40.0  # fprintd's timeout is 10 s; a step that waits for it gets this long
 
 
-def root_line(s):
-    return re.search(r"(^|: )root$", s, re.M) is not None
-
-
 class Side:
     """One of the two stacks in the shared terminal."""
 
@@ -58,17 +54,10 @@ class Side:
         self.touch, self.miss, self.misses = touch, miss, misses
 
     def start(self, command, expect, timeout=sandbox.WAIT_S):
-        mark = self.term.mark()
-        t0 = time.monotonic()
-        self.term.type_line(command)
-        _, seen = self.term.wait_for(expect, command, since=mark, timeout=timeout)
-        return mark, seen - t0
+        return terminal_test.start(self, command, expect, command, timeout)
 
     def act(self, mark, do, expect, what, timeout=sandbox.WAIT_S):
-        t0 = time.monotonic()
-        do()
-        s, seen = self.term.wait_for(expect, what, since=mark, timeout=timeout)
-        return s[mark:], seen - t0
+        return terminal_test.act(self, mark, do, expect, what, timeout)
 
     def shell(self, mark):
         self.term.wait_for(lambda s: s.rstrip().endswith("\n$"), "the shell", since=mark,
@@ -80,7 +69,7 @@ class Side:
 
         mark, t = self.start("sudo whoami", self.prompt)
         record("Enter -> finger prompt", t)
-        _, t = self.act(mark, self.touch, root_line, "root by finger")
+        _, t = self.act(mark, self.touch, terminal_test.root_line, "root by finger")
         record("touch -> root", t)
         self.shell(mark)
 
@@ -90,7 +79,7 @@ class Side:
         _, t = self.act(mark, self.miss, SUDO_PROMPT, "sudo's password prompt after the misses")
         record("last wrong touch -> sudo's password prompt", t)
         self.term.type_line(ALICE_PW)
-        self.term.wait_for(root_line, "root", since=mark)
+        self.term.wait_for(terminal_test.root_line, "root", since=mark)
         self.shell(mark)
 
         mark, _ = self.start("sudo whoami", self.prompt)
@@ -102,11 +91,11 @@ class Side:
 
         if slow:
             mark, _ = self.start("sudo whoami", self.prompt)
-            _, t = self.act(mark, lambda: self.term.type_line(ALICE_PW), root_line,
+            _, t = self.act(mark, lambda: self.term.type_line(ALICE_PW), terminal_test.root_line,
                             "root by the password typed at the finger prompt", timeout=SLOW_S)
             record("password typed at the finger prompt, Enter -> root", t)
             self.shell(mark)
-            mark, t = self.start("echo '%s' | sudo -S whoami" % ALICE_PW, root_line,
+            mark, t = self.start("echo '%s' | sudo -S whoami" % ALICE_PW, terminal_test.root_line,
                                  timeout=SLOW_S)
             record("echo PW | sudo -S whoami -> root", t)
             self.shell(mark)
@@ -126,23 +115,8 @@ def enable_profile(name, *disable):
 
 
 def scan(path, print_id):
-    """One SCAN to a virtual device (one command per connection; EOF: taken)."""
-    deadline = time.monotonic() + 5
-    while True:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.connect(path)
-            break
-        except (FileNotFoundError, ConnectionRefusedError):
-            s.close()
-            check(time.monotonic() < deadline, "fprintd's virtual device is not listening")
-            time.sleep(0.001)
-    s.sendall(("SCAN %s" % print_id).encode())
-    s.shutdown(socket.SHUT_WR)
-    s.settimeout(10)
-    while s.recv(64):
-        pass
-    s.close()
+    """One SCAN to a virtual device; returns once the device took it."""
+    bench.read_to_eof(bench.send_scan(path, print_id))
 
 
 class Fprintd:

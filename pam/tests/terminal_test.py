@@ -168,16 +168,17 @@ class World:
 # Helpers that run one sudo
 
 
-def start(w, command, expect=PROMPT, what="the prompt"):
-    """Types command at the shell and waits for expect; returns (mark, seconds)."""
+def start(w, command, expect=PROMPT, what="the prompt", timeout=sandbox.WAIT_S):
+    """Types command at the shell of w.term and waits for expect; returns (mark, seconds)."""
     mark = w.term.mark()
     t0 = time.monotonic()
     w.term.type_line(command)
-    _, seen = w.term.wait_for(expect, what, since=mark)
+    _, seen = w.term.wait_for(expect, what, since=mark, timeout=timeout)
     return mark, seen - t0
 
 
 def act(w, mark, do, expect, what, timeout=sandbox.WAIT_S):
+    """Does do() and waits for expect after mark; returns (the screen since, seconds)."""
     t0 = time.monotonic()
     do()
     s, seen = w.term.wait_for(expect, what, since=mark, timeout=timeout)
