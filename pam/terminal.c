@@ -273,7 +273,9 @@ void la_term_end_prompt(struct la_term *t, int discard)
     t->reading = 0;
     if (t->fd < 0)
         return;
-    if (discard)
+    /* Only what was typed at the module's prompt: keys typed before it came up (a person
+     * without a finger typing ahead for the password prompt) are not the module's. */
+    if (discard && t->echo_off)
         tcflush(t->fd, TCIFLUSH);
     if (t->mid_line)
         put(t, "\n");

@@ -75,7 +75,8 @@ int la_term_pollfds(const struct la_term *t, struct pollfd *fds);
 enum la_term_event la_term_check(struct la_term *t, const struct pollfd *fds, int n, char *line,
                                  size_t cap, size_t *len);
 
-/* Ends the prompt line; discard drops whatever was typed and not yet sent (a finger won). */
+/* Ends the prompt line; discard drops whatever was typed at the prompt and not sent (a finger
+ * won). Nothing typed before the prompt came up is dropped. */
 void la_term_end_prompt(struct la_term *t, int discard);
 
 /* Puts everything back: terminal settings, descriptors, then the signal mask. A watched

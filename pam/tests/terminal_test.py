@@ -355,6 +355,24 @@ def case_g(w):
     w.terminal_as_it_was("after sudo -S and -n")
 
 
+def case_typeahead(w):
+    """A person without a finger who types the password ahead, before any prompt: the module
+    hears "not enrolled" from the daemon, puts up no prompt and drops none of those keys, and
+    sudo's own prompt reads them."""
+    w.m.ctl("delete", "--user", ALICE, "--all")
+    try:
+        mark = w.term.mark()
+        t0 = time.monotonic()
+        w.term.keys("sudo whoami\n" + ALICE_PW + "\n")
+        s, seen = w.term.wait_for(root_line, "root from the typed-ahead password", since=mark)
+        check(PROMPT not in s[mark:], "no finger prompt without a finger: %s" % s[mark:])
+        done(w, mark)
+        figure("typed ahead, no finger enrolled -> root", seen - t0)
+    finally:
+        w.m.enroll(ALICE)
+    w.terminal_as_it_was("after typing ahead")
+
+
 def case_daemon_killed(w):
     """The daemon killed during the prompt: sudo's password prompt at once."""
     mark, _ = start(w, "sudo whoami")
@@ -519,6 +537,7 @@ CASES = [
     ("e_password_typed_at_the_prompt_gives_root_without_the_reader", case_e),
     ("f_finger_over_a_half_typed_password_gives_root_and_drops_the_text", case_f),
     ("g_sudo_S_never_waits_for_the_reader_and_sudo_n_fails_at_once", case_g),
+    ("typeahead_reaches_sudos_prompt_for_a_person_without_a_finger", case_typeahead),
     ("daemon_killed_during_the_prompt_gives_the_password_prompt_at_once", case_daemon_killed),
     ("sigterm_to_sudo_leaves_the_terminal_as_it_was", case_sigterm),
     ("terminal_closed_during_the_prompt_frees_the_reader", case_terminal_closed),
