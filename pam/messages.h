@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Every line the module itself writes for a person or for syslog, in one place, so that they
- * can be catalogued and translated together. (What the daemon says arrives in its frames and
- * is passed on as it is.) Lines with a %s take the argument named beside them.
+ * Every line the module itself shows a person, and the syslog line that says why the finger
+ * was not used, in one place, so that they can be catalogued and translated together. (What the
+ * daemon says arrives in its frames and is passed on as it is; the administrator's error lines
+ * in syslog stay beside the code that logs them.) Lines with a %s take the argument named
+ * beside them.
  */
 #ifndef LOCALAUTH_PAM_MESSAGES_H
 #define LOCALAUTH_PAM_MESSAGES_H

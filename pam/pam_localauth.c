@@ -488,6 +488,18 @@ static int wait_event(struct session *s)
     return fds[0].revents != 0 ? 0 : LA_CONTINUE;
 }
 
+/* Why a frame could not be sent: a daemon that refuses the HELLO sends ERROR and hangs up, and
+ * the EVALUATE behind the HELLO may then meet a closed socket; the ERROR is still there to read
+ * and says what happened. */
+static const char *refused_or_silent(struct session *s, char *why, size_t cap)
+{
+    if (read_reply(s, now_ms() + LA_FOLLOW_UP_MS) == 0 && s->reply.type == LA_MSG_ERROR) {
+        snprintf(why, cap, LA_WHY_REFUSED, s->reply.message);
+        return why;
+    }
+    return LA_WHY_NO_ANSWER;
+}
+
 /* The user name goes into the request; one the daemon would refuse is said at once. */
 static int user_fits(struct session *s, const char *user)
 {
@@ -571,7 +583,7 @@ static int run(struct session *s, int pam_silent)
      * frames in order, and the finger prompt comes one round trip sooner (docs/performance.md). */
     if (send_frame(s, la_encode_hello(&s->w, LA_CLIENT_NAME)) != 0) {
         pam_syslog(s->pamh, LOG_ERR, "cannot send HELLO to %s", s->opt->socket);
-        skipped(s, user, LA_WHY_NO_ANSWER);
+        skipped(s, user, refused_or_silent(s, why, sizeof why));
         return PAM_AUTHINFO_UNAVAIL;
     }
 
@@ -588,7 +600,7 @@ static int run(struct session *s, int pam_silent)
     };
     if (send_frame(s, la_encode_evaluate(&s->w, &ev)) != 0) {
         pam_syslog(s->pamh, LOG_ERR, "cannot send EVALUATE for %s", user);
-        skipped(s, user, LA_WHY_NO_ANSWER);
+        skipped(s, user, refused_or_silent(s, why, sizeof why));
         return PAM_AUTHINFO_UNAVAIL;
     }
     if (read_reply(s, s->deadline) != 0) {
