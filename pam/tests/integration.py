@@ -929,6 +929,10 @@ def terminal_enter_alone_waits_for_the_finger_only(ctx):
                           [("wait", TERM_PROMPT), ("send", "\n"),
                            ("wait", "Place your right index finger"), ("send", "late\n")])
     expect_code(res, PAM_SUCCESS)
+    out = res["out"]
+    # The prompt first; the daemon's own line only once Enter alone said "the finger".
+    check(TERM_PROMPT in out and out.index(TERM_PROMPT) < out.index("Place your right index"),
+          out)
     check(res["kept"], str(res))
 
 
