@@ -13,7 +13,8 @@ import Testing
         "LocalAuthCore": ["LocalAuthProtocol"],
         // The edges, each with its C.
         "FingerprintReader": ["CLibfprint", "Glibc", "Dispatch", "Synchronization"],
-        "LocalAuthStore": ["LocalAuthCore", "CCrypt", "Glibc", "Synchronization"],
+        "LocalAuthCrypto": ["Crypto"],
+        "LocalAuthStore": ["LocalAuthCore", "LocalAuthCrypto", "CCrypt", "Glibc", "Synchronization"],
         "LocalAuthSystemd": ["CSystemd", "Logging", "Glibc", "Dispatch", "Synchronization"],
         // The daemon: no C of its own, no Foundation.
         "LocalAuthDaemon": [
@@ -24,7 +25,7 @@ import Testing
         // The clients know the protocol, never the daemon.
         "LocalAuthClient": ["LocalAuthProtocol", "Glibc"],
         "localauthctl": ["LocalAuthClient", "LocalAuthProtocol", "ArgumentParser", "Glibc"],
-        "LocalAuthentication": ["LocalAuthClient", "LocalAuthProtocol", "Foundation", "Glibc"],
+        "LocalAuthentication": ["LocalAuthClient", "LocalAuthProtocol", "LocalAuthCrypto", "Foundation", "Glibc"],
         "vault": ["LocalAuthentication", "Foundation"],
         "localauth-bench": ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "Foundation", "Glibc"],
         // Tests: their subject, what they drive it with, and the toolchain.
