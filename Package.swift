@@ -45,6 +45,7 @@ let package = Package(
             name: "LocalAuthDaemon",
             dependencies: [
                 "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore", "LocalAuthSystemd",
+                "LocalAuthCrypto",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

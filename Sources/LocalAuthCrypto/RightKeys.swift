@@ -138,8 +138,10 @@ public enum RightKeys {
         switch algorithm {
         case .ecdhKeyExchangeStandardX963SHA256, .ecdhKeyExchangeCofactorX963SHA256:
             guard (1...1024).contains(requestedSize) else { throw KeyError("requested size must be 1…1024 bytes") }
-            return secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: requestedSize)
-                .withUnsafeBytes { Array($0) }
+            return secret.x963DerivedSymmetricKey(
+                using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: requestedSize
+            )
+            .withUnsafeBytes { Array($0) }
         default:
             return secret.withUnsafeBytes { Array($0) }
         }
@@ -148,8 +150,10 @@ public enum RightKeys {
     /// X9.63 KDF (SHA-256) over the shared secret with the ephemeral public key as shared info:
     /// 16 bytes of AES key, then 16 bytes of IV.
     private static func eciesKeyAndIV(_ secret: SharedSecret, ephemeralPublic: [UInt8]) -> (SymmetricKey, [UInt8]) {
-        let derived = secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: ephemeralPublic, outputByteCount: 32)
-            .withUnsafeBytes { Array($0) }
+        let derived = secret.x963DerivedSymmetricKey(
+            using: SHA256.self, sharedInfo: ephemeralPublic, outputByteCount: 32
+        )
+        .withUnsafeBytes { Array($0) }
         return (SymmetricKey(data: derived[..<16]), Array(derived[16...]))
     }
 }

@@ -75,6 +75,14 @@ public enum Request: Equatable, Sendable {
     case passcodeSet(user: String?, passcode: String, oldPasscode: String?)
     case passcodeRemove(user: String?, oldPasscode: String?)
     case lockoutReset(user: String)
+    /// Saves a new right (a fresh P-256 key, and the secret when given) for an app's identifier.
+    case rightSave(user: String?, identifier: String, requirement: RightRequirement, secret: [UInt8]?)
+    /// A right's public part: its requirement and public key. No evaluation.
+    case rightGet(user: String?, identifier: String)
+    /// Removes one right, or (identifier nil, flag `all`) every right of the account.
+    case rightRemove(user: String?, identifier: String?)
+    /// Evaluates a right's requirement and uses the right in the same request.
+    case rightUse(RightUseOptions)
 
     /// The account the request is about, when it names one.
     public var user: String? {
@@ -84,6 +92,8 @@ public enum Request: Equatable, Sendable {
             u
         case .evaluate(let o): o.user
         case .lockoutReset(let u): u
+        case .rightSave(let u, _, _, _), .rightGet(let u, _), .rightRemove(let u, _): u
+        case .rightUse(let o): o.user
         case .devices, .simulate: nil
         }
     }
@@ -152,6 +162,8 @@ public enum Request: Equatable, Sendable {
             var f = Frame(.lockoutReset)
             f.append(.user, string: user)
             return f
+        case .rightSave, .rightGet, .rightRemove, .rightUse:
+            return rightFrame!
         }
     }
 
@@ -206,6 +218,7 @@ public enum Request: Equatable, Sendable {
                 user: f.string(.user), passcode: try required(.passcode), oldPasscode: f.string(.oldPasscode))
         case .passcodeRemove: self = .passcodeRemove(user: f.string(.user), oldPasscode: f.string(.oldPasscode))
         case .lockoutReset: self = .lockoutReset(user: try required(.user))
+        case .rightSave, .rightGet, .rightRemove, .rightUse: self = try Self.rightRequest(f)
         default: throw .notARequest(f.type)
         }
     }

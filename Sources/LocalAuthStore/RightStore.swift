@@ -165,7 +165,8 @@ extension EnrollmentStore {
                 }
                 if current != right.domainState {
                     try removeRightFile(user: user, name: name)
-                    notice("user \(Validation.quoted(user)): destroyed a right bound to an enrolled set that has changed")
+                    notice(
+                        "user \(Validation.quoted(user)): destroyed a right bound to an enrolled set that has changed")
                     return .absent
                 }
             }
@@ -248,7 +249,8 @@ extension EnrollmentStore {
             }
         }
         if destroyed > 0 {
-            notice("user \(Validation.quoted(user)): destroyed \(destroyed) right(s) bound to the previous set of fingers")
+            notice(
+                "user \(Validation.quoted(user)): destroyed \(destroyed) right(s) bound to the previous set of fingers")
         }
     }
 }

@@ -58,7 +58,8 @@ extension EnrollmentStore {
         switch method {
         case .tpm2:
             let path = stateDirectory + "/" + SealingRecord.tpm2CredentialName
-            guard case .bytes(let credential, let info) = Sys.readFile(path, limit: 64 * 1024), trustProblem(info) == nil
+            guard case .bytes(let credential, let info) = Sys.readFile(path, limit: 64 * 1024),
+                trustProblem(info) == nil
             else { throw .sealing("\(path) is missing or unreadable; the TPM2-sealed key is gone") }
             return try TPM2Credential.unseal(credential, configuration)
         case .keyFile:
@@ -80,8 +81,7 @@ extension EnrollmentStore {
 
     /// A new key for a state directory with no sealing record: the TPM2's when there is one (and
     /// the configuration allows), else a key file (an existing one is reused: one machine, one key).
-    private func makeMachineKey(_ configuration: SealingConfiguration) throws(StoreError) -> ([UInt8], SealingMethod)
-    {
+    private func makeMachineKey(_ configuration: SealingConfiguration) throws(StoreError) -> ([UInt8], SealingMethod) {
         let hasTPM = configuration.tpm2Device != nil || access("/dev/tpmrm0", F_OK) == 0
         if configuration.method == .tpm2 || (configuration.method == .auto && hasTPM) {
             let key = Sealer.generateKey()
@@ -98,7 +98,9 @@ extension EnrollmentStore {
         switch Sys.readFile(path, limit: 4096) {
         case .bytes(let bytes, let info):
             if let problem = trustProblem(info) { throw .sealing("the key file \(path): \(problem)") }
-            guard let key = SealingRecord.decodeKeyFile(bytes) else { throw .sealing("the key file \(path) is damaged") }
+            guard let key = SealingRecord.decodeKeyFile(bytes) else {
+                throw .sealing("the key file \(path) is damaged")
+            }
             return (key, .keyFile)
         case .unreadable(let why):
             throw .sealing("the key file \(path): \(why)")
@@ -141,7 +143,9 @@ extension EnrollmentStore {
             guard try checkUserDirectory(user) else { continue }
             let directory = userDirectory(user)
             for name in try Sys.listDirectory(directory) where PrintRecord.parseFileName(name) != nil {
-                guard case .bytes(let bytes, let info) = Sys.readFile(directory + "/" + name, limit: Self.maximumPrintFileSize),
+                guard
+                    case .bytes(let bytes, let info) = Sys.readFile(
+                        directory + "/" + name, limit: Self.maximumPrintFileSize),
                     trustProblem(info) == nil, !Sealer.isSealed(bytes)
                 else { continue }  // foreign or unreadable files stay as they are: the scan sets them aside
                 try atomicWrite(
@@ -166,7 +170,8 @@ extension EnrollmentStore {
     /// open under its key for that place; a store that does not seal accepts only plain ones.
     func openIfSealing(_ bytes: [UInt8], user: String, name: String) -> Result<[UInt8], FormatError> {
         guard let sealer else {
-            return Sealer.isSealed(bytes) ? .failure(FormatError("sealed, but this store does not seal")) : .success(bytes)
+            return Sealer.isSealed(bytes)
+                ? .failure(FormatError("sealed, but this store does not seal")) : .success(bytes)
         }
         guard Sealer.isSealed(bytes) else { return .failure(FormatError("not sealed")) }
         guard let plain = sealer.open(bytes, context: Self.sealingContext(user: user, name: name)) else {

@@ -19,7 +19,7 @@ import Testing
         // The daemon: no C of its own, no Foundation.
         "LocalAuthDaemon": [
             "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore", "LocalAuthSystemd",
-            "NIOCore", "NIOPosix", "Logging", "Glibc", "Dispatch", "Synchronization",
+            "LocalAuthCrypto", "NIOCore", "NIOPosix", "Logging", "Glibc", "Dispatch", "Synchronization",
         ],
         "localauthd": ["LocalAuthDaemon", "Glibc"],
         // The clients know the protocol, never the daemon.
