@@ -98,7 +98,9 @@ struct RightRequests {
         do throws(KeyError) {
             let output: [UInt8]
             switch options.operation {
-            case .authorize: output = []
+            // LARight.authorize of a persisted right: its secret comes with the authorization, as an
+            // authorized LAPersistedRight's secret loads without asking again.
+            case .authorize: output = right.secret
             case .loadSecret: output = right.secret
             case .sign:
                 output = try RightKeys.sign(
@@ -112,7 +114,7 @@ struct RightRequests {
                     requestedSize: Int(options.requestedSize ?? 32), sharedInfo: options.sharedInfo ?? [])
             }
             var extra = Frame(.result)
-            if options.operation != .authorize { extra.append(.data, bytes: output) }
+            if options.operation != .authorize || !output.isEmpty { extra.append(.data, bytes: output) }
             return Result(.success, RightMessages.used(options.operation), extra: extra.fields)
         } catch {
             return Result(.invalidRequest, "The operation failed: \(error)")

@@ -244,6 +244,38 @@ open class LAContext: NSObject, @unchecked Sendable {
         return nil
     }
 
+    /// What the prompt answers to the daemon's events during one request: shows the progress lines,
+    /// asks for the passcode when asked. Shared by `evaluatePolicy` and the rights.
+    static func promptAnswerer(
+        prompt: LALinuxPrompt?, reason: String, cancelTitle: String?, cancellation: Cancellation
+    ) -> (Event) -> EventReply? {
+        var asked = 0
+        return { event in
+            let show = { (kind: LALinuxPromptMessage.Kind) in
+                prompt?.show(LALinuxPromptMessage(kind: kind, text: event.message))
+            }
+            switch event.kind {
+            case .passcodeNeeded:
+                guard let prompt else { return .cancel }
+                asked += 1
+                let question = LALinuxPasscodeRequest(
+                    text: event.message, localizedReason: reason, localizedCancelTitle: cancelTitle,
+                    attempt: asked, delay: Double(event.delayMs ?? 0) / 1000, cancellation: cancellation)
+                guard let passcode = prompt.passcode(question) else { return .cancel }
+                return .passcode(passcode)
+            case .placeFinger: show(.placeFinger)
+            case .retry: show(.retry)
+            case .noMatch: show(.noMatch)
+            case .biometryLocked: show(.biometryLocked)
+            case .passcodeWrong: show(.passcodeWrong)
+            case .info: show(.information)
+            // No button to press: the fallback is not offered through the Linux prompt.
+            case .fallbackAvailable, .enrollStage: break
+            }
+            return nil
+        }
+    }
+
     static let invalidatedMessage = "The context was invalidated"
     static let appCancelMessage = "Cancelled by the app"
     static let noCompanionMessage = "No companion device is available on this system"
@@ -308,33 +340,11 @@ open class LAContext: NSObject, @unchecked Sendable {
             policy: kind, user: nil, service: Self.service, tty: Self.terminalName, reason: e.reason,
             fallbackTitle: e.fallbackTitle, cancelTitle: e.cancelTitle, flags: flags, reuseSeconds: e.reuseSeconds,
             timeoutMs: e.timeoutMs)
-        var asked = 0
         let result: LocalAuthProtocol.Result
         do {
-            result = try connection.perform(.evaluate(options), timeoutMs: e.timeoutMs + 10_000) { event in
-                let show = { (kind: LALinuxPromptMessage.Kind) in
-                    prompt?.show(LALinuxPromptMessage(kind: kind, text: event.message))
-                }
-                switch event.kind {
-                case .passcodeNeeded:
-                    guard let prompt else { return .cancel }
-                    asked += 1
-                    let question = LALinuxPasscodeRequest(
-                        text: event.message, localizedReason: e.reason, localizedCancelTitle: e.cancelTitle,
-                        attempt: asked, delay: Double(event.delayMs ?? 0) / 1000, cancellation: cancellation)
-                    guard let passcode = prompt.passcode(question) else { return .cancel }
-                    return .passcode(passcode)
-                case .placeFinger: show(.placeFinger)
-                case .retry: show(.retry)
-                case .noMatch: show(.noMatch)
-                case .biometryLocked: show(.biometryLocked)
-                case .passcodeWrong: show(.passcodeWrong)
-                case .info: show(.information)
-                // No button to press: the fallback is not offered through the Linux prompt.
-                case .fallbackAvailable, .enrollStage: break
-                }
-                return nil
-            }
+            let answer = Self.promptAnswerer(
+                prompt: prompt, reason: e.reason, cancelTitle: e.cancelTitle, cancellation: cancellation)
+            result = try connection.perform(.evaluate(options), timeoutMs: e.timeoutMs + 10_000, onEvent: answer)
         } catch {
             if cancellation.isCancelledByApp { return .failure(LAError(.appCancel, Self.appCancelMessage)) }
             return .failure(LAError(.systemCancel, "The authentication ended: \(error)"))
