@@ -71,7 +71,8 @@ let package = Package(
         .testTarget(name: "LocalAuthProtocolTests", dependencies: ["LocalAuthProtocol"], resources: []),
         .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore", "LocalAuthProtocol"]),
         .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader"]),
-        .testTarget(name: "LocalAuthStoreTests", dependencies: ["LocalAuthStore", "LocalAuthCore"]),
+        .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
+        .testTarget(name: "LocalAuthStoreTests", dependencies: ["LocalAuthStore", "LocalAuthCore", "LocalAuthCrypto"]),
         .testTarget(
             name: "LocalAuthDaemonTests",
             dependencies: [

@@ -59,7 +59,8 @@ open class LAPublicKey: NSObject, @unchecked Sendable {
         guard let known = algorithm.known, known.supports(.verify) else { throw KeyText.unsupported(algorithm) }
         let valid: Bool
         do {
-            valid = try RightKeys.verify(Array(signedData), signature: Array(signature), publicKey: bytes, algorithm: known)
+            valid = try RightKeys.verify(
+                Array(signedData), signature: Array(signature), publicKey: bytes, algorithm: known)
         } catch {
             throw LAError(.authenticationFailed, "\(error)")
         }

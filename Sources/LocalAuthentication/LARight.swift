@@ -247,7 +247,8 @@ struct RightChannel: Sendable {
     func perform(_ request: Request, reason: String = "") async throws -> LocalAuthProtocol.Result {
         let socket = self.socket
         let prompt = self.prompt
-        return try await withCheckedThrowingContinuation { (done: CheckedContinuation<LocalAuthProtocol.Result, any Error>) in
+        return try await withCheckedThrowingContinuation {
+            (done: CheckedContinuation<LocalAuthProtocol.Result, any Error>) in
             DispatchQueue.global().async {
                 let cancellation = Cancellation()
                 defer { cancellation.cancel(byApp: false) }

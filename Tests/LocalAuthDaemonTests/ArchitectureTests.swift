@@ -32,7 +32,10 @@ import Testing
         "LocalAuthProtocolTests": ["LocalAuthProtocol", "Testing", "Glibc"],
         "LocalAuthCoreTests": ["LocalAuthCore", "LocalAuthProtocol", "Testing", "Foundation"],
         "FingerprintReaderTests": ["FingerprintReader", "Testing", "Glibc", "Synchronization"],
-        "LocalAuthStoreTests": ["LocalAuthStore", "LocalAuthCore", "Testing", "Glibc", "Synchronization"],
+        "LocalAuthCryptoTests": ["LocalAuthCrypto", "Testing"],
+        "LocalAuthStoreTests": [
+            "LocalAuthStore", "LocalAuthCore", "LocalAuthCrypto", "Testing", "Glibc", "Synchronization",
+        ],
         "LocalAuthDaemonTests": [
             "LocalAuthDaemon", "LocalAuthSystemd", "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader",
             "LocalAuthStore", "Testing", "Foundation", "Glibc", "Synchronization",
