@@ -50,7 +50,7 @@ public enum SealingMethod: String, Sendable, Equatable {
 ///     crc32=…
 ///
 /// With `tpm2`, `<state>/sealing-key.tpm2` holds the key as a systemd credential sealed by the TPM
-/// (no PCR policy: a firmware update must not destroy every finger). With `key-file`, the key is a
+/// (with systemd's default policy on PCR 7). With `key-file`, the key is a
 /// root-only file outside the state directory. Either way, the state directory alone does not
 /// open: copied to another machine it fails closed with `StoreError.sealing`.
 struct SealingRecord: Equatable {
@@ -100,7 +100,9 @@ struct SealingRecord: Equatable {
 enum TPM2Credential {
     static func arguments(_ verb: String, _ configuration: SealingConfiguration) -> [String] {
         var arguments = [verb, "--name=\(SealingRecord.credentialName)"]
-        if verb == "encrypt" { arguments += ["--with-key=tpm2", "--tpm2-pcrs="] }
+        // systemd's default PCR policy (PCR 7, the Secure Boot state): systemd 252 cannot decrypt
+        // what it encrypted with an empty PCR list ("TPM2 PCR bank invalid"; measured, ADR 0005).
+        if verb == "encrypt" { arguments += ["--with-key=tpm2"] }
         if let device = configuration.tpm2Device { arguments.append("--tpm2-device=\(device)") }
         return arguments + ["-", "-"]
     }

@@ -52,8 +52,13 @@ enum Subprocess {
         let output = drain(fromChild[0], timeoutMs: timeoutMs)
         let errorBytes = drain(errors[0], timeoutMs: 1000)
         var status: Int32 = 0
-        var waited: pid_t
-        repeat { waited = waitpid(pid, &status, WNOHANG) } while waited == -1 && errno == EINTR
+        var waited: pid_t = 0
+        // Its output is closed; it exits at once, or is killed when it does not within the limit.
+        for _ in 0..<(max(timeoutMs, 10) / 10) {
+            repeat { waited = waitpid(pid, &status, WNOHANG) } while waited == -1 && errno == EINTR
+            if waited != 0 { break }
+            usleep(10_000)
+        }
         if waited == 0 {
             kill(pid, SIGKILL)
             repeat { waited = waitpid(pid, &status, 0) } while waited == -1 && errno == EINTR
