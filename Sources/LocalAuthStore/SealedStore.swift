@@ -125,7 +125,8 @@ extension EnrollmentStore {
             guard try checkUserDirectory(user) else { continue }
             for name in try Sys.listDirectory(userDirectory(user))
             where name.hasSuffix(RightRecord.fileSuffix) || PrintRecord.parseFileName(name) != nil {
-                if case .bytes(let bytes, _) = Sys.readFile(userDirectory(user) + "/" + name, limit: Self.maximumPrintFileSize),
+                if case .bytes(let bytes, _) = Sys.readFile(
+                    userDirectory(user) + "/" + name, limit: Self.maximumPrintFileSize),
                     Sealer.isSealed(bytes) || name.hasSuffix(RightRecord.fileSuffix)
                 {
                     return userDirectory(user) + "/" + name

@@ -21,7 +21,8 @@ struct TPM2SealingTests {
             self.directory = directory
             _ = mkdir(directory, 0o700)
             #expect(mkdir(directory + "/tpm-state", 0o700) == 0)
-            try Self.run("/usr/bin/swtpm_setup", ["--tpm2", "--tpmstate", directory + "/tpm-state", "--createek", "--overwrite"])
+            try Self.run(
+                "/usr/bin/swtpm_setup", ["--tpm2", "--tpmstate", directory + "/tpm-state", "--createek", "--overwrite"])
             try Self.run(
                 "/usr/bin/swtpm",
                 [
