@@ -139,6 +139,8 @@ public enum DaemonMain {
                 if let dir = getenv("LOCALAUTHD_DEBUG_WRITE_STEP_FIFOS").map({ String(cString: $0) }) {
                     store = try EnrollmentStore.pausingAtWriteSteps(
                         stateDirectory: options.stateDirectory, exclusive: true, sealing: config.sealing,
+                        // The migration's own kill points (opening a plain store) are wanted too.
+                        duringOpen: getenv("LOCALAUTHD_DEBUG_WRITE_STEP_DURING_OPEN") != nil,
                         onNotice: { audit.notice($0) },
                         pause: {
                             var byte: UInt8 = 0x73

@@ -112,15 +112,21 @@ public final class EnrollmentStore: Sendable {
         /// (temporary file written, synced, renamed over the target, a file unlinked, the directory
         /// synced). The daemon's kill-point tests make it stop the process there and copy the state
         /// directory: each copy is what a `kill -9` at that point would leave behind.
+        ///
+        /// `duringOpen`: pause at the writes `init` makes too (the sealing key, the migration of
+        /// plain prints); otherwise only once the store is open.
         public static func pausingAtWriteSteps(
             stateDirectory: String, exclusive: Bool = false, sealing: SealingConfiguration? = nil,
-            onNotice: (@Sendable (String) -> Void)?, pause: @escaping @Sendable () -> Void
+            duringOpen: Bool = false, onNotice: (@Sendable (String) -> Void)?, pause: @escaping @Sendable () -> Void
         ) throws(StoreError) -> EnrollmentStore {
-            try EnrollmentStore(
+            let armed = Atomic<Bool>(duringOpen)
+            let store = try EnrollmentStore(
                 stateDirectory: stateDirectory, exclusive: exclusive, sealing: sealing, onNotice: onNotice
             ) {
-                _ throws(StoreError) in pause()
+                _ throws(StoreError) in if armed.load(ordering: .relaxed) { pause() }
             }
+            armed.store(true, ordering: .relaxed)
+            return store
         }
     #endif
 

@@ -42,6 +42,7 @@ import Testing
         ],
         "IntegrationTests": [
             "LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore", "Testing", "Foundation",
+            "Synchronization",
         ],
         "LocalAuthenticationTests": [
             "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "Testing", "Foundation",

@@ -145,7 +145,7 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
 
     @Test func evaluate_whenPolicyUnknown_isRefused() {
         var f = Frame(.evaluate)
-        f.append(.policy, int: 3)
+        f.append(.policy, int: 9)
         #expect(throws: RequestError.self) { try Request(frame: f) }
     }
 
