@@ -111,6 +111,7 @@ public struct FieldTag: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let data = FieldTag(rawValue: 45)
     public static let requestedSize = FieldTag(rawValue: 46)
     public static let sharedInfo = FieldTag(rawValue: 47)
+    public static let sensorInaccessible = FieldTag(rawValue: 48)
 
     /// Kind and repeatability of each known tag; unknown tags are skipped by decoders.
     static let table: [UInt16: (name: String, kind: FieldKind, repeated: Bool)] = [
@@ -130,6 +131,7 @@ public struct FieldTag: RawRepresentable, Hashable, Sendable, CustomStringConver
         40: ("requirement", .int, false), 41: ("secret", .bytes, false), 42: ("publicKey", .bytes, false),
         43: ("operation", .int, false), 44: ("algorithm", .string, false), 45: ("data", .bytes, false),
         46: ("requestedSize", .int, false), 47: ("sharedInfo", .bytes, false),
+        48: ("sensorInaccessible", .int, false),
     ]
     public var kind: FieldKind? { Self.table[rawValue]?.kind }
     public var isRepeated: Bool { Self.table[rawValue]?.repeated ?? true }

@@ -34,6 +34,9 @@ enum Subprocess {
         posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
+        // The child gets nothing else of ours: not the daemon's sockets, not a test's pipes (a
+        // long-lived child holding a pipe's write end keeps its reader from ever seeing EOF).
+        closeInheritedDescriptors(&actions)
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
@@ -69,6 +72,25 @@ enum Subprocess {
         return Outcome(
             status: exited ? (status >> 8) & 0xff : -1, output: output,
             errorText: String(decoding: errorBytes.prefix(2048), as: UTF8.self))
+    }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which the Glibc module does not
+    /// declare; else a close action for every descriptor open now.
+    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            if unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3) == 0 { return }
+        }
+        guard let directory = opendir("/proc/self/fd") else { return }
+        defer { closedir(directory) }
+        var open: [Int32] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if let fd = Int32(name), fd > 2 { open.append(fd) }
+        }
+        for fd in open where fd != dirfd(directory) { posix_spawn_file_actions_addclose(&actions, fd) }
     }
 
     /// Reads to end of file, giving up after `timeoutMs` without data.

@@ -106,7 +106,8 @@ open class LARight: NSObject, @unchecked Sendable {
     func performAuthorization(localizedReason: String) async throws {
         let options = EvaluateOptions(
             policy: requirement.wire.policy, service: LAContext.service, tty: LAContext.terminalName,
-            reason: localizedReason, flags: linuxPrompt == nil ? [] : [.passcodeCapable], timeoutMs: 60_000)
+            reason: localizedReason, flags: linuxPrompt?.isAvailable() == true ? [.passcodeCapable] : [],
+            timeoutMs: 60_000)
         let result = try await RightChannel(socket: socket, prompt: linuxPrompt).perform(
             .evaluate(options), reason: localizedReason)
         guard result.isSuccess else { throw LAContext.error(for: result) }
@@ -254,10 +255,14 @@ struct RightChannel: Sendable {
                 defer { cancellation.cancel(byApp: false) }
                 do {
                     let connection = try DaemonConnection(socketPath: socket, clientName: LAContext.clientName)
+                    let usable = prompt.flatMap { $0.isAvailable() ? $0 : nil }
+                    let keys = LAContext.keys(for: usable, connection: connection)
                     let answer = LAContext.promptAnswerer(
-                        prompt: prompt.flatMap { $0.isAvailable() ? $0 : nil }, reason: reason, cancelTitle: nil,
-                        cancellation: cancellation)
-                    done.resume(returning: try connection.perform(request, timeoutMs: 330_000, onEvent: answer))
+                        prompt: usable, reason: reason, cancelTitle: nil, cancellation: cancellation, keys: keys)
+                    let result = Swift.Result { try connection.perform(request, timeoutMs: 330_000, onEvent: answer) }
+                    // The terminal is the app's again before it hears the answer (it may read it next).
+                    keys?.stop()
+                    done.resume(returning: try result.get())
                 } catch {
                     done.resume(throwing: LAError(.biometryNotAvailable, "Fingerprint not available: \(error)"))
                 }
@@ -271,7 +276,7 @@ struct RightChannel: Sendable {
         options.service = LAContext.service
         options.tty = LAContext.terminalName
         options.reason = reason
-        if right.linuxPrompt != nil { options.flags.insert(.passcodeCapable) }
+        if let prompt = right.linuxPrompt, prompt.isAvailable() { options.flags.insert(.passcodeCapable) }
         options.timeoutMs = 60_000
         var channel = self
         channel.prompt = right.linuxPrompt

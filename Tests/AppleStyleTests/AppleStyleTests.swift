@@ -109,5 +109,10 @@ struct AppleStyleTests {
         let vault = SecretVault()
         await #expect(throws: LAError.self) { _ = try await vault.load() }
         #expect(await vault.confirm() == false)
+        let model = MechanismsModel()
+        model.start()
+        model.stop()
+        #expect(model.summary == "", "no daemon, no mechanism: \(model.summary)")
+        #expect(await unlockWithAppPassword("open sesame") == false)
     }
 }

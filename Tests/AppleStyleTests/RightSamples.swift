@@ -49,3 +49,45 @@ final class SecretVault: @unchecked Sendable {
         }
     }
 }
+
+/// Written as Apple's macOS 15 `LAEnvironment` samples: which mechanisms are there, told of changes.
+final class MechanismsModel: NSObject, LAEnvironmentObserver, @unchecked Sendable {
+    private(set) var summary = ""
+
+    func start() {
+        LAEnvironment.currentUser.addObserver(self)
+        update(LAEnvironment.currentUser.state)
+    }
+
+    func stop() { LAEnvironment.currentUser.removeObserver(self) }
+
+    func environment(_ environment: LAEnvironment, stateDidChangeFromOldState oldState: LAEnvironmentState) {
+        update(environment.state)
+    }
+
+    private func update(_ state: LAEnvironmentState) {
+        var parts: [String] = []
+        if let biometry = state.biometry {
+            if biometry.builtInSensorInaccessible {
+                parts.append("\(biometry.localizedName): lid closed")
+            } else {
+                parts.append("\(biometry.localizedName): \(biometry.isEnrolled ? "enrolled" : "not enrolled")")
+            }
+            if biometry.isLockedOut { parts.append("locked out") }
+        }
+        if let password = state.userPassword, password.isSet { parts.append("password set") }
+        for mechanism in state.allMechanisms where !mechanism.isUsable {
+            parts.append("\(mechanism.localizedName) unusable")
+        }
+        summary = parts.joined(separator: ", ")
+    }
+}
+
+/// `setCredential` as Apple's samples use it before an evaluation.
+func unlockWithAppPassword(_ password: String) async -> Bool {
+    let context = LAContext()
+    guard context.setCredential(Data(password.utf8), type: .applicationPassword),
+        context.isCredentialSet(.applicationPassword)
+    else { return false }
+    return (try? await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "Unlock")) ?? false
+}

@@ -36,8 +36,9 @@ struct TPM2SealingTests {
             self.pid = pid
         }
 
+        /// swtpm (0.7.1) ignores SIGTERM while it serves: SIGKILL, then wait until it is gone.
         func stop() {
-            kill(pid, SIGTERM)
+            kill(pid, SIGKILL)
             for _ in 0..<100 where kill(pid, 0) == 0 { usleep(20_000) }  // waits for swtpm to exit: no event to wait on
         }
 
