@@ -230,6 +230,50 @@ import Testing
         }
     }
 
+    /// Kill points in a right's save: after a crash at any write step and a restart, the right is
+    /// there whole or not at all, never damaged.
+    @Test(arguments: 1...4)
+    func saveRight_whenCrashAtAnyWriteStep_isWholeOrAbsent(step: Int) throws {
+        try withTemporaryDirectory { tmp in
+            let (state, sealing) = SealingTests.paths(tmp)
+            _ = try EnrollmentStore(stateDirectory: state, sealing: sealing)
+            let crash = CrashAfter(steps: step)
+            let crashing = try EnrollmentStore(
+                stateDirectory: state, sealing: sealing, onNotice: nil, writeHook: crash.hook)
+            let right = Self.right()
+            #expect(throws: CrashAfter.crash) { try crashing.saveRight(right, user: "alice") }
+            let load = try EnrollmentStore(stateDirectory: state, sealing: sealing).loadRight(
+                identifier: right.identifier, user: "alice")
+            #expect(load == .absent || load == .ok(right), "crash after step \(step): \(load)")
+        }
+    }
+
+    /// Kill points in an enrolment: whatever step a crash interrupts, a `biometryCurrentSet` right is
+    /// never usable once the set of prints differs from the one it was bound to.
+    @Test(arguments: 1...12)
+    func addPrint_whenCrashAtAnyWriteStep_neverLeavesACurrentSetRightUsableWithAnotherSet(step: Int) throws {
+        try withTemporaryDirectory { tmp in
+            let (state, sealing) = SealingTests.paths(tmp)
+            let store = try EnrollmentStore(stateDirectory: state, sealing: sealing)
+            let enrolled = try store.addPrint(samplePrint(), user: "alice")
+            try store.saveRight(
+                Self.right("bound", .biometryCurrentSet, domainState: enrolled.domainState), user: "alice")
+            let crash = CrashAfter(steps: step)
+            let crashing = try EnrollmentStore(
+                stateDirectory: state, sealing: sealing, onNotice: nil, writeHook: crash.hook)
+            do { _ = try crashing.addPrint(samplePrint("left-thumb", seed: 2), user: "alice") } catch {}
+            let restarted = try EnrollmentStore(stateDirectory: state, sealing: sealing)
+            let prints = try restarted.allPrints(user: "alice").map(\.finger)
+            let load = try restarted.loadRight(identifier: "bound", user: "alice")
+            if prints.count == 2 {
+                #expect(load == .absent, "crash after step \(step): the set changed and the right survived")
+            }
+            if case .ok = load {
+                #expect(prints == ["right-index-finger"], "crash after step \(step)")
+            }
+        }
+    }
+
     @Test func rightFile_renamedToAnotherIdentifier_isCorruptNotAnotherRight() throws {
         try withTemporaryDirectory { tmp in
             let (state, sealing) = SealingTests.paths(tmp)
