@@ -386,6 +386,9 @@ class Ours(Stack):
         state = os.path.join(d, "state")
         shutil.copytree(self.state, state, ignore=lambda src, names: [
             n for n in names if stat.S_ISSOCK(os.lstat(os.path.join(src, n)).st_mode)])
+        # The copy is sealed with this machine's key, which lives beside the state directory.
+        if os.path.exists(self.state + ".key"):
+            shutil.copy2(self.state + ".key", state + ".key")
         sock = os.path.join(d, "socket")
         act = self.bench.procs.start(
             ["systemd-socket-activate", "-l", sock, os.path.join(self.bin, "localauthd"),

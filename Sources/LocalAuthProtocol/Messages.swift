@@ -182,11 +182,7 @@ public enum Request: Equatable, Sendable {
             return finger
         }
         func ranged(_ tag: FieldTag, default d: Int64, _ range: ClosedRange<Int64>) throws(RequestError) -> Int64 {
-            guard let v = f.int(tag) else { return d }
-            guard range.contains(v) else {
-                throw .outOfRange(tag, "\(v) is outside \(range.lowerBound)…\(range.upperBound)")
-            }
-            return v
+            try f.ranged(tag, default: d, range)
         }
         func required(_ tag: FieldTag) throws(RequestError) -> String {
             guard let s = f.string(tag) else { throw .missing(tag) }
@@ -409,5 +405,16 @@ public enum ServerMessage: Equatable, Sendable {
         case .error: self = .error(code: f.int(.code) ?? 0, message: f.string(.message) ?? "")
         default: throw .unknownMessage(f.type)
         }
+    }
+}
+
+extension Frame {
+    /// An int field within `range`, `d` when absent; a request with it outside is refused.
+    func ranged(_ tag: FieldTag, default d: Int64, _ range: ClosedRange<Int64>) throws(RequestError) -> Int64 {
+        guard let v = int(tag) else { return d }
+        guard range.contains(v) else {
+            throw .outOfRange(tag, "\(v) is outside \(range.lowerBound)…\(range.upperBound)")
+        }
+        return v
     }
 }

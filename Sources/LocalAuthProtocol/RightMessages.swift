@@ -83,11 +83,7 @@ extension Request {
             return id
         }
         func ranged(_ tag: FieldTag, default d: Int64, _ range: ClosedRange<Int64>) throws(RequestError) -> Int64 {
-            guard let v = f.int(tag) else { return d }
-            guard range.contains(v) else {
-                throw .outOfRange(tag, "\(v) is outside \(range.lowerBound)…\(range.upperBound)")
-            }
-            return v
+            try f.ranged(tag, default: d, range)
         }
         let flags = RequestFlags(rawValue: f.int(.flags) ?? 0)
         switch f.type {

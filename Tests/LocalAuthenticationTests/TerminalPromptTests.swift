@@ -9,21 +9,8 @@ struct TerminalPromptTests {
     @Test func vault_onAControllingTerminal_readsThePasscodeWithoutEcho() throws {
         let d = try Daemon()
         try d.setPasscode("open sesame")  // no finger enrolled: the owner policy asks for the passcode
-        let terminal = try PseudoTerminal()
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        p.arguments = ["--ctty", "--wait", Daemon.binDirectory + "/vault"]
-        p.environment = ["LOCALAUTHD_SOCKET": d.socketPath, "PATH": "/usr/bin:/bin"]
-        let side = FileHandle(fileDescriptor: terminal.secondary, closeOnDealloc: false)
-        p.standardInput = side
-        p.standardOutput = side
-        p.standardError = side
-        try p.run()
-        terminal.closeSecondary()
-        defer {
-            if p.isRunning { p.terminate() }
-            p.waitUntilExit()
-        }
+        let (p, terminal) = try TerminalPromptButtonTests.vault(d)
+        defer { TerminalPromptButtonTests.stop(p) }
 
         _ = try terminal.read(until: "> ")
         terminal.write("unlock\n")
