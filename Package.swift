@@ -18,7 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // P-256 and AES-GCM for LARight keys and the sealing of the state directory (ADR 0005).
+        // P-256 and AES-GCM for LARight keys and the sealing of the state directory (ADR 0006).
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
@@ -34,7 +34,7 @@ let package = Package(
 
         // The edges.
         .target(name: "FingerprintReader", dependencies: ["CLibfprint"]),
-        // swift-crypto, confined: sealing at rest and the rights' P-256 keys (ADR 0005).
+        // swift-crypto, confined: sealing at rest and the rights' P-256 keys (ADR 0006).
         .target(name: "LocalAuthCrypto", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "LocalAuthStore", dependencies: ["LocalAuthCore", "LocalAuthCrypto", "CCrypt"]),
         // libsystemd (sd-daemon, sd-journal, sd-login, sd-bus): this target and no other.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 
-/// The machine's data key and the one file format everything sealed at rest uses (ADR 0005).
+/// The machine's data key and the one file format everything sealed at rest uses (ADR 0006).
 ///
 ///     "localauthd-sealed 1\n" nonce[12] ciphertext tag[16]
 ///

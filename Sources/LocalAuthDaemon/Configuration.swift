@@ -23,7 +23,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// libfprint drivers of readers that are not built into the machine (a USB reader on the desk):
     /// they stay usable while a laptop's lid is closed. Every other reader is built in.
     public var externalReaderDrivers: Set<String> = []
-    /// Where the key that seals prints and rights comes from (docs/adr/0005-sealing.md).
+    /// Where the key that seals prints and rights comes from (docs/adr/0006-sealing.md).
     public var sealing = SealingConfiguration()
 
     public init() {}

@@ -64,7 +64,7 @@ public final class EnrollmentStore: Sendable {
     /// refuse (`inUse`, naming the holder's pid) while another process holds it: the daemon's
     /// store, so that a second daemon on the same directory stops before it touches anything.
     ///
-    /// With `sealing`, the prints and rights are sealed to the machine (`docs/adr/0005-sealing.md`):
+    /// With `sealing`, the prints and rights are sealed to the machine (`docs/adr/0006-sealing.md`):
     /// the key is opened (or, for a new state directory, made), plain prints left by an older
     /// version are sealed once, and a state directory sealed elsewhere fails with `.sealing`.
     public convenience init(

@@ -2,7 +2,7 @@
 import Glibc
 import LocalAuthCrypto
 
-/// Where the machine's data key comes from (`docs/adr/0005-sealing.md`).
+/// Where the machine's data key comes from (`docs/adr/0006-sealing.md`).
 public struct SealingConfiguration: Sendable, Equatable {
     public enum Method: String, Sendable, CaseIterable {
         /// The TPM2 when the machine has one (`/dev/tpmrm0`, or `tpm2Device` set), else a key file.
@@ -101,7 +101,7 @@ enum TPM2Credential {
     static func arguments(_ verb: String, _ configuration: SealingConfiguration) -> [String] {
         var arguments = [verb, "--name=\(SealingRecord.credentialName)"]
         // systemd's default PCR policy (PCR 7, the Secure Boot state): systemd 252 cannot decrypt
-        // what it encrypted with an empty PCR list ("TPM2 PCR bank invalid"; measured, ADR 0005).
+        // what it encrypted with an empty PCR list ("TPM2 PCR bank invalid"; measured, ADR 0006).
         if verb == "encrypt" { arguments += ["--with-key=tpm2"] }
         if let device = configuration.tpm2Device { arguments.append("--tpm2-device=\(device)") }
         return arguments + ["-", "-"]

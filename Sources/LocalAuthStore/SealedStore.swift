@@ -2,7 +2,7 @@
 import Glibc
 import LocalAuthCrypto
 
-/// The store's side of sealing (`docs/adr/0005-sealing.md`): opening or making the machine's key,
+/// The store's side of sealing (`docs/adr/0006-sealing.md`): opening or making the machine's key,
 /// the one-time migration of plain prints, and sealing on write / opening on read. Called with the
 /// store's lock held.
 extension EnrollmentStore {

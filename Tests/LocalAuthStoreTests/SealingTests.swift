@@ -6,7 +6,7 @@ import Testing
 
 @testable import LocalAuthStore
 
-/// Sealing to the machine (ADR 0005) with the key-file method: what is on disk opens only with this
+/// Sealing to the machine (ADR 0006) with the key-file method: what is on disk opens only with this
 /// machine's key, a state directory moved without it fails closed, and plain stores are sealed once,
 /// crash-safely. The TPM2 method is in `TPM2SealingTests`.
 @Suite struct SealingTests {
