@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // P-256 and AES-GCM for LARight keys and the sealing of the state directory (ADR 0006).
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // C, confined: each system library is reached from exactly one Swift target (libfprint: one file).
@@ -32,7 +34,9 @@ let package = Package(
 
         // The edges.
         .target(name: "FingerprintReader", dependencies: ["CLibfprint"]),
-        .target(name: "LocalAuthStore", dependencies: ["LocalAuthCore", "CCrypt"]),
+        // swift-crypto, confined: sealing at rest and the rights' P-256 keys (ADR 0006).
+        .target(name: "LocalAuthCrypto", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "LocalAuthStore", dependencies: ["LocalAuthCore", "LocalAuthCrypto", "CCrypt"]),
         // libsystemd (sd-daemon, sd-journal, sd-login, sd-bus): this target and no other.
         .target(
             name: "LocalAuthSystemd",
@@ -41,6 +45,7 @@ let package = Package(
             name: "LocalAuthDaemon",
             dependencies: [
                 "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore", "LocalAuthSystemd",
+                "LocalAuthCrypto",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -53,7 +58,11 @@ let package = Package(
                 "LocalAuthClient", "LocalAuthProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
-        .target(name: "LocalAuthentication", dependencies: ["LocalAuthClient", "LocalAuthProtocol"]),
+        .target(
+            name: "LocalAuthentication",
+            dependencies: [
+                "LocalAuthClient", "LocalAuthProtocol", "LocalAuthCrypto",
+            ]),
         .executableTarget(name: "vault", dependencies: ["LocalAuthentication"], path: "Examples/Vault"),
         // The Swift-client figures of `make bench`; not a product, never installed.
         .executableTarget(
@@ -62,7 +71,8 @@ let package = Package(
         .testTarget(name: "LocalAuthProtocolTests", dependencies: ["LocalAuthProtocol"], resources: []),
         .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore", "LocalAuthProtocol"]),
         .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader"]),
-        .testTarget(name: "LocalAuthStoreTests", dependencies: ["LocalAuthStore", "LocalAuthCore"]),
+        .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
+        .testTarget(name: "LocalAuthStoreTests", dependencies: ["LocalAuthStore", "LocalAuthCore", "LocalAuthCrypto"]),
         .testTarget(
             name: "LocalAuthDaemonTests",
             dependencies: [

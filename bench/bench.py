@@ -386,6 +386,9 @@ class Ours(Stack):
         state = os.path.join(d, "state")
         shutil.copytree(self.state, state, ignore=lambda src, names: [
             n for n in names if stat.S_ISSOCK(os.lstat(os.path.join(src, n)).st_mode)])
+        # The copy is sealed with this machine's key, which lives beside the state directory.
+        if os.path.exists(self.state + ".key"):
+            shutil.copy2(self.state + ".key", state + ".key")
         sock = os.path.join(d, "socket")
         act = self.bench.procs.start(
             ["systemd-socket-activate", "-l", sock, os.path.join(self.bin, "localauthd"),
@@ -644,6 +647,15 @@ class Bench:
                          ("4 status (one connection)", "status")):
             _, out = timed([bench_bin, cmd, str(a.swift_runs)], self.ours.env(), cmd)
             self.record(key, "localauth", json.loads(out)["samples_ns"])
+        # 9: a right's secret released by a finger (LASecret.loadData: one RIGHT_USE, the
+        # evaluation then the secret), beside a plain evaluatePolicy with the same finger.
+        log("figure 9: LASecret.loadData after a finger, beside evaluatePolicy ...")
+        for key, cmd in (("9 LASecret.loadData after a finger", "secret"),
+                         ("9 evaluatePolicy after a finger (LAContext)", "evaluate")):
+            _, out = timed([bench_bin, cmd, str(a.swift_runs), PRINT_ID], self.ours.env(), cmd)
+            samples = json.loads(out)["samples_ns"]
+            self.ours.auths += len(samples)
+            self.record(key, "localauth", samples)
         # 8: a burst (every client at once), then Poisson arrivals at --rate per second.
         for mode, rate in (("burst", None), ("paced", a.rate)):
             log("figure 8 (%s): %d concurrent status clients while verifies run ..."

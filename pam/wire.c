@@ -9,7 +9,8 @@ static const char kinds[] = "?"
                             "issssisssiiii" /* 1 … 13 */
                             "Sisiiiiii"     /* 14 … 22 */
                             "ssssibiiB"     /* 23 … 31 */
-                            "sssiiii";      /* 32 … 38 */
+                            "sssiiii"       /* 32 … 38 */
+                            "sibbisbibi";   /* 39 … 48: rights, sensorInaccessible */
 #define LA_KNOWN_TAGS (sizeof kinds - 1)
 
 static uint16_t get16(const uint8_t *p)

@@ -7,6 +7,9 @@ packages=(pkg-config libfprint-2-dev libglib2.0-dev libpam0g-dev libsystemd-dev 
     libpam-wrapper pamtester python3-pypamtest clang-format man-db util-linux systemd
     python3-dbusmock dbus-daemon i3lock xvfb xdotool valgrind sudo tmux)
 # A target that needs more names them: scripts/ensure-deps.sh dpkg-dev (make deb).
+# Sealing to the machine (docs/adr/0006-sealing.md): systemd-creds loads tpm2-tss at run time; the
+# tests seal against a software TPM.
+packages+=(swtpm swtpm-tools libtss2-esys-3.0.2-0 libtss2-mu0 libtss2-rc0 libtss2-tcti-swtpm0)
 packages+=("$@")
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // vault: a small terminal vault that unlocks with LAContext — written as an app for Apple's platforms is
-// written, against the same API. Commands (one a line): unlock, lock, show, quit.
+// written, against the same API. Commands (one a line): unlock, lock, show, reset, quit.
+//
+// Its key lives in an LAPersistedRight (LARightStore, kept by localauthd and sealed to the machine),
+// bound to the fingers enrolled when it was made (`.biometryCurrentSet`): the first unlock with a finger
+// makes it, later unlocks have the right's finger release it, and when the enrolled fingers change the
+// daemon destroys it — the vault then says its key is gone, as on Apple's systems.
 //
 //     LOCALAUTHD_SOCKET="$dir/socket" .build/release/vault   (the daemon of README.md's trial)
 import Foundation
@@ -12,6 +17,10 @@ import LocalAuthentication
 final class Vault {
     private(set) var isUnlocked = false
     private var context = LAContext()
+    /// The right that holds the vault key, and one that only says a key was made (it survives the key).
+    let keyIdentifier = "com.example.vault.key"
+    let madeIdentifier = "com.example.vault.made"
+    private(set) var key: Data?
     private let secrets = [
         "Wi-Fi: correct-horse-battery-staple",
         "Bank PIN: 4711",
@@ -31,8 +40,60 @@ final class Vault {
         }
     }
 
-    /// Unlocks with a finger, or the passcode when no finger can be used; returns what to tell the user.
+    /// Unlocks with the key's right when there is one; says so when the key is gone; otherwise the
+    /// classic LAContext evaluation, which makes the key on its first success with a finger.
     func unlock() async -> String {
+        let store = LARightStore.shared
+        if let right = try? await store.right(forIdentifier: keyIdentifier) {
+            do {
+                try await right.authorize(localizedReason: "Unlock your vault")
+                key = try await right.secret.loadData()
+                isUnlocked = true
+                return "Vault unlocked with its key (\(key?.count ?? 0) bytes, released by your finger)."
+            } catch let error as LAError {
+                return message(for: error)
+            } catch {
+                return "Vault still locked: \(error.localizedDescription)"
+            }
+        }
+        if (try? await store.right(forIdentifier: madeIdentifier)) != nil {
+            return
+                "The vault's key is gone: your enrolled fingers changed since it was made. `reset` makes a new vault."
+        }
+        let outcome = await unlockWithContext()
+        if isUnlocked, await makeKey() {
+            return outcome + " Its key is now kept by localauthd, for the fingers enrolled now."
+        }
+        return outcome
+    }
+
+    /// A new random key in a right bound to the current fingers; false when no finger can be used.
+    private func makeKey() async -> Bool {
+        guard LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil) else { return false }
+        var generator = SystemRandomNumberGenerator()
+        let fresh = Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        do {
+            _ = try await LARightStore.shared.saveRight(
+                LARight(requirement: .biometryCurrentSet), identifier: keyIdentifier, secret: fresh)
+            _ = try await LARightStore.shared.saveRight(LARight(requirement: .biometry), identifier: madeIdentifier)
+            key = fresh
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Forgets the vault: its key (if any) and the note that one was made.
+    func reset() async -> String {
+        try? await LARightStore.shared.removeRight(forIdentifier: keyIdentifier)
+        try? await LARightStore.shared.removeRight(forIdentifier: madeIdentifier)
+        key = nil
+        isUnlocked = false
+        return "The vault was reset; the next unlock makes a new key."
+    }
+
+    /// Unlocks with a finger, or the passcode when no finger can be used; returns what to tell the user.
+    private func unlockWithContext() async -> String {
         // A fresh context for every attempt, as Apple recommends: an old one may have been invalidated.
         context = LAContext()
         context.localizedCancelTitle = "Keep Locked"
@@ -56,6 +117,7 @@ final class Vault {
     func lock() -> String {
         context.invalidate()
         isUnlocked = false
+        key = nil
         return "Vault locked."
     }
 
@@ -93,7 +155,8 @@ print("Vault — your secrets, behind LAContext.")
 while true {
     let menu =
         vault.isUnlocked
-        ? "[show] Show secrets   [lock] Lock   [quit] Quit" : "[unlock] \(vault.unlockButtonTitle)   [quit] Quit"
+        ? "[show] Show secrets   [lock] Lock   [quit] Quit"
+        : "[unlock] \(vault.unlockButtonTitle)   [reset] Forget the key   [quit] Quit"
     print(menu)
     print("> ", terminator: "")
     fflush(nil)  // the prompt has no newline
@@ -102,6 +165,7 @@ while true {
     case "unlock", "u": print(await vault.unlock())
     case "lock", "l": print(vault.lock())
     case "show", "s": print(vault.show())
+    case "reset": print(await vault.reset())
     case "quit", "q": exit(0)
     case "": continue
     default: print("Unknown command '\(line)'.")

@@ -139,6 +139,15 @@ public struct PolicyEvaluator: Sendable {
                 if state.biometryLocked { reveal(.event(Event(.biometryLocked, lockedMessage)), into: &out) }
                 enterPasscode(nowMs: nowMs, into: &out)
             }
+        case .devicePasscode:
+            // A right's passcode-only requirement: the same passcode rules, no finger.
+            if state.passcodeHash == nil {
+                finish(Result(.passcodeNotSet, PolicyMessages.passcodeOnlyNotSet), into: &out)
+            } else if !options.flags.contains(.passcodeCapable) {
+                finish(Result(.notInteractive, PolicyMessages.passcodeNotAnswerable), into: &out)
+            } else {
+                enterPasscode(nowMs: nowMs, into: &out)
+            }
         }
         flush(into: &out)
         return out
@@ -173,7 +182,7 @@ public struct PolicyEvaluator: Sendable {
         case (.fallbackChosen, .scanning) where fallbackOffered:
             out.append(.stopScan)
             switch options.policy {
-            case .deviceOwnerAuthenticationWithBiometrics:
+            case .deviceOwnerAuthenticationWithBiometrics, .devicePasscode:
                 finish(Result(.userFallback, PolicyMessages.fallbackChosen), into: &out)
             case .deviceOwnerAuthentication:
                 enterPasscode(nowMs: nowMs, into: &out)
@@ -225,6 +234,10 @@ public struct PolicyEvaluator: Sendable {
                 problem == nil || state.passcodeHash != nil
                     ? Result(.success, PolicyMessages.canEvaluate)
                     : Result(.passcodeNotSet, PolicyMessages.passcodeNotSet)
+            case .devicePasscode:
+                state.passcodeHash != nil
+                    ? Result(.success, PolicyMessages.canEvaluate)
+                    : Result(.passcodeNotSet, PolicyMessages.passcodeOnlyNotSet)
             }
         return Result(result.resultCode ?? .internalError, result.message, extra: extra.fields)
     }
@@ -438,6 +451,7 @@ enum PolicyMessages {
     static let notInteractive = "Interaction is not allowed"
     static let passcodeNotAnswerable = "A passcode is needed but this client cannot ask for one"
     static let passcodeNotSet = "No passcode is set and no fingerprint can be used"
+    static let passcodeOnlyNotSet = "No passcode is set"
     static let canEvaluate = "The policy can be evaluated"
     static let fingerSuccess = "Authenticated with fingerprint"
     static let passcodeSuccess = "Authenticated with passcode"

@@ -78,6 +78,7 @@ public struct PeerCredentials: Equatable, Sendable, CustomStringConvertible {
 public enum Operation: String, Sendable, CaseIterable {
     case status, canEvaluate, evaluate, enroll, list, delete, devices, simulate
     case passcodeSet, passcodeRemove, lockoutReset
+    case rightSave, rightGet, rightRemove, rightUse
 
     public init(_ request: Request) {
         switch request {
@@ -92,6 +93,10 @@ public enum Operation: String, Sendable, CaseIterable {
         case .passcodeSet: self = .passcodeSet
         case .passcodeRemove: self = .passcodeRemove
         case .lockoutReset: self = .lockoutReset
+        case .rightSave: self = .rightSave
+        case .rightGet: self = .rightGet
+        case .rightRemove: self = .rightRemove
+        case .rightUse: self = .rightUse
         }
     }
 }
@@ -108,6 +113,18 @@ public enum Authorization {
     /// State-dependent rules (a first finger needs root, later ones proof of presence, simulation
     /// needs a virtual reader) are checked by the daemon after this.
     public static func decide(_ operation: Operation, caller: PeerCredentials, target: String?) -> Decision {
+        switch operation {
+        case .rightSave, .rightGet, .rightUse:
+            // A right is its owner's alone: root may remove one, never read or use it (root's own
+            // rights are root's: the caller is then the owner).
+            guard let target, let own = caller.userName, own == target else {
+                return .refused(
+                    "a right is used only by its owner; uid \(caller.uid) may not use the rights of '\(target ?? "?")'")
+            }
+            return .allowed
+        default:
+            break
+        }
         if caller.isRoot { return .allowed }
         switch operation {
         case .simulate, .lockoutReset:
@@ -115,7 +132,8 @@ public enum Authorization {
                 "only root may \(operation == .simulate ? "drive the simulated reader" : "reset a lockout")")
         case .devices:
             return .allowed
-        case .status, .canEvaluate, .evaluate, .enroll, .list, .delete, .passcodeSet, .passcodeRemove:
+        case .status, .canEvaluate, .evaluate, .enroll, .list, .delete, .passcodeSet, .passcodeRemove, .rightRemove,
+            .rightSave, .rightGet, .rightUse:
             guard let target else { return .allowed }
             guard let own = caller.userName, own == target else {
                 return .refused("uid \(caller.uid) may act only for its own account, not for \(Echo.quoted(target))")

@@ -18,6 +18,8 @@ struct CallerFacts {
     /// The session part of the reuse scope: the session's key, or one of its own, matching no
     /// other, for a connection whose creator is gone.
     var reuseKey: String
+    /// The reader is there but built in and the lid is closed (Apple's `builtInSensorInaccessible`).
+    var builtInSensorInaccessible = false
 
     /// The reader, the store and logind, asked in that order; one hop to logind at most.
     nonisolated(nonsending) static func gather(
@@ -48,6 +50,7 @@ struct CallerFacts {
             enrolledFingers: prints.map(\.finger), stateReadable: loaded.readable)
         return CallerFacts(
             evaluation: evaluation, state: loaded.state, device: unavailable == nil ? device : nil, prints: prints,
-            session: session, reuseKey: orphaned ? "orphaned:\(caller.pid):\(parts.clock())" : session.key)
+            session: session, reuseKey: orphaned ? "orphaned:\(caller.pid):\(parts.clock())" : session.key,
+            builtInSensorInaccessible: device != nil && builtIn && session.lidClosed)
     }
 }

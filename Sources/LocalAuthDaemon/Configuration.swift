@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import LocalAuthCore
+import LocalAuthStore
 import Logging
 
 #if canImport(Glibc)
@@ -22,6 +23,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// libfprint drivers of readers that are not built into the machine (a USB reader on the desk):
     /// they stay usable while a laptop's lid is closed. Every other reader is built in.
     public var externalReaderDrivers: Set<String> = []
+    /// Where the key that seals prints and rights comes from (docs/adr/0006-sealing.md).
+    public var sealing = SealingConfiguration()
 
     public init() {}
 
@@ -49,6 +52,23 @@ public struct DaemonConfiguration: Equatable, Sendable {
         "idle-exit-seconds": { c, v throws(ValueError) in c.idleExitSeconds = try integer(v, 0...86_400) },
         "log-level": { c, v throws(ValueError) in c.logLevel = try level(v) },
         "external-reader-drivers": { c, v throws(ValueError) in c.externalReaderDrivers = try drivers(v) },
+        "sealing": { c, v throws(ValueError) in
+            guard let method = SealingConfiguration.Method(rawValue: v) else {
+                throw ValueError(reason: "'\(v)' is not one of auto, tpm2, key-file")
+            }
+            c.sealing.method = method
+        },
+        "sealing-key-file": { c, v throws(ValueError) in
+            guard v.hasPrefix("/"), !v.hasSuffix("/"), v.utf8.count <= 4096 else {
+                throw ValueError(reason: "'\(v)' is not an absolute file path")
+            }
+            c.sealing.keyFile = v
+        },
+        "tpm2-device": { c, v throws(ValueError) in
+            guard !v.isEmpty, v.utf8.count <= 1024, v.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f })
+            else { throw ValueError(reason: "'\(v)' is not a TCTI (e.g. device:/dev/tpmrm0)") }
+            c.sealing.tpm2Device = v
+        },
     ]
 
     struct ValueError: Error { var reason: String }

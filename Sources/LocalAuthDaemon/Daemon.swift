@@ -132,6 +132,37 @@ public actor Daemon {
             return Route(
                 operation: .lockoutReset, audited: true,
                 work: .account { daemon, user in daemon.resetLockout(user: user) })
+        case .rightSave(_, let identifier, let requirement, let secret):
+            let rights = RightRequests(parts: parts)
+            return Route(
+                operation: .rightSave, audited: true,
+                auditFields: [("right", identifier), ("requirement", String(requirement.rawValue))],
+                work: .account { _, user in
+                    await rights.save(user: user, identifier: identifier, requirement: requirement, secret: secret)
+                })
+        case .rightGet(_, let identifier):
+            let rights = RightRequests(parts: parts)
+            return Route(
+                operation: .rightGet, audited: false,
+                work: .account { _, user in await rights.get(user: user, identifier: identifier) })
+        case .rightRemove(_, let identifier):
+            let rights = RightRequests(parts: parts)
+            return Route(
+                operation: .rightRemove, audited: true, auditFields: [("right", identifier ?? "*")],
+                work: .account { _, user in await rights.remove(user: user, identifier: identifier) })
+        case .rightUse(let options):
+            let rights = RightRequests(parts: parts)
+            return Route(
+                operation: .rightUse, audited: true,
+                auditFields: [
+                    ("right", options.identifier), ("operation", String(options.operation.rawValue)),
+                    ("service", options.service ?? "-"),
+                ],
+                work: .account { daemon, user in
+                    await rights.use(options, user: user) { evaluation in
+                        await daemon.evaluate(evaluation, user: user, caller: caller, io: io)
+                    }
+                })
         }
     }
 

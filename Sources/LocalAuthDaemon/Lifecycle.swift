@@ -138,7 +138,10 @@ public enum DaemonMain {
                 // on the FIFO `<dir>/stopped` and wait for a byte on `<dir>/go` (or a kill -9).
                 if let dir = getenv("LOCALAUTHD_DEBUG_WRITE_STEP_FIFOS").map({ String(cString: $0) }) {
                     store = try EnrollmentStore.pausingAtWriteSteps(
-                        stateDirectory: options.stateDirectory, exclusive: true, onNotice: { audit.notice($0) },
+                        stateDirectory: options.stateDirectory, exclusive: true, sealing: config.sealing,
+                        // The migration's own kill points (opening a plain store) are wanted too.
+                        duringOpen: getenv("LOCALAUTHD_DEBUG_WRITE_STEP_DURING_OPEN") != nil,
+                        onNotice: { audit.notice($0) },
                         pause: {
                             var byte: UInt8 = 0x73
                             let stopped = open(dir + "/stopped", O_WRONLY | O_CLOEXEC)
@@ -149,12 +152,16 @@ public enum DaemonMain {
                             close(go)
                         })
                 } else {
-                    store = try EnrollmentStore(stateDirectory: options.stateDirectory, exclusive: true) {
+                    store = try EnrollmentStore(
+                        stateDirectory: options.stateDirectory, exclusive: true, sealing: config.sealing
+                    ) {
                         audit.notice($0)
                     }
                 }
             #else
-                store = try EnrollmentStore(stateDirectory: options.stateDirectory, exclusive: true) {
+                store = try EnrollmentStore(
+                    stateDirectory: options.stateDirectory, exclusive: true, sealing: config.sealing
+                ) {
                     audit.notice($0)
                 }
             #endif

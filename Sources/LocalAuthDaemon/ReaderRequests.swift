@@ -53,6 +53,7 @@ struct ReaderRequests {
         var extra = Frame(.result, result.extra)
         extra.append(.biometryLocked, bool: facts.state.biometryLocked || !facts.evaluation.stateReadable)
         extra.append(.passcodeSet, bool: facts.state.passcodeHash != nil)
+        if facts.builtInSensorInaccessible { extra.append(.sensorInaccessible, bool: true) }
         result.extra = extra.fields
         return result
     }

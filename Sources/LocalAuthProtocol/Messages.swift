@@ -75,6 +75,14 @@ public enum Request: Equatable, Sendable {
     case passcodeSet(user: String?, passcode: String, oldPasscode: String?)
     case passcodeRemove(user: String?, oldPasscode: String?)
     case lockoutReset(user: String)
+    /// Saves a new right (a fresh P-256 key, and the secret when given) for an app's identifier.
+    case rightSave(user: String?, identifier: String, requirement: RightRequirement, secret: [UInt8]?)
+    /// A right's public part: its requirement and public key. No evaluation.
+    case rightGet(user: String?, identifier: String)
+    /// Removes one right, or (identifier nil, flag `all`) every right of the account.
+    case rightRemove(user: String?, identifier: String?)
+    /// Evaluates a right's requirement and uses the right in the same request.
+    case rightUse(RightUseOptions)
 
     /// The account the request is about, when it names one.
     public var user: String? {
@@ -84,6 +92,8 @@ public enum Request: Equatable, Sendable {
             u
         case .evaluate(let o): o.user
         case .lockoutReset(let u): u
+        case .rightSave(let u, _, _, _), .rightGet(let u, _), .rightRemove(let u, _): u
+        case .rightUse(let o): o.user
         case .devices, .simulate: nil
         }
     }
@@ -152,6 +162,8 @@ public enum Request: Equatable, Sendable {
             var f = Frame(.lockoutReset)
             f.append(.user, string: user)
             return f
+        case .rightSave, .rightGet, .rightRemove, .rightUse:
+            return rightFrame!
         }
     }
 
@@ -170,11 +182,7 @@ public enum Request: Equatable, Sendable {
             return finger
         }
         func ranged(_ tag: FieldTag, default d: Int64, _ range: ClosedRange<Int64>) throws(RequestError) -> Int64 {
-            guard let v = f.int(tag) else { return d }
-            guard range.contains(v) else {
-                throw .outOfRange(tag, "\(v) is outside \(range.lowerBound)…\(range.upperBound)")
-            }
-            return v
+            try f.ranged(tag, default: d, range)
         }
         func required(_ tag: FieldTag) throws(RequestError) -> String {
             guard let s = f.string(tag) else { throw .missing(tag) }
@@ -206,6 +214,7 @@ public enum Request: Equatable, Sendable {
                 user: f.string(.user), passcode: try required(.passcode), oldPasscode: f.string(.oldPasscode))
         case .passcodeRemove: self = .passcodeRemove(user: f.string(.user), oldPasscode: f.string(.oldPasscode))
         case .lockoutReset: self = .lockoutReset(user: try required(.user))
+        case .rightSave, .rightGet, .rightRemove, .rightUse: self = try Self.rightRequest(f)
         default: throw .notARequest(f.type)
         }
     }
@@ -396,5 +405,16 @@ public enum ServerMessage: Equatable, Sendable {
         case .error: self = .error(code: f.int(.code) ?? 0, message: f.string(.message) ?? "")
         default: throw .unknownMessage(f.type)
         }
+    }
+}
+
+extension Frame {
+    /// An int field within `range`, `d` when absent; a request with it outside is refused.
+    func ranged(_ tag: FieldTag, default d: Int64, _ range: ClosedRange<Int64>) throws(RequestError) -> Int64 {
+        guard let v = int(tag) else { return d }
+        guard range.contains(v) else {
+            throw .outOfRange(tag, "\(v) is outside \(range.lowerBound)…\(range.upperBound)")
+        }
+        return v
     }
 }

@@ -51,10 +51,48 @@ public enum ResultCode: Int64, Sendable, CaseIterable {
     }
 }
 
-/// `policy`: Apple's `LAPolicy` raw values.
+/// `policy`: Apple's `LAPolicy` raw values, and the passcode alone (a right's `devicePasscode`
+/// requirement, which Apple's `LAPolicy` has no value for).
 public enum PolicyKind: Int64, Sendable, CaseIterable {
     case deviceOwnerAuthenticationWithBiometrics = 1
     case deviceOwnerAuthentication = 2
+    case devicePasscode = 3
+}
+
+/// `requirement` of a right: Apple's `LAAuthenticationRequirement`s that Linux can meet.
+public enum RightRequirement: Int64, Sendable, CaseIterable {
+    /// `.biometry`: any enrolled finger.
+    case biometryAny = 1
+    /// `.biometryCurrentSet`: a finger of the set enrolled when the right was saved; the right is
+    /// destroyed when the set changes.
+    case biometryCurrentSet = 2
+    /// `.biometry(fallback: .devicePasscode)` and `.default`: a finger, or the passcode.
+    case biometryOrPasscode = 3
+    /// The passcode alone.
+    case devicePasscode = 4
+
+    /// The policy whose evaluation meets the requirement.
+    public var policy: PolicyKind {
+        switch self {
+        case .biometryAny, .biometryCurrentSet: .deviceOwnerAuthenticationWithBiometrics
+        case .biometryOrPasscode: .deviceOwnerAuthentication
+        case .devicePasscode: .devicePasscode
+        }
+    }
+}
+
+/// `operation` of RIGHT_USE: what the daemon does with the right once its requirement is met.
+public enum RightOperation: Int64, Sendable, CaseIterable {
+    /// Nothing but the evaluation (`LARight.authorize`).
+    case authorize = 1
+    /// Return the secret (`LASecret.loadData`).
+    case loadSecret = 2
+    /// Sign `data` with the private key.
+    case sign = 3
+    /// Decrypt `data` with the private key.
+    case decrypt = 4
+    /// Key agreement with the public key in `data`.
+    case exchangeKeys = 5
 }
 
 /// `biometryType`: Apple's `LABiometryType` raw values.

@@ -27,6 +27,10 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let passcodeSet = MessageType(rawValue: 0x000A)
     public static let passcodeRemove = MessageType(rawValue: 0x000B)
     public static let lockoutReset = MessageType(rawValue: 0x000C)
+    public static let rightSave = MessageType(rawValue: 0x000D)
+    public static let rightGet = MessageType(rawValue: 0x000E)
+    public static let rightRemove = MessageType(rawValue: 0x000F)
+    public static let rightUse = MessageType(rawValue: 0x0013)
     public static let cancel = MessageType(rawValue: 0x0010)
     public static let passcode = MessageType(rawValue: 0x0011)
     public static let fallback = MessageType(rawValue: 0x0012)
@@ -38,8 +42,9 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
     static let names: [UInt16: String] = [
         0x0001: "HELLO", 0x0002: "STATUS", 0x0003: "CAN_EVALUATE", 0x0004: "EVALUATE", 0x0005: "ENROLL",
         0x0006: "LIST", 0x0007: "DELETE", 0x0008: "DEVICES", 0x0009: "SIMULATE", 0x000A: "PASSCODE_SET",
-        0x000B: "PASSCODE_REMOVE", 0x000C: "LOCKOUT_RESET", 0x0010: "CANCEL", 0x0011: "PASSCODE",
-        0x0012: "FALLBACK", 0x8001: "WELCOME", 0x8002: "EVENT", 0x8003: "RESULT", 0x80FF: "ERROR",
+        0x000B: "PASSCODE_REMOVE", 0x000C: "LOCKOUT_RESET", 0x000D: "RIGHT_SAVE", 0x000E: "RIGHT_GET",
+        0x000F: "RIGHT_REMOVE", 0x0010: "CANCEL", 0x0011: "PASSCODE", 0x0012: "FALLBACK", 0x0013: "RIGHT_USE",
+        0x8001: "WELCOME", 0x8002: "EVENT", 0x8003: "RESULT", 0x80FF: "ERROR",
     ]
     public var isKnown: Bool { Self.names[rawValue] != nil }
     public var description: String { Self.names[rawValue] ?? "0x\(String(rawValue, radix: 16))" }
@@ -97,6 +102,16 @@ public struct FieldTag: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let capabilities = FieldTag(rawValue: 36)
     public static let biometryLocked = FieldTag(rawValue: 37)
     public static let passcodeSet = FieldTag(rawValue: 38)
+    public static let identifier = FieldTag(rawValue: 39)
+    public static let requirement = FieldTag(rawValue: 40)
+    public static let secret = FieldTag(rawValue: 41)
+    public static let publicKey = FieldTag(rawValue: 42)
+    public static let operation = FieldTag(rawValue: 43)
+    public static let algorithm = FieldTag(rawValue: 44)
+    public static let data = FieldTag(rawValue: 45)
+    public static let requestedSize = FieldTag(rawValue: 46)
+    public static let sharedInfo = FieldTag(rawValue: 47)
+    public static let sensorInaccessible = FieldTag(rawValue: 48)
 
     /// Kind and repeatability of each known tag; unknown tags are skipped by decoders.
     static let table: [UInt16: (name: String, kind: FieldKind, repeated: Bool)] = [
@@ -112,7 +127,11 @@ public struct FieldTag: RawRepresentable, Hashable, Sendable, CustomStringConver
         28: ("domainState", .bytes, false), 29: ("readerPresent", .int, false), 30: ("enrolledCount", .int, false),
         31: ("device", .bytes, true), 32: ("name", .string, false), 33: ("driver", .string, false),
         34: ("deviceId", .string, false), 35: ("enrollStages", .int, false), 36: ("capabilities", .int, false),
-        37: ("biometryLocked", .int, false), 38: ("passcodeSet", .int, false),
+        37: ("biometryLocked", .int, false), 38: ("passcodeSet", .int, false), 39: ("identifier", .string, false),
+        40: ("requirement", .int, false), 41: ("secret", .bytes, false), 42: ("publicKey", .bytes, false),
+        43: ("operation", .int, false), 44: ("algorithm", .string, false), 45: ("data", .bytes, false),
+        46: ("requestedSize", .int, false), 47: ("sharedInfo", .bytes, false),
+        48: ("sensorInaccessible", .int, false),
     ]
     public var kind: FieldKind? { Self.table[rawValue]?.kind }
     public var isRepeated: Bool { Self.table[rawValue]?.repeated ?? true }

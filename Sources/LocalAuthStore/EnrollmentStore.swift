@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Glibc
 import LocalAuthCore
+import LocalAuthCrypto
 import Synchronization
 
 /// Per-user records and enrolled prints under a state directory, written crash-safely.
@@ -33,10 +34,17 @@ public final class EnrollmentStore: Sendable {
     /// (the write stops and leaves its temporary file, as a killed process would).
     let writeHook: (@Sendable (WriteStep) throws(StoreError) -> Void)?
 
-    private let usersDirectory: String
-    private let lock = Mutex(())
+    let usersDirectory: String
+    let lock = Mutex(())
     /// The locked `daemon.lock` of an exclusive store, else -1.
     private let directoryLock = Mutex<Int32>(-1)
+    /// The machine's data key once `init` has opened it (nil: a store that does not seal, as in
+    /// the store's own unit tests; the daemon always seals). Set once, inside `init`.
+    let sealing = Mutex<(sealer: Sealer, method: SealingMethod)?>(nil)
+
+    /// How the state directory is sealed; nil when this store does not seal.
+    public var sealingMethod: SealingMethod? { sealing.withLock { $0?.method } }
+    var sealer: Sealer? { sealing.withLock { $0?.sealer } }
 
     static let stateFileName = "state"
     static let tempPrefix = ".tmp-"
@@ -55,15 +63,21 @@ public final class EnrollmentStore: Sendable {
     /// `exclusive`: hold the directory's lock (`daemon.lock`, `flock(2)`) for the store's life, and
     /// refuse (`inUse`, naming the holder's pid) while another process holds it: the daemon's
     /// store, so that a second daemon on the same directory stops before it touches anything.
+    ///
+    /// With `sealing`, the prints and rights are sealed to the machine (`docs/adr/0006-sealing.md`):
+    /// the key is opened (or, for a new state directory, made), plain prints left by an older
+    /// version are sealed once, and a state directory sealed elsewhere fails with `.sealing`.
     public convenience init(
-        stateDirectory: String, exclusive: Bool = false, onNotice: (@Sendable (String) -> Void)? = nil
+        stateDirectory: String, exclusive: Bool = false, sealing: SealingConfiguration? = nil,
+        onNotice: (@Sendable (String) -> Void)? = nil
     ) throws(StoreError) {
-        try self.init(stateDirectory: stateDirectory, exclusive: exclusive, onNotice: onNotice, writeHook: nil)
+        try self.init(
+            stateDirectory: stateDirectory, exclusive: exclusive, sealing: sealing, onNotice: onNotice, writeHook: nil)
     }
 
     init(
-        stateDirectory: String, exclusive: Bool = false, onNotice: (@Sendable (String) -> Void)?,
-        writeHook: (@Sendable (WriteStep) throws(StoreError) -> Void)?
+        stateDirectory: String, exclusive: Bool = false, sealing sealingConfiguration: SealingConfiguration? = nil,
+        onNotice: (@Sendable (String) -> Void)?, writeHook: (@Sendable (WriteStep) throws(StoreError) -> Void)?
     ) throws(StoreError) {
         var directory = stateDirectory
         while directory.count > 1 && directory.hasSuffix("/") { directory.removeLast() }
@@ -79,6 +93,7 @@ public final class EnrollmentStore: Sendable {
             do throws(StoreError) {
                 try prepareDirectory(usersDirectory, isStateDirectory: false)
                 try removeStaleTemporaryFiles()
+                if let sealingConfiguration { try openSealing(sealingConfiguration) }
             } catch {
                 if held >= 0 { Sys.close(held) }
                 throw error
@@ -97,13 +112,21 @@ public final class EnrollmentStore: Sendable {
         /// (temporary file written, synced, renamed over the target, a file unlinked, the directory
         /// synced). The daemon's kill-point tests make it stop the process there and copy the state
         /// directory: each copy is what a `kill -9` at that point would leave behind.
+        ///
+        /// `duringOpen`: pause at the writes `init` makes too (the sealing key, the migration of
+        /// plain prints); otherwise only once the store is open.
         public static func pausingAtWriteSteps(
-            stateDirectory: String, exclusive: Bool = false, onNotice: (@Sendable (String) -> Void)?,
-            pause: @escaping @Sendable () -> Void
+            stateDirectory: String, exclusive: Bool = false, sealing: SealingConfiguration? = nil,
+            duringOpen: Bool = false, onNotice: (@Sendable (String) -> Void)?, pause: @escaping @Sendable () -> Void
         ) throws(StoreError) -> EnrollmentStore {
-            try EnrollmentStore(stateDirectory: stateDirectory, exclusive: exclusive, onNotice: onNotice) {
-                _ throws(StoreError) in pause()
+            let armed = Atomic<Bool>(duringOpen)
+            let store = try EnrollmentStore(
+                stateDirectory: stateDirectory, exclusive: exclusive, sealing: sealing, onNotice: onNotice
+            ) {
+                _ throws(StoreError) in if armed.load(ordering: .relaxed) { pause() }
             }
+            armed.store(true, ordering: .relaxed)
+            return store
         }
     #endif
 
@@ -167,6 +190,7 @@ public final class EnrollmentStore: Sendable {
                 let domainState = prints.isEmpty ? [] : Self.freshDomainState()
                 try ensureUserDirectory(user)
                 try writeRecord(UserAuthState(passcodeHash: salvaged, domainState: domainState), user: user)
+                try destroyRightsBoundToOtherSets(user: user, domainState: domainState)
                 notice(
                     "reset corrupt record of user \(Validation.quoted(user)); passcode "
                         + (salvaged == nil ? "cleared" : "kept"))
@@ -227,9 +251,11 @@ public final class EnrollmentStore: Sendable {
             try ensureUserDirectory(user)
             try writeRecord(state, user: user)
             let sequence = (existing.map(\.sequence).max() ?? 0) + 1
+            let name = PrintRecord.fileName(finger: print.finger, deviceKey: print.deviceKey)
             try atomicWrite(
-                PrintRecord.encode(print, sequence: sequence), directory: userDirectory(user),
-                name: PrintRecord.fileName(finger: print.finger, deviceKey: print.deviceKey))
+                sealedIfSealing(PrintRecord.encode(print, sequence: sequence), user: user, name: name),
+                directory: userDirectory(user), name: name)
+            try destroyRightsBoundToOtherSets(user: user, domainState: state.domainState)
             return state
         }
     }
@@ -265,10 +291,10 @@ public final class EnrollmentStore: Sendable {
 
     // MARK: - Internals (called with the lock held)
 
-    private func userDirectory(_ user: String) -> String { usersDirectory + "/" + user }
+    func userDirectory(_ user: String) -> String { usersDirectory + "/" + user }
     private func statePath(_ user: String) -> String { userDirectory(user) + "/" + Self.stateFileName }
 
-    private func notice(_ message: String) { onNotice?(message) }
+    func notice(_ message: String) { onNotice?(message) }
 
     /// 32 bytes from the OS (`SystemRandomNumberGenerator` is `getrandom(2)` on Linux).
     static func freshDomainState() -> [UInt8] {
@@ -278,7 +304,7 @@ public final class EnrollmentStore: Sendable {
 
     /// Why a file the store reads is not to be trusted, or nil: it must belong to the effective
     /// user (root for the daemon) and be readable by nobody else.
-    private func trustProblem(_ info: FileInfo) -> String? {
+    func trustProblem(_ info: FileInfo) -> String? {
         if info.owner != Sys.effectiveUser { return "owned by uid \(info.owner), expected \(Sys.effectiveUser)" }
         if info.permissions & 0o077 != 0 {
             return "mode \(String(info.permissions, radix: 8)) is too permissive (expected 600)"
@@ -319,7 +345,7 @@ public final class EnrollmentStore: Sendable {
     }
 
     /// Checks the user's directory if it exists: false when missing, throws when unsafe.
-    private func checkUserDirectory(_ user: String) throws(StoreError) -> Bool {
+    func checkUserDirectory(_ user: String) throws(StoreError) -> Bool {
         guard let info = try Sys.lstatInfo(userDirectory(user)) else { return false }
         if let problem = directoryProblem(info) {
             throw .unsafeStateDirectory("\(userDirectory(user)): \(problem)")
@@ -327,7 +353,7 @@ public final class EnrollmentStore: Sendable {
         return true
     }
 
-    private func ensureUserDirectory(_ user: String) throws(StoreError) {
+    func ensureUserDirectory(_ user: String) throws(StoreError) {
         if try checkUserDirectory(user) { return }
         if try Sys.makeDirectory(userDirectory(user)) { try Sys.syncDirectory(usersDirectory) }
     }
@@ -354,7 +380,7 @@ public final class EnrollmentStore: Sendable {
         }
     }
 
-    private func load(user: String) throws(StoreError) -> StateLoad {
+    func load(user: String) throws(StoreError) -> StateLoad {
         guard try checkUserDirectory(user) else { return .absent }
         let path = statePath(user)
         switch Sys.readFile(path, limit: Self.maximumRecordSize) {
@@ -381,7 +407,7 @@ public final class EnrollmentStore: Sendable {
     }
 
     /// The state to build a change on: `.absent` is a fresh state; a corrupt record refuses.
-    private func writableState(user: String) throws(StoreError) -> UserAuthState {
+    func writableState(user: String) throws(StoreError) -> UserAuthState {
         switch try load(user: user) {
         case .absent: return UserAuthState()
         case .ok(let state): return state
@@ -406,7 +432,7 @@ public final class EnrollmentStore: Sendable {
         notice("user \(Validation.quoted(user)): corrupt record copied to \(directory)/\(name)")
     }
 
-    private func unusedName(prefix: String, in directory: String) throws(StoreError) -> String {
+    func unusedName(prefix: String, in directory: String) throws(StoreError) -> String {
         let stamp = Sys.nowMilliseconds()
         var name = "\(prefix)\(stamp)"
         var suffix = 1
@@ -440,16 +466,25 @@ public final class EnrollmentStore: Sendable {
                     corrupt.append((name, problem))
                     continue
                 }
-                switch PrintRecord.decode(bytes, expectedFinger: finger, expectedDeviceKey: deviceKey) {
+                let plain: [UInt8]
+                switch openIfSealing(bytes, user: user, name: name) {
+                case .success(let opened): plain = opened
+                case .failure(let error):
+                    corrupt.append((name, error.reason))
+                    continue
+                }
+                switch PrintRecord.decode(plain, expectedFinger: finger, expectedDeviceKey: deviceKey) {
                 case .success(let decoded): good.append((decoded, name))
                 case .failure(let error): corrupt.append((name, error.reason))
                 }
             }
         }
         if !corrupt.isEmpty {
+            var redrawn: [UInt8]? = nil
             if case .ok(var state) = try load(user: user) {
                 state.domainState = Self.freshDomainState()
                 try writeRecord(state, user: user)
+                redrawn = state.domainState
             }
             for (name, reason) in corrupt {
                 let aside = try unusedName(prefix: name + Self.corruptInfix, in: directory)
@@ -457,6 +492,7 @@ public final class EnrollmentStore: Sendable {
                 notice("user \(Validation.quoted(user)): set aside corrupt print file \(name) (\(reason)) as \(aside)")
             }
             try Sys.syncDirectory(directory)
+            if let redrawn { try destroyRightsBoundToOtherSets(user: user, domainState: redrawn) }
         }
         return good.sorted { ($0.decoded.sequence, $0.name) < ($1.decoded.sequence, $1.name) }.map(\.decoded)
     }
@@ -473,6 +509,7 @@ public final class EnrollmentStore: Sendable {
         }
         try Sys.syncDirectory(directory)
         try writeHook?(.directorySynced)
+        try destroyRightsBoundToOtherSets(user: user, domainState: state.domainState)
         return state
     }
 
@@ -480,7 +517,7 @@ public final class EnrollmentStore: Sendable {
     /// the old bytes or the new, never a mix: write a temporary file in the same directory, fsync
     /// it, rename it over the target, fsync the directory. A failed write removes its temporary
     /// file; a simulated crash (the hook throwing) leaves it, for `init` to clean.
-    private func atomicWrite(_ bytes: [UInt8], directory: String, name: String) throws(StoreError) {
+    func atomicWrite(_ bytes: [UInt8], directory: String, name: String) throws(StoreError) {
         var random = SystemRandomNumberGenerator()
         let tempPath =
             "\(directory)/\(Self.tempPrefix)\(name)-\(Hex.encode((0..<8).map { _ in UInt8.random(in: 0...255, using: &random) }))"

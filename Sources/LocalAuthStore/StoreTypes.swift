@@ -17,8 +17,11 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case inUse(String)
     /// No such print.
     case notFound
-    /// That finger on that device is already enrolled.
+    /// That finger on that device is already enrolled; a right with that identifier exists.
     case alreadyExists
+    /// The state directory is sealed with a key this machine does not have (moved from another
+    /// machine, the key file or the TPM2 gone), or the key cannot be made. Nothing was changed.
+    case sealing(String)
 
     public var description: String {
         switch self {
@@ -30,6 +33,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .inUse(let why): return why
         case .notFound: return "not found"
         case .alreadyExists: return "already exists"
+        case .sealing(let why): return "cannot unseal the state directory: \(why)"
         }
     }
 }

@@ -24,6 +24,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         var reuseDuration: TimeInterval = 0
         var interactionNotAllowed = false
         var linuxPrompt: LALinuxPrompt? = .terminal
+        var applicationPassword: String?
         var biometryType: LABiometryType = .none
         var domainState: Data?
         var invalidated = false
@@ -114,6 +115,30 @@ open class LAContext: NSObject, @unchecked Sendable {
         set { locked { $0.timeoutMs = newValue } }
     }
 
+    // MARK: Credentials
+
+    /// Sets (or, with nil, clears) the app's credential. `.applicationPassword`: the passcode this
+    /// context gives the daemon when it asks for one, before (and instead of) asking the person; UTF-8,
+    /// 4 to 256 bytes. Returns false for a credential that cannot be used (another type, not UTF-8).
+    @discardableResult
+    open func setCredential(_ credential: Data?, type: LACredentialType) -> Bool {
+        guard type == .applicationPassword else { return false }
+        guard let credential else {
+            locked { $0.applicationPassword = nil }
+            return true
+        }
+        guard let text = String(data: credential, encoding: .utf8), (4...256).contains(credential.count) else {
+            return false
+        }
+        locked { $0.applicationPassword = text }
+        return true
+    }
+
+    /// Whether a credential of `type` is set on this context.
+    open func isCredentialSet(_ type: LACredentialType) -> Bool {
+        type == .applicationPassword && locked { $0.applicationPassword != nil }
+    }
+
     // MARK: Methods
 
     /// Whether `policy` can be evaluated now, without asking anyone. Sets `biometryType`, and
@@ -144,7 +169,7 @@ open class LAContext: NSObject, @unchecked Sendable {
                 fallbackTitle: s.localizedFallbackTitle, cancelTitle: s.localizedCancelTitle,
                 reuseSeconds: Self.reuseSeconds(s.reuseDuration), interactionNotAllowed: s.interactionNotAllowed,
                 prompt: s.linuxPrompt, socketPath: s.socketPath ?? DaemonConnection.defaultSocketPath,
-                timeoutMs: s.timeoutMs)
+                timeoutMs: s.timeoutMs, applicationPassword: s.applicationPassword)
             guard !s.invalidated else { return (request, nil) }
             s.nextID += 1
             s.running[s.nextID] = (nil, cancellation)
@@ -200,6 +225,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         var prompt: LALinuxPrompt?
         var socketPath: String
         var timeoutMs: Int64
+        var applicationPassword: String? = nil
     }
 
     static func reuseSeconds(_ duration: TimeInterval) -> Int64 {
@@ -244,6 +270,68 @@ open class LAContext: NSObject, @unchecked Sendable {
         return nil
     }
 
+    /// What the prompt answers to the daemon's events during one request: shows the progress lines,
+    /// asks for the passcode when asked, and — the terminal prompt — lets Esc and Enter press the cancel
+    /// and fallback buttons while a finger is awaited (`keys`). Shared by `evaluatePolicy` and the rights.
+    static func promptAnswerer(
+        prompt: LALinuxPrompt?, reason: String, cancelTitle: String?, cancellation: Cancellation, keys: PromptKeys?,
+        applicationPassword: String? = nil
+    ) -> (Event) -> EventReply? {
+        var asked = 0
+        var credentialGiven = false
+        var escapeShown = false
+        return { event in
+            let show = { (kind: LALinuxPromptMessage.Kind, text: String) in
+                prompt?.show(LALinuxPromptMessage(kind: kind, text: text))
+            }
+            switch event.kind {
+            case .passcodeNeeded:
+                keys?.stop()  // the passcode is read from the same terminal
+                // The app's credential answers the first question; a wrong one is counted as any
+                // wrong passcode, and then the person is asked.
+                if let applicationPassword, !credentialGiven {
+                    credentialGiven = true
+                    return .passcode(applicationPassword)
+                }
+                guard let prompt else { return .cancel }
+                asked += 1
+                let question = LALinuxPasscodeRequest(
+                    text: event.message, localizedReason: reason, localizedCancelTitle: cancelTitle,
+                    attempt: asked, delay: Double(event.delayMs ?? 0) / 1000, cancellation: cancellation)
+                guard let passcode = prompt.passcode(question) else { return .cancel }
+                return .passcode(passcode)
+            case .placeFinger:
+                show(.placeFinger, event.message)
+                if let keys {
+                    if !escapeShown { show(.information, PromptText.pressEscape(cancelTitle)) }
+                    escapeShown = true
+                    keys.start()
+                }
+            case .retry: show(.retry, event.message)
+            case .noMatch: show(.noMatch, event.message)
+            case .biometryLocked: show(.biometryLocked, event.message)
+            case .passcodeWrong: show(.passcodeWrong, event.message)
+            case .info: show(.information, event.message)
+            case .fallbackAvailable:
+                // The event's message is the fallback's title; only the terminal has a key to press.
+                if let keys {
+                    keys.offerFallback()
+                    show(.information, PromptText.pressEnter(event.message))
+                }
+            case .enrollStage: break
+            }
+            return nil
+        }
+    }
+
+    /// The terminal's keys for one request on `connection`, when the prompt has them.
+    static func keys(for prompt: LALinuxPrompt?, connection: DaemonConnection) -> PromptKeys? {
+        guard let prompt, prompt.pressesKeys else { return nil }
+        return PromptKeys { key in
+            try? connection.send(Frame(key == .cancel ? .cancel : .fallback))
+        }
+    }
+
     static let invalidatedMessage = "The context was invalidated"
     static let appCancelMessage = "Cancelled by the app"
     static let noCompanionMessage = "No companion device is available on this system"
@@ -285,7 +373,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         let prompt = e.prompt.flatMap { $0.isAvailable() ? $0 : nil }
         var flags: RequestFlags = []
         if e.interactionNotAllowed { flags.insert(.interactionNotAllowed) }
-        if prompt != nil { flags.insert(.passcodeCapable) }
+        if prompt != nil || e.applicationPassword != nil { flags.insert(.passcodeCapable) }
 
         let connection: DaemonConnection
         do {
@@ -308,33 +396,14 @@ open class LAContext: NSObject, @unchecked Sendable {
             policy: kind, user: nil, service: Self.service, tty: Self.terminalName, reason: e.reason,
             fallbackTitle: e.fallbackTitle, cancelTitle: e.cancelTitle, flags: flags, reuseSeconds: e.reuseSeconds,
             timeoutMs: e.timeoutMs)
-        var asked = 0
         let result: LocalAuthProtocol.Result
         do {
-            result = try connection.perform(.evaluate(options), timeoutMs: e.timeoutMs + 10_000) { event in
-                let show = { (kind: LALinuxPromptMessage.Kind) in
-                    prompt?.show(LALinuxPromptMessage(kind: kind, text: event.message))
-                }
-                switch event.kind {
-                case .passcodeNeeded:
-                    guard let prompt else { return .cancel }
-                    asked += 1
-                    let question = LALinuxPasscodeRequest(
-                        text: event.message, localizedReason: e.reason, localizedCancelTitle: e.cancelTitle,
-                        attempt: asked, delay: Double(event.delayMs ?? 0) / 1000, cancellation: cancellation)
-                    guard let passcode = prompt.passcode(question) else { return .cancel }
-                    return .passcode(passcode)
-                case .placeFinger: show(.placeFinger)
-                case .retry: show(.retry)
-                case .noMatch: show(.noMatch)
-                case .biometryLocked: show(.biometryLocked)
-                case .passcodeWrong: show(.passcodeWrong)
-                case .info: show(.information)
-                // No button to press: the fallback is not offered through the Linux prompt.
-                case .fallbackAvailable, .enrollStage: break
-                }
-                return nil
-            }
+            let keys = Self.keys(for: prompt, connection: connection)
+            defer { keys?.stop() }
+            let answer = Self.promptAnswerer(
+                prompt: prompt, reason: e.reason, cancelTitle: e.cancelTitle, cancellation: cancellation, keys: keys,
+                applicationPassword: e.applicationPassword)
+            result = try connection.perform(.evaluate(options), timeoutMs: e.timeoutMs + 10_000, onEvent: answer)
         } catch {
             if cancellation.isCancelledByApp { return .failure(LAError(.appCancel, Self.appCancelMessage)) }
             return .failure(LAError(.systemCancel, "The authentication ended: \(error)"))

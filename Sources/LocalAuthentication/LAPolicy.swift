@@ -38,3 +38,11 @@ public enum LABiometryType: Int, Sendable, Hashable {
 
 /// The longest reuse window `touchIDAuthenticationAllowableReuseDuration` honours: 5 minutes.
 public let LATouchIDAuthenticationMaximumAllowableReuseDuration: TimeInterval = 300
+
+/// The kinds of credential an app can set on a context; Apple's case names and raw values.
+public enum LACredentialType: Int, Sendable, Hashable {
+    /// An app-provided password: on Linux, the passcode the context gives the daemon when asked.
+    case applicationPassword = 0
+    /// A smart card's PIN; not supported on Linux (`setCredential` returns false).
+    case smartCardPIN = -3
+}

@@ -83,6 +83,9 @@ public struct LALinuxPrompt: Sendable {
     public var passcode: @Sendable (LALinuxPasscodeRequest) -> String?
     /// Whether this prompt can ask at all, checked at the start of every evaluation.
     let isAvailable: @Sendable () -> Bool
+    /// The terminal's keys stand for the buttons while a finger is awaited: Esc cancels
+    /// (`localizedCancelTitle`), Enter chooses the fallback once it is offered (`localizedFallbackTitle`).
+    let pressesKeys: Bool
 
     /// A prompt of the app's own: `show` for the progress lines, `passcode` to ask for the passcode.
     public init(
@@ -95,19 +98,87 @@ public struct LALinuxPrompt: Sendable {
     init(
         show: @escaping @Sendable (LALinuxPromptMessage) -> Void,
         passcode: @escaping @Sendable (LALinuxPasscodeRequest) -> String?,
-        isAvailable: @escaping @Sendable () -> Bool
+        isAvailable: @escaping @Sendable () -> Bool, pressesKeys: Bool = false
     ) {
         self.show = show
         self.passcode = passcode
         self.isAvailable = isAvailable
+        self.pressesKeys = pressesKeys
     }
 
     /// The controlling terminal (`/dev/tty`): progress lines are written to it and the passcode is read from
-    /// it without echo. An empty line or end of input cancels. Unavailable without a controlling terminal.
+    /// it without echo. An empty line or end of input cancels. While a finger is awaited, Esc is the cancel
+    /// button (`userCancel`) and, once the fallback is offered, Enter is the fallback button
+    /// (`userFallback`, or the passcode under `deviceOwnerAuthentication`). Unavailable without a
+    /// controlling terminal.
     public static let terminal = LALinuxPrompt(
         show: { message in Terminal.write(message.text + "\n") },
         passcode: { request in Terminal.readSecret(prompt: request.text + ": ", request: request) },
-        isAvailable: { Terminal.isAvailable })
+        isAvailable: { Terminal.isAvailable }, pressesKeys: true)
+}
+
+/// The terminal prompt's lines about its keys, in one place.
+enum PromptText {
+    static func pressEscape(_ cancelTitle: String?) -> String {
+        guard let title = cancelTitle, !title.isEmpty else { return "(Esc: cancel)" }
+        return "(Esc: \(title))"
+    }
+    static func pressEnter(_ fallbackTitle: String) -> String { "(Enter: \(fallbackTitle))" }
+}
+
+/// The terminal's keys as the prompt's buttons during one request: a thread watches `/dev/tty`
+/// (non-canonical, no echo) and sends CANCEL or FALLBACK on the request's connection. Stopped (and
+/// the terminal restored) before a passcode is read and when the request ends.
+final class PromptKeys: @unchecked Sendable {
+    private let lock = NSLock()
+    private var running = false
+    private var stopping = false
+    private var fallbackOffered = false
+    private var finished = DispatchSemaphore(value: 0)
+    private let send: @Sendable (ClientSignalKey) -> Void
+
+    enum ClientSignalKey { case cancel, fallback }
+
+    init(send: @escaping @Sendable (ClientSignalKey) -> Void) { self.send = send }
+
+    /// Esc works from now on.
+    func start() {
+        let begin = lock.withLock { () -> Bool in
+            guard !running, !stopping else { return false }
+            running = true
+            finished = DispatchSemaphore(value: 0)
+            return true
+        }
+        guard begin else { return }
+        let done = lock.withLock { finished }
+        Thread.detachNewThread { [self] in
+            Terminal.watchKeys(
+                stop: { self.lock.withLock { self.stopping } },
+                pressed: { key in
+                    switch key {
+                    case .escape: self.send(.cancel)
+                    case .enter: if self.lock.withLock({ self.fallbackOffered }) { self.send(.fallback) }
+                    }
+                })
+            done.signal()
+        }
+    }
+
+    /// Enter works from now on.
+    func offerFallback() { lock.withLock { fallbackOffered = true } }
+
+    /// Stops watching and gives the terminal back as it was; returns once it has.
+    func stop() {
+        let (wasRunning, done) = lock.withLock { () -> (Bool, DispatchSemaphore) in
+            stopping = true
+            return (running, finished)
+        }
+        if wasRunning { done.wait() }
+        lock.withLock {
+            running = false
+            stopping = false
+        }
+    }
 }
 
 /// A flag shared between an evaluation and its passcode request.
@@ -155,6 +226,41 @@ enum Terminal {
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { return }
             offset += n
+        }
+    }
+
+    enum Key { case escape, enter }
+
+    /// Watches the terminal for Esc and Enter until `stop` says so: non-canonical and without echo
+    /// meanwhile (signals such as Ctrl-C still work), restored afterwards. Escape sequences (arrow
+    /// keys: Esc followed at once by more bytes) are not Esc.
+    static func watchKeys(stop: () -> Bool, pressed: (Key) -> Void) {
+        let fd = open()
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var saved = termios()
+        guard tcgetattr(fd, &saved) == 0 else { return }
+        var raw = saved
+        raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
+        tcsetattr(fd, TCSANOW, &raw)
+        defer { tcsetattr(fd, TCSANOW, &saved) }
+        var byte: UInt8 = 0
+        while !stop() {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 100) > 0 else { continue }
+            guard read(fd, &byte, 1) == 1 else { return }
+            switch byte {
+            case 0x1B:
+                var more = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&more, 1, 30) > 0 {
+                    var rest = [UInt8](repeating: 0, count: 16)
+                    _ = read(fd, &rest, rest.count)  // an escape sequence, not the Esc key
+                } else {
+                    pressed(.escape)
+                }
+            case 0x0A, 0x0D: pressed(.enter)
+            default: break
+            }
         }
     }
 

@@ -7,6 +7,12 @@
 //                                       a simulated touch of PRINT, then EVALUATE policy 1 for USER, on one
 //                                       connection; PRINT "-": no touch, any result (a user without fingers)
 //   localauth-bench status RUNS         DaemonConnection.perform(.status) on one open connection
+//   localauth-bench secret RUNS PRINT   LASecret.loadData() of an LAPersistedRight (.biometry, 32-byte
+//                                       secret) after a simulated touch of PRINT: one RIGHT_USE each
+//                                       (evaluation, then the secret), as an app calls it
+//   localauth-bench evaluate RUNS PRINT LAContext.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics)
+//                                       after a simulated touch of PRINT, a new context each time: the
+//                                       same finger without the right, for comparison
 //   localauth-bench concurrent CLIENTS ROUNDS USER PRINT [RATE]
 //                                       CLIENTS connections, each on its own thread, send ROUNDS status
 //                                       requests each while one thread runs verifies (a simulated touch
@@ -238,6 +244,62 @@ final class Atomic<T>: @unchecked Sendable {
     }
 }
 
+/// A simulated touch of `print`, queued before the timed call.
+func touch(_ control: DaemonConnection, _ print: String) {
+    do {
+        let queued = try control.perform(.simulate(action: "touch", argument: print), timeoutMs: 10_000)
+        guard queued.isSuccess else { fail("simulate touch: \(queued.message)") }
+    } catch {
+        fail("simulate touch: \(error)")
+    }
+}
+
+func secretLoads(runs: Int, print: String) async {
+    let control = connect("localauth-bench control")
+    let identifier = "localauth-bench.secret"
+    try? await LARightStore.shared.removeRight(forIdentifier: identifier)
+    let right: LAPersistedRight
+    do {
+        right = try await LARightStore.shared.saveRight(
+            LARight(requirement: .biometry), identifier: identifier, secret: Data(repeating: 7, count: 32))
+    } catch {
+        fail("saveRight: \(error)")
+    }
+    right.linuxPrompt = nil
+    var samples: [Int64] = []
+    for _ in 0..<runs {
+        touch(control, print)
+        let t0 = nowNs()
+        do {
+            let secret = try await right.secret.loadData()
+            samples.append(nowNs() - t0)
+            guard secret.count == 32 else { fail("the secret came back with \(secret.count) bytes") }
+        } catch {
+            fail("loadData: \(error)")
+        }
+    }
+    try? await LARightStore.shared.removeRight(forIdentifier: identifier)
+    json(["samples_ns": samples])
+}
+
+func contextEvaluations(runs: Int, print: String) async {
+    let control = connect("localauth-bench control")
+    var samples: [Int64] = []
+    for _ in 0..<runs {
+        touch(control, print)
+        let context = LAContext()
+        context.linuxPrompt = nil
+        let t0 = nowNs()
+        do {
+            _ = try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "bench")
+            samples.append(nowNs() - t0)
+        } catch {
+            fail("evaluatePolicy: \(error)")
+        }
+    }
+    json(["samples_ns": samples])
+}
+
 let args = CommandLine.arguments
 func number(_ i: Int) -> Int {
     guard args.count > i, let n = Int(args[i]), n > 0 else {
@@ -248,6 +310,12 @@ func number(_ i: Int) -> Int {
 switch args.count > 1 ? args[1] : "" {
 case "can-evaluate": canEvaluate(runs: number(2))
 case "status": status(runs: number(2))
+case "secret":
+    guard args.count == 4 else { fail("usage: localauth-bench secret RUNS PRINT") }
+    await secretLoads(runs: number(2), print: args[3])
+case "evaluate":
+    guard args.count == 4 else { fail("usage: localauth-bench evaluate RUNS PRINT") }
+    await contextEvaluations(runs: number(2), print: args[3])
 case "verify":
     guard args.count == 5 else { fail("usage: localauth-bench verify RUNS USER PRINT") }
     verifies(runs: number(2), user: args[3], print: args[4])

@@ -101,4 +101,18 @@ struct AppleStyleTests {
         #expect(BiometricLogin.legacyMessage(forCode: -8) == "Locked out")
         #expect(BiometricLogin.legacyMessage(forCode: LAError.userCancel.rawValue) == "User cancelled")
     }
+
+    /// The rights sample reaches no daemon here (none at the default socket): every call fails with
+    /// an `LAError`, as Apple's does on a Mac without Touch ID.
+    @Test func secretVault_withoutADaemon_failsWithLAError() async {
+        setenv("LOCALAUTHD_SOCKET", "/nonexistent/localauthd.socket", 1)
+        let vault = SecretVault()
+        await #expect(throws: LAError.self) { _ = try await vault.load() }
+        #expect(await vault.confirm() == false)
+        let model = MechanismsModel()
+        model.start()
+        model.stop()
+        #expect(model.summary == "", "no daemon, no mechanism: \(model.summary)")
+        #expect(await unlockWithAppPassword("open sesame") == false)
+    }
 }

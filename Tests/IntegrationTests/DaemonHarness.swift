@@ -24,7 +24,8 @@ final class DaemonHarness: @unchecked Sendable {
     /// Variables added to the daemon's clean environment, at every start.
     let environment: [String: String]
 
-    init(extraArguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// `stateDirectory`: one the test prepared; by default a fresh one in the harness's directory.
+    init(extraArguments: [String] = [], stateDirectory: String? = nil, environment: [String: String] = [:]) throws {
         self.environment = environment
         // Short paths: a Unix socket path has at most 107 bytes.
         var template = Array("/tmp/la-XXXXXX".utf8CString)
@@ -32,7 +33,7 @@ final class DaemonHarness: @unchecked Sendable {
         directory = String(cString: dir)
         chmod(directory, 0o755)  // unprivileged test clients must reach the socket
         socketPath = directory + "/socket"
-        stateDirectory = directory + "/state"
+        self.stateDirectory = stateDirectory ?? directory + "/state"
         stderrPath = directory + "/daemon.log"
         try start(extraArguments: extraArguments)
     }

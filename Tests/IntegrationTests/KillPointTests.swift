@@ -4,6 +4,7 @@ import LocalAuthClient
 import LocalAuthCore
 import LocalAuthProtocol
 import LocalAuthStore
+import Synchronization
 import Testing
 
 /// Promise 2 of docs/reliability.md: no lockout is ever lost.
@@ -81,16 +82,21 @@ struct KillPointTests {
         mkdir(copy, 0o700)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/cp")
-        p.arguments = ["-a", stateDirectory + "/users", copy + "/users"]
+        p.arguments = ["-a", stateDirectory + "/users", stateDirectory + "/sealing", copy + "/"]
         try? p.run()
         p.waitUntilExit()
+        keyFile.withLock { $0 = stateDirectory + ".key" }
     }
+
+    /// The machine's key of the state directory the copies come from (they are sealed with it).
+    static let keyFile = Mutex("")
 
     /// What the store makes of a copy; records a failure if it is not clean.
     static func load(_ directory: String, context: String) -> Disk? {
         let notices = Notices()
         do {
-            let store = try EnrollmentStore(stateDirectory: directory, onNotice: notices.add)
+            let sealing = SealingConfiguration(method: .keyFile, keyFile: keyFile.withLock { $0 })
+            let store = try EnrollmentStore(stateDirectory: directory, sealing: sealing, onNotice: notices.add)
             let state: UserAuthState
             switch try store.loadState(user: user) {
             case .absent: state = UserAuthState()

@@ -92,9 +92,12 @@ struct LogindTests {
         #expect(median < 50, "lid check took \(elapsed) ms")
         let can = try d.perform(.canEvaluate(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice")).0
         #expect(can.resultCode == .biometryNotAvailable, "\(can.message)")
+        #expect(can.fields.bool(.sensorInaccessible) == true, "LAEnvironment's builtInSensorInaccessible")
         #expect(d.daemonLog.contains("result=biometryNotAvailable"), "\(d.daemonLog)")
 
         try logind.send("lid open")
+        let open = try d.perform(.canEvaluate(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice")).0
+        #expect(open.fields.bool(.sensorInaccessible) == nil)
         try d.simulate("touch", "alice-1")
         #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
     }

@@ -33,12 +33,17 @@ import Testing
         for policy in PolicyKind.allCases {
             let o = options(policy, reason: text, fallbackTitle: text, cancelTitle: text)
             let events = Self.events(o)
-            #expect(events.contains { $0.kind == .placeFinger })
             for event in events {
                 #expect(
                     event.message.utf8.count <= Wire.maxFieldSize, "\(event.kind) of \(event.message.utf8.count) bytes")
                 _ = try event.frame.encode()
             }
+            // Policy 3 (the passcode alone) asks for no finger: its passcode prompts fit, checked above.
+            if policy == .devicePasscode {
+                #expect(events.contains { $0.kind == .passcodeNeeded })
+                continue
+            }
+            #expect(events.contains { $0.kind == .placeFinger })
             let prompt = try #require(events.first { $0.kind == .placeFinger }?.message)
             #expect(prompt.contains("on the fingerprint reader"), "the instruction must survive: \(prompt.suffix(80))")
             #expect(prompt.hasSuffix("…]"), "the cancel title is cut, and marked so: \(prompt.suffix(20))")

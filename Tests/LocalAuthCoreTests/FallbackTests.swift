@@ -6,7 +6,7 @@ import Testing
 
 /// Rows B1–B8 of docs/policy.md: the fallback button.
 @Suite struct FallbackTests {
-    @Test(arguments: PolicyKind.allCases)
+    @Test(arguments: [PolicyKind.deviceOwnerAuthenticationWithBiometrics, .deviceOwnerAuthentication])
     func evaluate_fallback_isHiddenBeforeFirstFailure(policy: PolicyKind) {
         var (evaluator, out) = started(options(policy))
         #expect(!out.eventKinds.contains(.fallbackAvailable))
@@ -15,7 +15,7 @@ import Testing
         #expect(evaluator.phase == .scanning)
     }
 
-    @Test(arguments: PolicyKind.allCases)
+    @Test(arguments: [PolicyKind.deviceOwnerAuthenticationWithBiometrics, .deviceOwnerAuthentication])
     func evaluate_fallback_isOfferedOnceAfterFirstFailure(policy: PolicyKind) {
         var (evaluator, _) = started(options(policy, tries: 5))
         let first = evaluator.handle(.fingerNotMatched, nowMs: t0)
@@ -24,7 +24,7 @@ import Testing
         #expect(second.eventKinds == [.noMatch])
     }
 
-    @Test(arguments: PolicyKind.allCases)
+    @Test(arguments: [PolicyKind.deviceOwnerAuthenticationWithBiometrics, .deviceOwnerAuthentication])
     func evaluate_fallback_isHiddenWithEmptyTitle(policy: PolicyKind) {
         var (evaluator, _) = started(options(policy, fallbackTitle: ""))
         let out = evaluator.handle(.fingerNotMatched, nowMs: t0)

@@ -13,31 +13,36 @@ import Testing
         "LocalAuthCore": ["LocalAuthProtocol"],
         // The edges, each with its C.
         "FingerprintReader": ["CLibfprint", "Glibc", "Dispatch", "Synchronization"],
-        "LocalAuthStore": ["LocalAuthCore", "CCrypt", "Glibc", "Synchronization"],
+        "LocalAuthCrypto": ["Crypto"],
+        "LocalAuthStore": ["LocalAuthCore", "LocalAuthCrypto", "CCrypt", "Glibc", "Synchronization"],
         "LocalAuthSystemd": ["CSystemd", "Logging", "Glibc", "Dispatch", "Synchronization"],
         // The daemon: no C of its own, no Foundation.
         "LocalAuthDaemon": [
             "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore", "LocalAuthSystemd",
-            "NIOCore", "NIOPosix", "Logging", "Glibc", "Dispatch", "Synchronization",
+            "LocalAuthCrypto", "NIOCore", "NIOPosix", "Logging", "Glibc", "Dispatch", "Synchronization",
         ],
         "localauthd": ["LocalAuthDaemon", "Glibc"],
         // The clients know the protocol, never the daemon.
         "LocalAuthClient": ["LocalAuthProtocol", "Glibc"],
         "localauthctl": ["LocalAuthClient", "LocalAuthProtocol", "ArgumentParser", "Glibc"],
-        "LocalAuthentication": ["LocalAuthClient", "LocalAuthProtocol", "Foundation", "Glibc"],
+        "LocalAuthentication": ["LocalAuthClient", "LocalAuthProtocol", "LocalAuthCrypto", "Foundation", "Glibc"],
         "vault": ["LocalAuthentication", "Foundation"],
         "localauth-bench": ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "Foundation", "Glibc"],
         // Tests: their subject, what they drive it with, and the toolchain.
         "LocalAuthProtocolTests": ["LocalAuthProtocol", "Testing", "Glibc"],
         "LocalAuthCoreTests": ["LocalAuthCore", "LocalAuthProtocol", "Testing", "Foundation"],
         "FingerprintReaderTests": ["FingerprintReader", "Testing", "Glibc", "Synchronization"],
-        "LocalAuthStoreTests": ["LocalAuthStore", "LocalAuthCore", "Testing", "Glibc", "Synchronization"],
+        "LocalAuthCryptoTests": ["LocalAuthCrypto", "Testing"],
+        "LocalAuthStoreTests": [
+            "LocalAuthStore", "LocalAuthCore", "LocalAuthCrypto", "Testing", "Glibc", "Synchronization",
+        ],
         "LocalAuthDaemonTests": [
             "LocalAuthDaemon", "LocalAuthSystemd", "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader",
             "LocalAuthStore", "Testing", "Foundation", "Glibc", "Synchronization",
         ],
         "IntegrationTests": [
             "LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore", "Testing", "Foundation",
+            "Synchronization",
         ],
         "LocalAuthenticationTests": [
             "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "Testing", "Foundation",

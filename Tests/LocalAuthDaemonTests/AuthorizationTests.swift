@@ -11,13 +11,23 @@ import Testing
 
     /// Operations any user may do for their own account.
     static let selfService: [Operation] = [
-        .status, .canEvaluate, .evaluate, .enroll, .list, .delete, .passcodeSet, .passcodeRemove,
+        .status, .canEvaluate, .evaluate, .enroll, .list, .delete, .passcodeSet, .passcodeRemove, .rightSave,
+        .rightGet, .rightUse, .rightRemove,
     ]
 
-    @Test(arguments: Operation.allCases)
-    func root_mayDoEverythingForAnyone(_ op: Operation) {
+    /// A right is read and used by its owner alone.
+    static let ownerOnly: [Operation] = [.rightSave, .rightGet, .rightUse]
+
+    @Test(arguments: Operation.allCases.filter { !ownerOnly.contains($0) })
+    func root_mayDoEverythingElseForAnyone(_ op: Operation) {
         #expect(Authorization.decide(op, caller: Self.root, target: "alice") == .allowed)
         #expect(Authorization.decide(op, caller: Self.root, target: nil) == .allowed)
+    }
+
+    @Test(arguments: ownerOnly)
+    func root_neverReadsOrUsesAnotherAccountsRight_butItsOwn(_ op: Operation) {
+        #expect(Authorization.decide(op, caller: Self.root, target: "alice") != .allowed)
+        #expect(Authorization.decide(op, caller: Self.root, target: "root") == .allowed)
     }
 
     @Test(arguments: selfService)

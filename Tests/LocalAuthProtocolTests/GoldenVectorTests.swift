@@ -98,6 +98,24 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
                 .encoded()
                 == bytes("event-no-match"))
         #expect(ServerMessage.welcome(version: 1, server: "localauthd 0.1").frame.encoded() == bytes("welcome"))
+        #expect(
+            Request.rightSave(
+                user: nil, identifier: "com.example.vault", requirement: .biometryCurrentSet,
+                secret: Array("vault key".utf8)
+            ).frame.encoded() == bytes("right-save"))
+        let sign = RightUseOptions(
+            identifier: "com.example.vault", operation: .sign, algorithm: "ecdsaSignatureMessageX962SHA256",
+            data: Array("transfer 10".utf8), service: "LAContext:vault", reason: "Sign the transfer",
+            flags: [.passcodeCapable])
+        #expect(Request.rightUse(sign).frame.encoded() == bytes("right-use-sign"))
+        var reader = FrameReader()
+        reader.append(bytes("right-use-sign"))
+        #expect(try Request(frame: try #require(try reader.next())) == .rightUse(sign))
+        var secret = Frame(.result)
+        secret.append(.data, bytes: Array("vault key".utf8))
+        #expect(
+            ServerMessage.result(Result(.success, "The secret is released", extra: secret.fields)).frame.encoded()
+                == bytes("result-right-secret"))
     }
 
     @Test func decodeRequest_whenEvaluateVector_readsEveryOption() throws {
@@ -145,7 +163,7 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
 
     @Test func evaluate_whenPolicyUnknown_isRefused() {
         var f = Frame(.evaluate)
-        f.append(.policy, int: 3)
+        f.append(.policy, int: 9)
         #expect(throws: RequestError.self) { try Request(frame: f) }
     }
 

@@ -344,6 +344,24 @@ struct VaultAsUnprivilegedUserTests {
         #expect(!r.out.contains("Vault unlocked"), "\(r.out)")
     }
 
+    /// The vault's key lives in an LAPersistedRight bound to the enrolled fingers: a new finger destroys it.
+    @Test func vault_whenAnotherFingerIsEnrolled_saysItsKeyIsGone() async throws {
+        let d = try Daemon()
+        try await d.enroll(user: "nobody", printID: "nobody-1")
+        try d.touch("nobody-1")
+        let first = try d.run("vault", asUser: "65534", stdin: "unlock\nquit\n")
+        #expect(first.out.contains("Its key is now kept by localauthd"), "\(first.out)")
+
+        try d.touch("nobody-1")
+        let again = try d.run("vault", asUser: "65534", stdin: "unlock\nquit\n")
+        #expect(again.out.contains("Vault unlocked with its key (32 bytes"), "\(again.out)")
+
+        try await d.enroll(user: "nobody", finger: .leftIndex, printID: "nobody-2")
+        let gone = try d.run("vault", asUser: "65534", stdin: "unlock\nquit\n")
+        #expect(gone.out.contains("The vault's key is gone"), "\(gone.out)")
+        #expect(!gone.out.contains("Vault unlocked"), "\(gone.out)")
+    }
+
     @Test func vault_whenTheUsersFingerDoesNotMatch_saysSo() async throws {
         let d = try Daemon()
         try await d.enroll(user: "nobody", printID: "nobody-1")

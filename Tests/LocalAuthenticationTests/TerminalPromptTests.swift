@@ -9,6 +9,26 @@ struct TerminalPromptTests {
     @Test func vault_onAControllingTerminal_readsThePasscodeWithoutEcho() throws {
         let d = try Daemon()
         try d.setPasscode("open sesame")  // no finger enrolled: the owner policy asks for the passcode
+        let (p, terminal) = try TerminalPromptButtonTests.vault(d)
+        defer { TerminalPromptButtonTests.stop(p) }
+
+        _ = try terminal.read(until: "> ")
+        terminal.write("unlock\n")
+        let question = try terminal.read(until: "Enter your passcode [Keep Locked]: ")
+        #expect(question.contains("Unlock your vault"), "the reason reaches the terminal: \(question)")
+        terminal.write("open sesame\n")
+        let answer = try terminal.read(until: "Vault unlocked.")
+        #expect(!answer.contains("open sesame"), "the passcode was echoed: \(answer)")
+        terminal.write("quit\n")
+    }
+}
+
+/// The terminal prompt's buttons: Esc is `localizedCancelTitle`, Enter the fallback once offered.
+/// Before, neither could be pressed: the fallback event was ignored and nothing read the keys.
+@Suite(.timeLimit(.minutes(1)))
+struct TerminalPromptButtonTests {
+    /// The vault (as root) on its own pseudo-terminal.
+    static func vault(_ d: Daemon) throws -> (Process, PseudoTerminal) {
         let terminal = try PseudoTerminal()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
@@ -20,18 +40,61 @@ struct TerminalPromptTests {
         p.standardError = side
         try p.run()
         terminal.closeSecondary()
-        defer {
-            if p.isRunning { p.terminate() }
-            p.waitUntilExit()
-        }
+        return (p, terminal)
+    }
 
+    /// Waits for `setsid --wait` and the vault; a vault still running after 5 s (a failed test) is
+    /// killed, since SIGTERM to setsid does not reach it.
+    static func stop(_ p: Process) {
+        let deadline = Date().addingTimeInterval(5)
+        while p.isRunning && Date() < deadline { usleep(20_000) }  // polls: Process has no timed wait
+        if p.isRunning {
+            let parent = String(p.processIdentifier)
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+                guard let pid = Int32(entry),
+                    let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                    let close = stat.lastIndex(of: ")")
+                else { continue }
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                if fields.count > 1, fields[1] == parent { kill(pid, SIGKILL) }
+            }
+            p.terminate()
+        }
+        p.waitUntilExit()
+    }
+
+    @Test func terminalPrompt_whenEscIsPressedWhileAFingerIsAwaited_cancelsWithUserCancel() async throws {
+        let d = try Daemon()
+        try await d.enroll(printID: "root-1")
+        let (p, terminal) = try Self.vault(d)
+        defer { Self.stop(p) }
         _ = try terminal.read(until: "> ")
         terminal.write("unlock\n")
-        let question = try terminal.read(until: "Enter your passcode [Keep Locked]: ")
-        #expect(question.contains("Unlock your vault"), "the reason reaches the terminal: \(question)")
-        terminal.write("open sesame\n")
-        let answer = try terminal.read(until: "Vault unlocked.")
-        #expect(!answer.contains("open sesame"), "the passcode was echoed: \(answer)")
+        let prompt = try terminal.read(until: "(Esc: Keep Locked)")
+        #expect(prompt.contains("Place your right index finger"), "\(prompt)")
+        terminal.write("\u{1B}")
+        _ = try terminal.read(until: "Vault still locked: you cancelled.")
+        terminal.write("quit\n")
+    }
+
+    @Test func terminalPrompt_whenEnterIsPressedAfterTheFallbackIsOffered_choosesItWithUserFallback() async throws {
+        let d = try Daemon()
+        try await d.enroll(printID: "root-1")
+        let (p, terminal) = try Self.vault(d)
+        defer { Self.stop(p) }
+        // The first unlock makes the vault's key; the second is the key's right (a finger only).
+        try d.touch("root-1")
+        _ = try terminal.read(until: "> ")
+        terminal.write("unlock\n")
+        _ = try terminal.read(until: "Its key is now kept by localauthd")
+        terminal.write("lock\n")
+        _ = try terminal.read(until: "Vault locked.")
+        try d.touch("mallory-1")
+        terminal.write("unlock\n")
+        let offered = try terminal.read(until: "(Enter: Enter password)")
+        #expect(offered.contains("Fingerprint not recognised"), "the fallback comes after a miss: \(offered)")
+        terminal.write("\n")
+        _ = try terminal.read(until: "Vault still locked: you chose to enter a password instead.")
         terminal.write("quit\n")
     }
 }

@@ -148,7 +148,7 @@ struct LocalAuthCtl: ParsableCommand {
             """,
         subcommands: [
             Devices.self, Enroll.self, Verify.self, List.self, Delete.self, Status.self, Simulate.self, Passcode.self,
-            Lockout.self,
+            Lockout.self, Right.self,
         ])
 }
 

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: Apache-2.0
+import LocalAuthCore
+import LocalAuthCrypto
+import LocalAuthProtocol
+import LocalAuthStore
+
+/// Apple's `LARightStore` and `LAPersistedRight`: an app's secret and P-256 key per user and
+/// identifier. The secret is returned, and the private key used, only inside a RIGHT_USE whose own
+/// evaluation of the right's requirement succeeded — the same `EvaluationRun` and rules as every
+/// EVALUATE, never a reuse window. The private key never leaves the daemon. Runs in the account's
+/// turn (`UserQueue`), so an enrolment cannot change the set between the evaluation and the use.
+struct RightRequests {
+    let parts: DaemonParts
+
+    /// RIGHT_SAVE: a fresh key, the secret when given; never replaces an existing right.
+    nonisolated(nonsending) func save(
+        user: String, identifier: String, requirement: RightRequirement, secret: [UInt8]?
+    ) async -> LocalAuthProtocol.Result {
+        guard StoredRight.isValidIdentifier(identifier) else {
+            return Result(.invalidRequest, RightMessages.badIdentifier)
+        }
+        guard (secret?.count ?? 0) <= StoredRight.maximumSecretSize else {
+            return Result(.invalidRequest, RightMessages.secretTooLarge)
+        }
+        var domainState: [UInt8] = []
+        if requirement == .biometryCurrentSet {
+            // Bound to the set enrolled now: there must be one.
+            let loaded = parts.loadState(user)
+            guard loaded.readable else { return Result(.internalError, RightMessages.stateUnreadable) }
+            let prints = (try? parts.store.allPrints(user: user)) ?? []
+            guard !prints.isEmpty, !loaded.state.domainState.isEmpty else {
+                return Result(.biometryNotEnrolled, RightMessages.noSetToBindTo)
+            }
+            domainState = loaded.state.domainState
+        }
+        let privateKey = RightKeys.generatePrivateKey()
+        let right = StoredRight(
+            identifier: identifier, requirement: Self.stored(requirement), domainState: domainState,
+            secret: secret ?? [], privateKey: privateKey, createdAtMs: parts.clock())
+        do {
+            try parts.store.saveRight(right, user: user)
+        } catch .alreadyExists {
+            return Result(.alreadyEnrolled, RightMessages.exists)
+        } catch {
+            parts.audit.notice("cannot save a right of \(user): \(error)")
+            return Result(.internalError, RightMessages.cannotSave)
+        }
+        return Result(.success, RightMessages.saved, extra: publicFields(right))
+    }
+
+    /// RIGHT_GET: the requirement and the public key; nothing secret, no evaluation.
+    nonisolated(nonsending) func get(user: String, identifier: String) async -> LocalAuthProtocol.Result {
+        switch load(user: user, identifier: identifier) {
+        case .failure(let box): return box.result
+        case .success(let right): return Result(.success, RightMessages.found, extra: publicFields(right))
+        }
+    }
+
+    /// RIGHT_REMOVE: one right, or all of the account's (identifier nil).
+    nonisolated(nonsending) func remove(user: String, identifier: String?) async -> LocalAuthProtocol.Result {
+        do {
+            if let identifier {
+                try parts.store.removeRight(identifier: identifier, user: user)
+                return Result(.success, RightMessages.removed)
+            }
+            let count = try parts.store.removeAllRights(user: user)
+            return Result(.success, RightMessages.removedAll(count))
+        } catch .notFound {
+            return Result(.notFound, RightMessages.notFound)
+        } catch {
+            parts.audit.notice("cannot remove a right of \(user): \(error)")
+            return Result(.internalError, RightMessages.cannotRemove)
+        }
+    }
+
+    /// RIGHT_USE: the requirement's evaluation (`evaluate`: the daemon's one evaluation path), then,
+    /// only on its success, the operation.
+    nonisolated(nonsending) func use(
+        _ options: RightUseOptions, user: String,
+        evaluate: (EvaluateOptions) async -> LocalAuthProtocol.Result
+    ) async -> LocalAuthProtocol.Result {
+        let right: StoredRight
+        switch load(user: user, identifier: options.identifier) {
+        case .failure(let box): return box.result
+        case .success(let r): right = r
+        }
+        // Refuse a malformed operation before anyone is asked for a finger.
+        if let problem = Self.problem(options, right: right) { return Result(.invalidRequest, problem) }
+        let evaluation = await evaluate(options.evaluation(for: Self.wire(right.requirement), user: user))
+        guard evaluation.isSuccess else { return evaluation }
+        if right.requirement == .biometryCurrentSet {
+            // The user's turn keeps enrolments out, but a set changed by a corrupt print being set
+            // aside during the scan still counts: check again, fail closed.
+            guard case .ok = (try? parts.store.loadRight(identifier: right.identifier, user: user)) else {
+                return Result(.notFound, RightMessages.invalidated)
+            }
+        }
+        do throws(KeyError) {
+            let output: [UInt8]
+            switch options.operation {
+            // LARight.authorize of a persisted right: its secret comes with the authorization, as an
+            // authorized LAPersistedRight's secret loads without asking again.
+            case .authorize: output = right.secret
+            case .loadSecret: output = right.secret
+            case .sign:
+                output = try RightKeys.sign(
+                    options.data ?? [], privateKey: right.privateKey, algorithm: algorithm(options)!)
+            case .decrypt:
+                output = try RightKeys.decrypt(
+                    options.data ?? [], privateKey: right.privateKey, algorithm: algorithm(options)!)
+            case .exchangeKeys:
+                output = try RightKeys.exchange(
+                    privateKey: right.privateKey, peerPublicKey: options.data ?? [], algorithm: algorithm(options)!,
+                    requestedSize: Int(options.requestedSize ?? 32), sharedInfo: options.sharedInfo ?? [])
+            }
+            var extra = Frame(.result)
+            if options.operation != .authorize || !output.isEmpty { extra.append(.data, bytes: output) }
+            return Result(.success, RightMessages.used(options.operation), extra: extra.fields)
+        } catch {
+            return Result(.invalidRequest, "The operation failed: \(error)")
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func algorithm(_ options: RightUseOptions) -> KeyAlgorithm? {
+        options.algorithm.flatMap(KeyAlgorithm.init(rawValue:))
+    }
+
+    /// Why the operation cannot be done whatever the person answers, or nil.
+    static func problem(_ options: RightUseOptions, right: StoredRight) -> String? {
+        let use: KeyAlgorithm.Use
+        switch options.operation {
+        case .authorize: return nil
+        case .loadSecret: return right.secret.isEmpty ? RightMessages.noSecret : nil
+        case .sign: use = .sign
+        case .decrypt: use = .decrypt
+        case .exchangeKeys: use = .keyExchange
+        }
+        guard let name = options.algorithm, let algorithm = KeyAlgorithm(rawValue: name) else {
+            return "'\(options.algorithm ?? "")' is not an algorithm this key offers"
+        }
+        guard algorithm.supports(use) else { return "\(name) cannot be used for this operation" }
+        guard options.data != nil else { return "the operation needs data" }
+        return nil
+    }
+
+    /// The right, or the RESULT that says why not.
+    private func load(user: String, identifier: String) -> Swift.Result<StoredRight, ResultBox> {
+        do {
+            switch try parts.store.loadRight(identifier: identifier, user: user) {
+            case .absent: return .failure(ResultBox(Result(.notFound, RightMessages.notFound)))
+            case .ok(let right): return .success(right)
+            case .corrupt(let why):
+                parts.audit.notice("a right of \(user) is unreadable: \(why)")
+                return .failure(ResultBox(Result(.internalError, RightMessages.unreadable)))
+            }
+        } catch {
+            parts.audit.notice("cannot read a right of \(user): \(error)")
+            return .failure(ResultBox(Result(.internalError, RightMessages.unreadable)))
+        }
+    }
+
+    private func publicFields(_ right: StoredRight) -> [Field] {
+        var f = Frame(.result)
+        f.append(.requirement, int: Self.wire(right.requirement).rawValue)
+        if let key = try? RightKeys.publicKey(ofPrivate: right.privateKey) { f.append(.publicKey, bytes: key) }
+        return f.fields
+    }
+
+    static func stored(_ requirement: RightRequirement) -> StoredRight.Requirement {
+        switch requirement {
+        case .biometryAny: .biometryAny
+        case .biometryCurrentSet: .biometryCurrentSet
+        case .biometryOrPasscode: .biometryOrPasscode
+        case .devicePasscode: .passcode
+        }
+    }
+
+    static func wire(_ requirement: StoredRight.Requirement) -> RightRequirement {
+        switch requirement {
+        case .biometryAny: .biometryAny
+        case .biometryCurrentSet: .biometryCurrentSet
+        case .biometryOrPasscode: .biometryOrPasscode
+        case .passcode: .devicePasscode
+        }
+    }
+}
+
+/// A RESULT as a failure value.
+struct ResultBox: Error {
+    let result: LocalAuthProtocol.Result
+    init(_ result: LocalAuthProtocol.Result) { self.result = result }
+}
+
+/// Every human line about rights, in one place.
+enum RightMessages {
+    static let badIdentifier = "A right's identifier must be 1 to 256 bytes"
+    static let secretTooLarge = "A right's secret is at most 1024 bytes"
+    static let stateUnreadable = "Stored authentication state is unreadable; ask an administrator"
+    static let noSetToBindTo = "No fingerprint is enrolled: a right bound to the current set needs one"
+    static let exists = "A right with this identifier exists already"
+    static let cannotSave = "The daemon could not save the right"
+    static let saved = "The right was saved"
+    static let found = "The right exists"
+    static let removed = "The right was removed"
+    static let notFound = "No right with this identifier"
+    static let invalidated = "The right was invalidated: the enrolled fingers changed"
+    static let cannotRemove = "The daemon could not remove the right"
+    static let unreadable = "The right is unreadable; ask an administrator"
+    static let noSecret = "This right was saved without a secret"
+
+    static func removedAll(_ count: Int) -> String {
+        count == 1 ? "1 right was removed" : "\(count) rights were removed"
+    }
+
+    static func used(_ operation: RightOperation) -> String {
+        switch operation {
+        case .authorize: "The right is authorized"
+        case .loadSecret: "The secret is released"
+        case .sign: "Signed"
+        case .decrypt: "Decrypted"
+        case .exchangeKeys: "Keys exchanged"
+        }
+    }
+}

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+
+/// RIGHT_USE: evaluate a right's requirement and, in the same request, use the right.
+public struct RightUseOptions: Equatable, Sendable {
+    public var user: String?
+    public var identifier: String
+    public var operation: RightOperation
+    /// `KeyAlgorithm`'s raw value, for sign / decrypt / exchangeKeys.
+    public var algorithm: String?
+    /// The message to sign, the ciphertext, or the peer's public key.
+    public var data: [UInt8]?
+    /// exchangeKeys with an X9.63 KDF: the size wanted, and the shared info.
+    public var requestedSize: Int64?
+    public var sharedInfo: [UInt8]?
+    public var service: String?
+    public var tty: String?
+    public var reason: String?
+    public var fallbackTitle: String?
+    public var cancelTitle: String?
+    public var flags: RequestFlags
+    public var tries: Int64
+    public var timeoutMs: Int64
+
+    public init(
+        user: String? = nil, identifier: String, operation: RightOperation, algorithm: String? = nil,
+        data: [UInt8]? = nil, requestedSize: Int64? = nil, sharedInfo: [UInt8]? = nil, service: String? = nil,
+        tty: String? = nil, reason: String? = nil, fallbackTitle: String? = nil, cancelTitle: String? = nil,
+        flags: RequestFlags = [], tries: Int64 = EvaluateOptions.defaultTries,
+        timeoutMs: Int64 = EvaluateOptions.defaultTimeoutMs
+    ) {
+        self.user = user
+        self.identifier = identifier
+        self.operation = operation
+        self.algorithm = algorithm
+        self.data = data
+        self.requestedSize = requestedSize
+        self.sharedInfo = sharedInfo
+        self.service = service
+        self.tty = tty
+        self.reason = reason
+        self.fallbackTitle = fallbackTitle
+        self.cancelTitle = cancelTitle
+        self.flags = flags
+        self.tries = tries
+        self.timeoutMs = timeoutMs
+    }
+
+    /// The evaluation that meets `requirement`: no reuse window, ever (a success must be the
+    /// person's answer to this request).
+    public func evaluation(for requirement: RightRequirement, user: String) -> EvaluateOptions {
+        EvaluateOptions(
+            policy: requirement.policy, user: user, service: service, tty: tty, reason: reason,
+            fallbackTitle: fallbackTitle, cancelTitle: cancelTitle, flags: flags.subtracting(.all), reuseSeconds: 0,
+            tries: tries, timeoutMs: timeoutMs)
+    }
+
+    var frame: Frame {
+        var f = Frame(.rightUse)
+        f.append(.user, optionalString: user)
+        f.append(.identifier, string: identifier)
+        f.append(.operation, int: operation.rawValue)
+        f.append(.algorithm, optionalString: algorithm)
+        if let data { f.append(.data, bytes: data) }
+        f.append(.requestedSize, optionalInt: requestedSize)
+        if let sharedInfo { f.append(.sharedInfo, bytes: sharedInfo) }
+        f.append(.service, optionalString: service)
+        f.append(.tty, optionalString: tty)
+        f.append(.reason, optionalString: reason)
+        f.append(.fallbackTitle, optionalString: fallbackTitle)
+        f.append(.cancelTitle, optionalString: cancelTitle)
+        if !flags.isEmpty { f.append(.flags, int: flags.rawValue) }
+        if tries != EvaluateOptions.defaultTries { f.append(.tries, int: tries) }
+        if timeoutMs != EvaluateOptions.defaultTimeoutMs { f.append(.timeoutMs, int: timeoutMs) }
+        return f
+    }
+}
+
+extension Request {
+    static func rightRequest(_ f: Frame) throws(RequestError) -> Request {
+        func identifier() throws(RequestError) -> String {
+            guard let id = f.string(.identifier) else { throw .missing(.identifier) }
+            guard (1...256).contains(id.utf8.count) else { throw .outOfRange(.identifier, "must be 1…256 bytes") }
+            return id
+        }
+        func ranged(_ tag: FieldTag, default d: Int64, _ range: ClosedRange<Int64>) throws(RequestError) -> Int64 {
+            try f.ranged(tag, default: d, range)
+        }
+        let flags = RequestFlags(rawValue: f.int(.flags) ?? 0)
+        switch f.type {
+        case .rightSave:
+            guard let raw = f.int(.requirement) else { throw .missing(.requirement) }
+            guard let requirement = RightRequirement(rawValue: raw) else {
+                throw .outOfRange(.requirement, "\(raw) is not a requirement")
+            }
+            return .rightSave(
+                user: f.string(.user), identifier: try identifier(), requirement: requirement, secret: f.bytes(.secret))
+        case .rightGet:
+            return .rightGet(user: f.string(.user), identifier: try identifier())
+        case .rightRemove:
+            if flags.contains(.all) { return .rightRemove(user: f.string(.user), identifier: nil) }
+            return .rightRemove(user: f.string(.user), identifier: try identifier())
+        default:
+            guard let raw = f.int(.operation) else { throw .missing(.operation) }
+            guard let operation = RightOperation(rawValue: raw) else {
+                throw .outOfRange(.operation, "\(raw) is not an operation")
+            }
+            return .rightUse(
+                RightUseOptions(
+                    user: f.string(.user), identifier: try identifier(), operation: operation,
+                    algorithm: f.string(.algorithm), data: f.bytes(.data),
+                    requestedSize: try f.int(.requestedSize).map { _ throws(RequestError) in
+                        try ranged(.requestedSize, default: 32, 1...1024)
+                    }, sharedInfo: f.bytes(.sharedInfo), service: f.string(.service), tty: f.string(.tty),
+                    reason: f.string(.reason), fallbackTitle: f.string(.fallbackTitle),
+                    cancelTitle: f.string(.cancelTitle), flags: flags,
+                    tries: try ranged(.tries, default: EvaluateOptions.defaultTries, 1...EvaluateOptions.maxTries),
+                    timeoutMs: try ranged(
+                        .timeoutMs, default: EvaluateOptions.defaultTimeoutMs, 1...EvaluateOptions.maxTimeoutMs)))
+        }
+    }
+
+    var rightFrame: Frame? {
+        switch self {
+        case .rightSave(let user, let identifier, let requirement, let secret):
+            var f = Frame(.rightSave)
+            f.append(.user, optionalString: user)
+            f.append(.identifier, string: identifier)
+            f.append(.requirement, int: requirement.rawValue)
+            if let secret { f.append(.secret, bytes: secret) }
+            return f
+        case .rightGet(let user, let identifier):
+            var f = Frame(.rightGet)
+            f.append(.user, optionalString: user)
+            f.append(.identifier, string: identifier)
+            return f
+        case .rightRemove(let user, let identifier):
+            var f = Frame(.rightRemove)
+            f.append(.user, optionalString: user)
+            if let identifier {
+                f.append(.identifier, string: identifier)
+            } else {
+                f.append(.flags, int: RequestFlags.all.rawValue)
+            }
+            return f
+        case .rightUse(let options): return options.frame
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+import ArgumentParser
+import LocalAuthClient
+import LocalAuthProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `localauthctl right …`: Apple's `LARightStore` from the shell — an app's secret and P-256 key,
+/// released or used only after a finger (or the passcode, as the right requires).
+struct Right: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Secrets and keys that only a finger releases (LARight).",
+        discussion: """
+            Requirements: biometry (any enrolled finger), biometry-current-set (destroyed when the fingers \
+            change), biometry-or-passcode, passcode. Only the owning account uses a right; root may remove one.
+            """,
+        subcommands: [Save.self, Show.self, Secret.self, Sign.self, Remove.self])
+
+    static func requirement(_ name: String) throws -> RightRequirement {
+        switch name {
+        case "biometry": .biometryAny
+        case "biometry-current-set": .biometryCurrentSet
+        case "biometry-or-passcode": .biometryOrPasscode
+        case "passcode": .devicePasscode
+        default:
+            throw ValidationError(
+                "'\(name)' is not a requirement; use biometry, biometry-current-set, biometry-or-passcode or passcode")
+        }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    /// Standard input, whole (at most 1024 bytes: a field's limit).
+    static func standardInput() -> [UInt8] {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1025)
+        while bytes.count <= 1024 {
+            let n = read(STDIN_FILENO, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            bytes += buffer[0..<n]
+        }
+        guard bytes.count <= 1024 else { fail("standard input is longer than 1024 bytes", code: Exit.refused) }
+        return bytes
+    }
+
+    struct Save: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Save a new right with a fresh key; --secret-stdin stores standard input as its secret.")
+        @OptionGroup var connection: ClientOptions
+        @OptionGroup var user: UserOption
+        @Argument(help: "The right's identifier, e.g. com.example.vault.")
+        var identifier: String
+        @Option(help: "biometry, biometry-current-set, biometry-or-passcode or passcode.")
+        var requirement = "biometry-current-set"
+        @Flag(help: "Store standard input (at most 1024 bytes) as the right's secret.")
+        var secretStdin = false
+        func validate() throws { _ = try Right.requirement(requirement) }
+        func run() throws {
+            let secret = secretStdin ? Right.standardInput() : nil
+            try connection.run(
+                .rightSave(
+                    user: user.user, identifier: identifier, requirement: try Right.requirement(requirement),
+                    secret: secret)
+            ) { result in
+                if let key = result.fields.bytes(.publicKey) { print("public key: \(Right.hex(key))") }
+            }
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a right's requirement and public key.")
+        @OptionGroup var connection: ClientOptions
+        @OptionGroup var user: UserOption
+        @Argument var identifier: String
+        func run() throws {
+            try connection.run(.rightGet(user: user.user, identifier: identifier)) { result in
+                if let raw = result.fields.int(.requirement) { print("requirement: \(raw)") }
+                if let key = result.fields.bytes(.publicKey) { print("public key: \(Right.hex(key))") }
+            }
+        }
+    }
+
+    struct Secret: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Ask for a finger (or the passcode) and write the right's secret to standard output.")
+        @OptionGroup var connection: ClientOptions
+        @Argument var identifier: String
+        @Option(help: "Seconds to wait.")
+        var timeout: Int64 = 30
+        func run() throws {
+            try Right.run(
+                connection,
+                RightUseOptions(
+                    identifier: identifier, operation: .loadSecret, service: "localauthctl right",
+                    reason: "localauthctl right secret", flags: [.passcodeCapable], timeoutMs: timeout * 1000),
+                hex: false)
+        }
+    }
+
+    struct Sign: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Ask for a finger and sign standard input (ECDSA P-256, SHA-256, DER); prints the signature in hex.")
+        @OptionGroup var connection: ClientOptions
+        @Argument var identifier: String
+        @Option(help: "Seconds to wait.")
+        var timeout: Int64 = 30
+        func run() throws {
+            try Right.run(
+                connection,
+                RightUseOptions(
+                    identifier: identifier, operation: .sign, algorithm: "ecdsaSignatureMessageX962SHA256",
+                    data: Right.standardInput(), service: "localauthctl right", reason: "localauthctl right sign",
+                    flags: [.passcodeCapable], timeoutMs: timeout * 1000),
+                hex: true)
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a right, or --all of an account's.")
+        @OptionGroup var connection: ClientOptions
+        @OptionGroup var user: UserOption
+        @Argument var identifier: String?
+        @Flag(help: "Remove every right of the account.")
+        var all = false
+        func validate() throws {
+            guard all != (identifier != nil) else { throw ValidationError("name one right, or --all") }
+        }
+        func run() throws {
+            try connection.run(.rightRemove(user: user.user, identifier: identifier))
+        }
+    }
+
+    /// Runs a RIGHT_USE: prompts on standard error, the data alone on standard output.
+    static func run(_ connection: ClientOptions, _ options: RightUseOptions, hex: Bool) throws -> Never {
+        let client: DaemonConnection
+        do {
+            client = try DaemonConnection(
+                socketPath: connection.socket ?? DaemonConnection.defaultSocketPath, clientName: "localauthctl")
+        } catch {
+            fail("\(error)", code: Exit.unreachable)
+        }
+        do {
+            let result = try client.perform(.rightUse(options), timeoutMs: options.timeoutMs + 10_000) { event in
+                if !connection.quiet, event.kind != .passcodeNeeded { printError(event.message) }
+                guard event.kind == .passcodeNeeded else { return nil }
+                return readPasscode(prompt: "Passcode: ").map { .passcode($0) } ?? .cancel
+            }
+            if result.isSuccess {
+                let data = result.fields.bytes(.data) ?? []
+                if hex {
+                    print(Right.hex(data))
+                } else {
+                    _ = data.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+                }
+            } else {
+                printError("localauthctl: \(result.message) (\(result.resultCode?.name ?? String(result.code)))")
+            }
+            Glibc.exit(Exit.code(for: result.code))
+        } catch {
+            fail("\(error)", code: Exit.unreachable)
+        }
+    }
+}

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import LocalAuthProtocol
+import Testing
+
+@testable import LocalAuthentication
+
+/// Apple's rights API against the real daemon (as root: root's own rights are root's).
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct LARightTests {
+    static func saved(_ d: Daemon, _ requirement: LAAuthenticationRequirement = .biometry) async throws
+        -> LAPersistedRight
+    {
+        try await d.enroll(printID: "root-1")
+        let store = LARightStore(socketPath: d.socketPath)
+        let right = try await store.saveRight(
+            LARight(requirement: requirement), identifier: "com.example.vault", secret: Data("vault key".utf8))
+        right.linuxPrompt = nil
+        return right
+    }
+
+    @Test func authorize_withTheOwnersFinger_releasesTheSecret_untilDeauthorize() async throws {
+        let d = try Daemon()
+        let right = try await Self.saved(d)
+        #expect(right.state == .unknown)
+        try d.touch("root-1")
+        try await right.authorize(localizedReason: "Open the vault")
+        #expect(right.state == .authorized)
+        #expect(try await right.secret.loadData() == Data("vault key".utf8))
+        await right.deauthorize()
+        #expect(right.state == .unknown)
+    }
+
+    @Test func authorize_withAnotherFinger_failsAndReleasesNothing() async throws {
+        let d = try Daemon()
+        let right = try await Self.saved(d)
+        for _ in 0..<3 { try d.touch("mallory-1") }
+        await #expect(throws: LAError.self) { try await right.authorize(localizedReason: "Open the vault") }
+        #expect(right.state == .notAuthorized)
+    }
+
+    @Test func privateKey_signsDecryptsAndExchanges_eachAfterAFinger_andNeverLeavesTheDaemon() async throws {
+        let d = try Daemon()
+        let right = try await Self.saved(d)
+        let message = Data("transfer 10".utf8)
+        try d.touch("root-1")
+        let signature = try await right.key.sign(message, algorithm: .ecdsaSignatureMessageX962SHA256)
+        try await right.key.publicKey.verify(message, signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256)
+        await #expect(throws: LAError.self) {
+            try await right.key.publicKey.verify(
+                Data("transfer 99".utf8), signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256)
+        }
+
+        let algorithm = SecKeyAlgorithm.eciesEncryptionStandardVariableIVX963SHA256AESGCM
+        #expect(right.key.canDecrypt(using: algorithm) && right.key.publicKey.canEncrypt(using: algorithm))
+        let ciphertext = try await right.key.publicKey.encrypt(Data("wrapped".utf8), algorithm: algorithm)
+        try d.touch("root-1")
+        #expect(try await right.key.decrypt(ciphertext, algorithm: algorithm) == Data("wrapped".utf8))
+
+        // Without a finger the key does nothing.
+        try d.touch("mallory-1")
+        for _ in 0..<2 { try d.touch("mallory-1") }
+        await #expect(throws: LAError.self) {
+            _ = try await right.key.sign(message, algorithm: .ecdsaSignatureMessageX962SHA256)
+        }
+        #expect(!d.log.contains("vault key"))
+    }
+
+    @Test func currentSetRight_whenAnotherFingerIsEnrolled_isGone() async throws {
+        let d = try Daemon()
+        _ = try await Self.saved(d, .biometryCurrentSet)
+        let store = LARightStore(socketPath: d.socketPath)
+        _ = try await store.right(forIdentifier: "com.example.vault")
+        try await d.enroll(finger: .leftIndex, printID: "root-2")  // root enrols without a proof
+        await #expect(throws: LAError.self) { _ = try await store.right(forIdentifier: "com.example.vault") }
+    }
+
+    @Test func removeRight_thenFetch_fails() async throws {
+        let d = try Daemon()
+        let right = try await Self.saved(d)
+        let store = LARightStore(socketPath: d.socketPath)
+        try await store.removeRight(right)
+        await #expect(throws: LAError.self) { _ = try await store.right(forIdentifier: "com.example.vault") }
+    }
+}
