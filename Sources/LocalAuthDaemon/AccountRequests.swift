@@ -58,14 +58,33 @@ struct AccountRequests {
         }
     }
 
-    /// Sets (`new`) or removes (nil) the passcode; anyone but root proves the current one first.
-    nonisolated(nonsending) func setPasscode(user: String, new: String?, old: String?, caller: PeerCredentials) async
-        -> LocalAuthProtocol.Result
-    {
+    /// Sets (`new`) or removes (nil) the passcode. Anyone but root proves presence first: the
+    /// current passcode when one is set; for a first passcode, an enrolled finger in this same
+    /// request (`proveByFinger` runs a biometrics-only evaluation, whose misses count). A passcode
+    /// the user's own processes could set on their own would otherwise prove presence for them.
+    nonisolated(nonsending) func setPasscode(
+        user: String, new: String?, old: String?, caller: PeerCredentials,
+        proveByFinger: (EvaluateOptions) async -> LocalAuthProtocol.Result
+    ) async -> LocalAuthProtocol.Result {
         let loaded = parts.loadState(user)
         var state = loaded.state
         guard loaded.readable else {
             return Result(.biometryNotAvailable, "The stored state of \(user) is unreadable; ask an administrator")
+        }
+        if state.passcodeHash == nil, new != nil, !caller.isRoot {
+            if let problem = new.flatMap(PasscodeHasher.problem(with:)) { return Result(.invalidRequest, problem) }
+            let proof = await proveByFinger(
+                EvaluateOptions(
+                    policy: .deviceOwnerAuthenticationWithBiometrics, user: user, service: "localauthctl passcode",
+                    reason: "Confirm it is you to set a passcode", fallbackTitle: "", tries: 1,
+                    timeoutMs: min(parts.configuration.enrollTimeoutMs, EvaluateOptions.maxTimeoutMs)))
+            guard proof.isSuccess else {
+                return Result(
+                    proof.resultCode ?? .authenticationFailed,
+                    "A first passcode needs an enrolled finger, or root (sudo localauthctl passcode set --user \(user)): \(proof.message)"
+                )
+            }
+            state = parts.loadState(user).state  // the proof may have changed the counters
         }
         if let hash = state.passcodeHash, !caller.isRoot {
             let now = max(parts.clock(), state.lastSeenMs)

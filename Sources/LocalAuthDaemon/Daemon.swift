@@ -120,14 +120,19 @@ public actor Daemon {
         case .passcodeSet(_, let passcode, let old):
             return Route(
                 operation: .passcodeSet, audited: true,
-                work: .account { _, user in
-                    await accounts.setPasscode(user: user, new: passcode, old: old, caller: caller)
+                work: .account { daemon, user in
+                    await accounts.setPasscode(user: user, new: passcode, old: old, caller: caller) { proof in
+                        await daemon.evaluate(proof, user: user, caller: caller, io: io)
+                    }
                 })
         case .passcodeRemove(_, let old):
             return Route(
                 operation: .passcodeRemove, audited: true,
-                work: .account { _, user in await accounts.setPasscode(user: user, new: nil, old: old, caller: caller) }
-            )
+                work: .account { daemon, user in
+                    await accounts.setPasscode(user: user, new: nil, old: old, caller: caller) { proof in
+                        await daemon.evaluate(proof, user: user, caller: caller, io: io)
+                    }
+                })
         case .lockoutReset:
             return Route(
                 operation: .lockoutReset, audited: true,
