@@ -14,8 +14,8 @@ struct AccountRequests {
         let prints =
             device != nil ? parts.enrolledPrints(user, on: device) : ((try? parts.store.allPrints(user: user)) ?? [])
         var extra = Frame(.result)
-        var seen = Set<String>()
-        for p in prints where seen.insert(p.finger).inserted { extra.append(.finger, string: p.finger) }
+        var seen = Set<FingerName>()
+        for p in prints where seen.insert(p.finger).inserted { extra.append(.finger, string: p.finger.rawValue) }
         let n = seen.count
         return Result(
             .success,
@@ -28,7 +28,7 @@ struct AccountRequests {
     {
         guard all || finger != nil else { return Result(.invalidRequest, "Name a finger or ask for all") }
         let prints = (try? parts.store.allPrints(user: user)) ?? []
-        let doomed = prints.filter { all || $0.finger == finger?.rawValue }
+        let doomed = prints.filter { all || $0.finger == finger }
         guard !doomed.isEmpty else {
             return Result(
                 .notFound, all ? "No fingers enrolled for \(user)" : "\(finger!.rawValue) is not enrolled for \(user)")
@@ -58,74 +58,58 @@ struct AccountRequests {
         }
     }
 
-    /// Sets (`new`) or removes (nil) the passcode. Anyone but root proves presence first: the
-    /// current passcode when one is set; for a first passcode, an enrolled finger in this same
-    /// request (`proveByFinger` runs a biometrics-only evaluation, whose misses count). A passcode
-    /// the user's own processes could set on their own would otherwise prove presence for them.
+    /// Sets (`new`) or removes (nil) the passcode, as the core's `PasscodeChange` decides: root needs
+    /// no proof; anyone else the current passcode (counted before it is hashed) or, for a first
+    /// passcode, an enrolled finger in this same request (`proveByFinger` runs a biometrics-only
+    /// evaluation, whose misses count). A passcode the user's own processes could set on their own
+    /// would otherwise prove presence for them (issue 13, C1).
     nonisolated(nonsending) func setPasscode(
         user: String, new: String?, old: String?, caller: PeerCredentials,
-        proveByFinger: (EvaluateOptions) async -> LocalAuthProtocol.Result
+        proveByFinger: (EvaluateOptions) async -> Decision
     ) async -> LocalAuthProtocol.Result {
+        // The new passcode's form is checked first: a malformed one costs no attempt.
+        if let new, let problem = PasscodeHasher.problem(with: new) { return Result(.invalidRequest, problem) }
         let loaded = parts.loadState(user)
-        var state = loaded.state
-        guard loaded.readable else {
-            return Result(.biometryNotAvailable, "The stored state of \(user) is unreadable; ask an administrator")
-        }
-        if state.passcodeHash == nil, new != nil, !caller.isRoot {
-            if let problem = new.flatMap(PasscodeHasher.problem(with:)) { return Result(.invalidRequest, problem) }
-            let proof = await proveByFinger(
-                EvaluateOptions(
-                    policy: .deviceOwnerAuthenticationWithBiometrics, user: user, service: "localauthctl passcode",
-                    reason: "Confirm it is you to set a passcode", fallbackTitle: "", tries: 1,
-                    timeoutMs: min(parts.configuration.enrollTimeoutMs, EvaluateOptions.maxTimeoutMs)))
-            guard proof.isSuccess else {
-                return Result(
-                    proof.resultCode ?? .authenticationFailed,
-                    "A first passcode needs an enrolled finger, or root (sudo localauthctl passcode set --user \(user)): \(proof.message)"
-                )
+        var change = PasscodeChange(
+            user: user, change: new == nil ? .remove : .set, callerIsRoot: caller.isRoot, oldPasscodeGiven: old != nil,
+            state: loaded.state, stateReadable: loaded.readable, config: parts.configuration.lockout)
+        var recorded = loaded.state  // as on disk
+        var outputs = change.start(nowMs: parts.clock())
+        while true {
+            var input: PasscodeChange.Input?
+            for output in outputs {
+                switch output {
+                case .persist(let state, _):
+                    if parts.record(state, user: user, previous: recorded) {
+                        recorded = state
+                    } else {
+                        input = .recordFailed
+                    }
+                case .proveByFinger:
+                    let proof = await proveByFinger(
+                        EvaluateOptions(
+                            policy: .deviceOwnerAuthenticationWithBiometrics, user: user,
+                            service: "localauthctl passcode", reason: "Confirm it is you to set a passcode",
+                            fallbackTitle: "", tries: 1,
+                            timeoutMs: min(parts.configuration.enrollTimeoutMs, EvaluateOptions.maxTimeoutMs)))
+                    let after = parts.loadState(user)
+                    recorded = after.state
+                    input = .fingerProof(proof, state: after.state)
+                case .checkOldPasscode:
+                    let hash = change.state.passcodeHash ?? ""
+                    let correct = await PasscodeHasher.checkOffTheActor(old ?? "", hash: hash)
+                    input = .oldPasscodeChecked(correct: correct)
+                case .hashNewPasscode:
+                    let hashed = await Task.detached { try? PasscodeHasher.hash(new ?? "") }.value
+                    input = hashed.map { .newPasscodeHashed($0) } ?? .hashingFailed
+                case .finish(let decision):
+                    return decision.result
+                }
+                if input != nil { break }
             }
-            state = parts.loadState(user).state  // the proof may have changed the counters
+            guard let input else { return Result(.internalError, "The passcode change stopped without an answer") }
+            outputs = change.handle(input, nowMs: parts.clock())
         }
-        if let hash = state.passcodeHash, !caller.isRoot {
-            let now = max(parts.clock(), state.lastSeenMs)
-            if state.passcodeLockedUntilMs > now {
-                return Result(
-                    .authenticationFailed,
-                    "Passcode locked: try again in \(PasscodeDelay.describe(ms: state.passcodeLockedUntilMs - now))")
-            }
-            guard let old else { return Result(.authenticationFailed, "The current passcode is needed") }
-            let ok = await Task.detached { PasscodeHasher.verify(old, hash: hash) }.value
-            guard ok else {
-                state.passcodeFailures += 1
-                state.lastSeenMs = now
-                let delay = PasscodeDelay.schedule(
-                    failures: state.passcodeFailures, config: parts.configuration.lockout)
-                if delay > 0 { state.passcodeLockedUntilMs = now + delay * 1000 }
-                try? parts.store.saveState(state, user: user)
-                return Result(.authenticationFailed, "The current passcode is wrong")
-            }
-        }
-        if let new {
-            if let problem = PasscodeHasher.problem(with: new) {
-                return Result(.invalidRequest, problem)
-            }
-            do {
-                state.passcodeHash = try await Task.detached { try PasscodeHasher.hash(new) }.value
-            } catch {
-                return Result(.internalError, "The passcode could not be hashed")
-            }
-        } else {
-            guard state.passcodeHash != nil else { return Result(.notFound, "\(user) has no passcode") }
-            state.passcodeHash = nil
-        }
-        state.passcodeFailures = 0
-        state.passcodeLockedUntilMs = 0
-        do {
-            try parts.store.saveState(state, user: user)
-        } catch {
-            return Result(.internalError, "The passcode could not be stored")
-        }
-        return Result(.success, new == nil ? "Passcode removed for \(user)" : "Passcode set for \(user)")
     }
 
     /// Clears the user's counters and lockouts on disk; the daemon forgets the reuse windows.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import FingerprintReader
 import LocalAuthCore
+import LocalAuthProtocol
 import LocalAuthStore
 import LocalAuthSystemd
 
@@ -33,21 +34,20 @@ struct CallerFacts {
         // Checked after the lookups by pid: if the process that connected is gone, they may have
         // been about another process that has its pid now (issue 13, L4).
         let orphaned = !caller.isStillTheConnectingProcess
-        let unavailable: String?
+        let unavailable: ReaderUnavailable?
         if orphaned {
-            unavailable = "the process that opened this connection has exited; connect again"
+            unavailable = .connectionOrphaned
         } else if session.isRemote {
-            unavailable = "the request comes from a remote session"
+            unavailable = .remoteSession
         } else if device == nil {
-            unavailable = "no fingerprint reader is connected"
+            unavailable = .noReader
         } else if session.lidClosed {
-            unavailable = "the laptop lid is closed and the reader is built in"
+            unavailable = .lidClosed
         } else {
             unavailable = nil
         }
         let evaluation = EvaluationFacts(
-            readerAvailable: unavailable == nil, readerUnavailableReason: unavailable,
-            enrolledFingers: prints.map(\.finger), stateReadable: loaded.readable)
+            readerUnavailable: unavailable, enrolledFingers: prints.map(\.finger), stateReadable: loaded.readable)
         return CallerFacts(
             evaluation: evaluation, state: loaded.state, device: unavailable == nil ? device : nil, prints: prints,
             session: session, reuseKey: orphaned ? "orphaned:\(caller.pid):\(parts.clock())" : session.key,

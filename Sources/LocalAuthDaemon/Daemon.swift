@@ -101,7 +101,9 @@ public actor Daemon {
             return Route(
                 operation: .evaluate, audited: true,
                 auditFields: [("service", options.service ?? "-"), ("policy", String(options.policy.rawValue))],
-                work: .account { daemon, user in await daemon.evaluate(options, user: user, caller: caller, io: io) })
+                work: .account { daemon, user in
+                    await daemon.evaluate(options, user: user, caller: caller, io: io).result
+                })
         case .enroll(_, let finger, let passcodeCapable):
             let enrollment = Enrollment(parts: parts)
             return Route(
@@ -165,7 +167,7 @@ public actor Daemon {
                 ],
                 work: .account { daemon, user in
                     await rights.use(options, user: user) { evaluation in
-                        await daemon.evaluate(evaluation, user: user, caller: caller, io: io)
+                        await daemon.evaluate(evaluation, user: user, caller: caller, io: io).result
                     }
                 })
         }
@@ -173,9 +175,7 @@ public actor Daemon {
 
     /// One evaluation for `user`: the facts it decides on, its reuse window, its run (which sleep
     /// can cancel). Also the proof of presence before a later finger is enrolled.
-    func evaluate(_ options: EvaluateOptions, user: String, caller: PeerCredentials, io: RequestIO) async
-        -> LocalAuthProtocol.Result
-    {
+    func evaluate(_ options: EvaluateOptions, user: String, caller: PeerCredentials, io: RequestIO) async -> Decision {
         let facts = await CallerFacts.gather(user: user, caller: caller, tty: options.tty, parts: parts)
         let scope = ReuseScope(user: user, service: options.service ?? "", session: facts.reuseKey)
         let run = EvaluationRun(
@@ -184,7 +184,7 @@ public actor Daemon {
         defer { running.remove(id) }
         let outcome = await run.run()
         if let at = outcome.succeededAtMs { reuseWindows.record(scope, atMs: at) }
-        return outcome.result
+        return outcome.decision
     }
 
     private func resetLockout(user: String) -> LocalAuthProtocol.Result {

@@ -47,6 +47,32 @@ struct DaemonParts: Sendable {
         }
     }
 
+    /// Writes `new` durably, auditing a lockout set or lifted since `previous` (what is on disk).
+    /// Every path that counts writes through here; false (with a notice) when the write failed.
+    func record(_ new: UserAuthState, user: String, previous: UserAuthState) -> Bool {
+        do {
+            try store.saveState(new, user: user)
+        } catch {
+            audit.notice("cannot record the state of \(user): \(error)")
+            return false
+        }
+        if new.biometryLocked != previous.biometryLocked {
+            audit.lockout(user: user, new.biometryLocked ? "biometry locked" : "biometry unlocked")
+        }
+        // An attempt is counted (and its delay armed) before the passcode is checked; a correct one
+        // lifts the delay again, and says so.
+        if new.passcodeLockedUntilMs != previous.passcodeLockedUntilMs {
+            if new.passcodeLockedUntilMs > 0 {
+                let seconds = (new.passcodeLockedUntilMs - max(clock(), new.lastSeenMs) + 999) / 1000
+                audit.lockout(
+                    user: user, "passcode delayed for \(seconds) s after \(new.passcodeFailures) passcode attempts")
+            } else if previous.passcodeLockedUntilMs > max(clock(), new.lastSeenMs) {
+                audit.lockout(user: user, "passcode delay lifted")
+            }
+        }
+        return true
+    }
+
     /// The user's prints for `device`; none without a device.
     func enrolledPrints(_ user: String, on device: ReaderDeviceInfo?) -> [StoredPrint] {
         guard let device else { return [] }

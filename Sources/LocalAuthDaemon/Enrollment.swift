@@ -20,7 +20,7 @@ struct Enrollment {
     /// of presence a non-root caller needs.
     nonisolated(nonsending) func enroll(
         user: String, finger requested: FingerName?, passcodeCapable: Bool, caller: PeerCredentials, io: RequestIO,
-        prove: (EvaluateOptions) async -> LocalAuthProtocol.Result
+        prove: (EvaluateOptions) async -> Decision
     ) async -> LocalAuthProtocol.Result {
         guard let reader = parts.reader, let device = await parts.currentDevice() else {
             return Result(.biometryNotAvailable, "No fingerprint reader is connected")
@@ -40,24 +40,24 @@ struct Enrollment {
                     tries: 1, timeoutMs: min(parts.configuration.enrollTimeoutMs, EvaluateOptions.maxTimeoutMs)))
             guard proof.isSuccess else {
                 return Result(
-                    proof.resultCode ?? .authenticationFailed,
-                    "Adding a finger needs an enrolled finger or the passcode first: \(proof.message)")
+                    proof.code,
+                    "Adding a finger needs an enrolled finger or the passcode first: \(proof.phrase.english)")
             }
         }
         let taken = Set(onDevice.map(\.finger))
         let finger: FingerName
         if let requested {
-            guard !taken.contains(requested.rawValue) else {
+            guard !taken.contains(requested) else {
                 return Result(.alreadyEnrolled, "\(requested.rawValue) is enrolled already; delete it first")
             }
             finger = requested
         } else {
-            guard let free = Self.order.first(where: { !taken.contains($0.rawValue) }) else {
+            guard let free = Self.order.first(where: { !taken.contains($0) }) else {
                 return Result(.alreadyEnrolled, "All ten fingers are enrolled")
             }
             finger = free
         }
-        io.send(Event(.placeFinger, "Place your \(finger.spoken) on the fingerprint reader", finger: finger.rawValue))
+        io.send(Notice(.placeFinger, .placeFinger(finger), finger: finger).event)
         let data: [UInt8]
         switch await scanStages(of: finger, user: user, reader: reader, device: device, io: io) {
         case .print(let scanned): data = scanned
@@ -66,7 +66,7 @@ struct Enrollment {
         do {
             let state = try parts.store.addPrint(
                 StoredPrint(
-                    finger: finger.rawValue, deviceKey: device.storageKey, data: data, enrolledAtMs: parts.clock()),
+                    finger: finger, deviceKey: device.storageKey, data: data, enrolledAtMs: parts.clock()),
                 user: user)
             var extra = Frame(.result)
             extra.append(.finger, string: finger.rawValue)

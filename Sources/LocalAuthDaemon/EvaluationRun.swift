@@ -14,9 +14,9 @@ struct EvaluationRun {
         case passcodeTyped(String)
     }
 
-    /// How the run ended: the RESULT, and when the evaluator recorded a success (for the reuse window).
+    /// How the run ended: the decision, and when the evaluator recorded a success (for the reuse window).
     struct Outcome {
-        var result: LocalAuthProtocol.Result
+        var decision: Decision
         var succeededAtMs: Int64?
     }
 
@@ -47,7 +47,7 @@ struct EvaluationRun {
         (inputs, feed) = AsyncStream.makeStream(of: Input.self)
     }
 
-    /// Runs to the RESULT on `isolation` (the daemon's actor, so that its state writes never
+    /// Runs to the decision on `isolation` (the daemon's actor, so that its state writes never
     /// interleave with another request's): the deadline, the client's signals and the caller's
     /// cancellation (`systemCancel`: the client went away) all become policy input.
     func run(isolation: isolated (any Actor)? = #isolation) async -> Outcome {
@@ -82,26 +82,25 @@ struct EvaluationRun {
         var outputs = evaluator.start(nowMs: parts.clock())
         var scan: Task<Void, Never>?
         var acceptsPasscode = false
-        var result: LocalAuthProtocol.Result?
+        var typed: String?
+        var decision: Decision?
         var succeededAtMs: Int64?
         defer { scan?.cancel() }
         var pending = inputs.makeAsyncIterator()
         while true {
+            // What executing the outputs itself produces: a failed write, or a passcode to check.
+            var produced: PolicyInput?
+            var checkTyped = false
             for output in outputs {
                 switch output {
-                case .persist(let newState):
-                    auditLockoutChanges(from: recorded, to: newState)
-                    do {
-                        try parts.store.saveState(newState, user: user)
+                case .persist(let newState, let ifItFails):
+                    if parts.record(newState, user: user, previous: recorded) {
                         recorded = newState
-                    } catch {
-                        // A failure that cannot be recorded must not be forgotten: end the evaluation.
-                        parts.audit.notice("cannot record the state of \(user): \(error)")
-                        result = Result(.internalError, "The daemon could not record the attempt")
+                    } else if ifItFails == .refuse {
+                        produced = .recordFailed  // nothing after this write may happen
                     }
-                case .event(let event):
-                    if event.kind == .passcodeNeeded { acceptsPasscode = true }
-                    io.send(event)
+                case .notify(let notice):
+                    io.send(notice.event)
                 case .scanFinger:
                     // "Make sure a scan runs": a retry hint leaves the reader's scan running.
                     if scan == nil {
@@ -113,29 +112,32 @@ struct EvaluationRun {
                     scan = nil
                 case .requestPasscode:
                     acceptsPasscode = true
+                case .checkPasscode:
+                    checkTyped = true
                 case .recordSuccess:
                     succeededAtMs = parts.clock()
-                case .finish(let r):
-                    if result == nil { result = r }
+                case .finish(let d):
+                    if decision == nil { decision = d }
                 }
-                if result != nil { break }
+                if produced != nil { break }
             }
-            if result != nil || evaluator.isFinished { break }
-            // After a wrong passcode the client is asked again explicitly, so that a client
-            // which prompts only on passcodeNeeded never waits for a question that never comes.
-            if evaluator.phase == .awaitingPasscode,
-                outputs.contains(where: { if case .event(let e) = $0 { e.kind == .passcodeWrong } else { false } })
-            {
-                io.send(Event(.passcodeNeeded, "Enter your passcode again"))
-            }
-            guard let next = await pending.next() else { break }
+            if let decision, produced == nil { return Outcome(decision: decision, succeededAtMs: succeededAtMs) }
             let input: PolicyInput
-            switch next {
-            case .policy(let policyInput): input = policyInput
-            case .passcodeTyped(let passcode):
-                // A passcode the evaluator did not ask for is dropped, never checked.
-                guard acceptsPasscode else { continue }
+            if let produced {
+                input = produced
+            } else if checkTyped, let passcode = typed {
+                typed = nil
                 input = await check(passcode, evaluator: evaluator)
+            } else {
+                guard let next = await pending.next() else { break }
+                switch next {
+                case .policy(let policyInput): input = policyInput
+                case .passcodeTyped(let passcode):
+                    // A passcode the evaluator did not ask for is dropped, never checked.
+                    guard acceptsPasscode else { continue }
+                    typed = passcode
+                    input = .passcodeEntered
+                }
             }
             switch input {
             case .fingerMatched, .fingerNotMatched, .readerFailed: scan = nil  // that scan has ended
@@ -144,20 +146,18 @@ struct EvaluationRun {
             outputs = evaluator.handle(input, nowMs: parts.clock())
         }
         return Outcome(
-            result: result ?? Result(.systemCancel, "The request was cancelled"), succeededAtMs: succeededAtMs)
+            decision: decision ?? Decision(.systemCancel, .cancelled(.systemCancel)), succeededAtMs: succeededAtMs)
     }
 
-    /// Checks a typed passcode against the current hash, off the daemon's executor (yescrypt takes
-    /// ~20 ms). During a delay the evaluator refuses any passcode unchecked, so nothing is hashed then.
+    /// Hashes a typed passcode under the stored hash's setting, off the daemon's executor (yescrypt
+    /// takes ~20 ms): one `crypt_r`, whose output is both the verdict and the attempt token.
     private nonisolated(nonsending) func check(_ passcode: String, evaluator: PolicyEvaluator) async -> PolicyInput {
-        guard evaluator.passcodeDelayRemainingMs(nowMs: parts.clock()) <= 0, let hash = evaluator.state.passcodeHash
-        else {
-            return .passcodeEntered(correct: false, attemptToken: "")
+        guard let hash = evaluator.state.passcodeHash else {
+            return .passcodeChecked(correct: false, attemptToken: "")
         }
         return await Task.detached {
-            .passcodeEntered(
-                correct: PasscodeHasher.verify(passcode, hash: hash),
-                attemptToken: PasscodeHasher.attemptToken(passcode, hash: hash))
+            let token = PasscodeHasher.attemptToken(passcode, hash: hash)
+            return .passcodeChecked(correct: PasscodeHasher.matches(token: token, hash: hash), attemptToken: token)
         }.value
     }
 
@@ -194,18 +194,6 @@ struct EvaluationRun {
             } catch {
                 report(.readerFailed(ReaderError.describe(error)))
             }
-        }
-    }
-
-    /// Audits lockouts as they are set or lifted (the state is about to be persisted).
-    private func auditLockoutChanges(from old: UserAuthState, to new: UserAuthState) {
-        if new.biometryLocked != old.biometryLocked {
-            parts.audit.lockout(user: user, new.biometryLocked ? "biometry locked" : "biometry unlocked")
-        }
-        if new.passcodeLockedUntilMs != old.passcodeLockedUntilMs && new.passcodeLockedUntilMs > 0 {
-            let seconds = (new.passcodeLockedUntilMs - max(parts.clock(), new.lastSeenMs) + 999) / 1000
-            parts.audit.lockout(
-                user: user, "passcode delayed for \(seconds) s after \(new.passcodeFailures) wrong passcodes")
         }
     }
 }

@@ -23,10 +23,17 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// Variables added to the daemon's clean environment, at every start.
     let environment: [String: String]
+    /// A command the daemon is started through (its path and arguments come after), e.g. `unshare`
+    /// with a script that mounts a small file system on the state directory first.
+    let launcher: [String]
 
     /// `stateDirectory`: one the test prepared; by default a fresh one in the harness's directory.
-    init(extraArguments: [String] = [], stateDirectory: String? = nil, environment: [String: String] = [:]) throws {
+    init(
+        extraArguments: [String] = [], stateDirectory: String? = nil, environment: [String: String] = [:],
+        launcher: [String] = []
+    ) throws {
         self.environment = environment
+        self.launcher = launcher
         // Short paths: a Unix socket path has at most 107 bytes.
         var template = Array("/tmp/la-XXXXXX".utf8CString)
         guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
@@ -40,8 +47,10 @@ final class DaemonHarness: @unchecked Sendable {
 
     func start(extraArguments: [String] = []) throws {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binDirectory + "/localauthd")
-        p.arguments = ["--socket", socketPath, "--state-dir", stateDirectory, "--virtual-reader"] + extraArguments
+        let daemon = Self.binDirectory + "/localauthd"
+        let arguments = ["--socket", socketPath, "--state-dir", stateDirectory, "--virtual-reader"] + extraArguments
+        p.executableURL = URL(fileURLWithPath: launcher.first ?? daemon)
+        p.arguments = launcher.isEmpty ? arguments : Array(launcher.dropFirst()) + [daemon] + arguments
         // A clean environment: the test process may carry other FP_VIRTUAL_* variables.
         p.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
         FileManager.default.createFile(atPath: stderrPath, contents: nil)

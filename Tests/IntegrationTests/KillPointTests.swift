@@ -106,7 +106,7 @@ struct KillPointTests {
                 return nil
             }
             var prints: [String: [UInt8]] = [:]
-            for p in try store.allPrints(user: user) { prints[p.finger] = p.data }
+            for p in try store.allPrints(user: user) { prints[p.finger.rawValue] = p.data }
             let bad = notices.all.filter { $0.contains("corrupt") }
             #expect(bad.isEmpty, "\(context): \(bad)")
             return Disk(state: state, prints: prints)
