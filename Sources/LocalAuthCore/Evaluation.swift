@@ -14,15 +14,19 @@ public struct EvaluationFacts: Sendable, Equatable {
     public var stateReadable: Bool
     /// The last successful evaluation in the same (user, service, session) scope, for the reuse window.
     public var lastSuccessMs: Int64?
+    /// Whose request this is (the calling program and the account): the finger prompt names it, so
+    /// the person at the reader sees whose request a touch answers.
+    public var label: RequestLabel?
 
     public init(
         readerUnavailable: ReaderUnavailable? = nil, enrolledFingers: [FingerName], stateReadable: Bool = true,
-        lastSuccessMs: Int64? = nil
+        lastSuccessMs: Int64? = nil, label: RequestLabel? = nil
     ) {
         self.readerUnavailable = readerUnavailable
         self.enrolledFingers = enrolledFingers
         self.stateReadable = stateReadable
         self.lastSuccessMs = lastSuccessMs
+        self.label = label
     }
 
     public var readerAvailable: Bool { readerUnavailable == nil }

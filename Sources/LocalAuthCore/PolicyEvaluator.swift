@@ -88,6 +88,10 @@ public struct PolicyEvaluator: Sendable {
                 finish(Decision(.notInteractive, .passcodeNeededButClientCannotAsk), into: &out)
             } else {
                 if state.biometryLocked { reveal(.notify(Notice(.biometryLocked, lockedPhrase)), into: &out) }
+                // Fingers there are, but the reader cannot take them now (busy, the lid): say why.
+                if let why = facts.readerUnavailable, !facts.enrolledFingers.isEmpty {
+                    reveal(.notify(Notice(.info, .fingerNotAvailable(why))), into: &out)
+                }
                 enterPasscode(nowMs: nowMs, into: &out)
             }
         case .devicePasscode:
@@ -318,7 +322,8 @@ public struct PolicyEvaluator: Sendable {
         phase = .scanning
         let single = facts.enrolledFingers.count == 1 ? facts.enrolledFingers[0] : nil
         scan(into: &out)
-        reveal(.notify(Notice(.placeFinger, prompt(.placeFinger(single)), finger: single)), into: &out)
+        let instruction = facts.label.map { Phrase.forRequest(.placeFinger(single), $0) } ?? .placeFinger(single)
+        reveal(.notify(Notice(.placeFinger, prompt(instruction), finger: single)), into: &out)
     }
 
     /// The next finger attempt: counted on disk first, then the scan.

@@ -4,6 +4,7 @@ import LocalAuthCore
 import LocalAuthProtocol
 import LocalAuthStore
 import LocalAuthSystemd
+import Synchronization
 
 /// What every use case works with: the reader, the store, the configuration, the audit log, the
 /// clock and logind. Shared by value; each part is safe to use from any task.
@@ -16,6 +17,26 @@ struct DaemonParts: Sendable {
     let audit: AuditLog
     let clock: @Sendable () -> Int64
     let sessions: LoginSessions
+    /// Each user's requests one at a time.
+    let userQueue: UserQueue
+    /// Which request holds the reader: another one that needs it is told so at once.
+    let lease: ReaderLease
+
+    init(
+        reader: FingerprintReader?, store: EnrollmentStore, configuration: DaemonConfiguration,
+        virtualReaderSocket: String?, audit: AuditLog, clock: @escaping @Sendable () -> Int64, sessions: LoginSessions
+    ) {
+        self.reader = reader
+        self.store = store
+        self.configuration = configuration
+        self.virtualReaderSocket = virtualReaderSocket
+        self.audit = audit
+        self.clock = clock
+        self.sessions = sessions
+        let queue = UserQueue()
+        userQueue = queue
+        lease = ReaderLease(queue: queue)
+    }
 
     /// The reader biometrics use: the first one libfprint reports.
     nonisolated(nonsending) func currentDevice() async -> ReaderDeviceInfo? {
@@ -78,4 +99,57 @@ struct DaemonParts: Sendable {
         guard let device else { return [] }
         return (try? store.prints(user: user, deviceKey: device.storageKey)) ?? []
     }
+}
+
+/// The reader, held by one request at a time. A request that needs it while another holds it is
+/// told so at once, with whose request that is: never two requests silently waiting on one reader,
+/// and never "Place your finger" for a touch that would answer someone else's request.
+final class ReaderLease: Sendable {
+    struct Holder: Sendable, Equatable {
+        let id: UInt64
+        let label: RequestLabel
+    }
+
+    private struct State {
+        var holder: Holder?
+        var nextID: UInt64 = 1
+    }
+    private let state = Mutex(State())
+    /// Told when a request takes the reader or lets go of it: the same user's waiting requests
+    /// that want the reader are answered at once.
+    private let queue: UserQueue
+
+    init(queue: UserQueue) { self.queue = queue }
+
+    /// A fresh id for a request that may hold the reader.
+    func newID() -> UInt64 {
+        state.withLock { s in
+            defer { s.nextID += 1 }
+            return s.nextID
+        }
+    }
+
+    /// Takes the reader for `holder`; returns the holder that has it instead (nil: it is `holder`'s now).
+    func take(_ holder: Holder) -> Holder? {
+        let other: Holder? = state.withLock { s in
+            if let current = s.holder, current.id != holder.id { return current }
+            s.holder = holder
+            return nil
+        }
+        if other == nil { queue.readerTaken(by: holder.label) }
+        return other
+    }
+
+    /// Frees the reader if `id` holds it.
+    func release(_ id: UInt64) {
+        let freed: Holder? = state.withLock { s in
+            guard let current = s.holder, current.id == id else { return nil }
+            s.holder = nil
+            return current
+        }
+        if let freed { queue.readerReleased(by: freed.label.account) }
+    }
+
+    /// Who holds the reader now (for tests).
+    var holder: Holder? { state.withLock { $0.holder } }
 }

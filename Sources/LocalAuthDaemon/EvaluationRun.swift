@@ -31,12 +31,17 @@ struct EvaluationRun {
     let inputs: AsyncStream<Input>
     let feed: AsyncStream<Input>.Continuation
 
+    /// This run's claim on the reader (`ReaderLease`), named by whose request it is.
+    let holder: ReaderLease.Holder
+
     init(
-        _ options: EvaluateOptions, user: String, facts: CallerFacts, lastSuccessMs: Int64?, io: RequestIO,
-        parts: DaemonParts
+        _ options: EvaluateOptions, user: String, facts: CallerFacts, lastSuccessMs: Int64?, label: RequestLabel,
+        io: RequestIO, parts: DaemonParts
     ) {
         var evaluationFacts = facts.evaluation
         evaluationFacts.lastSuccessMs = lastSuccessMs
+        evaluationFacts.label = label
+        self.holder = ReaderLease.Holder(id: parts.lease.newID(), label: label)
         self.evaluator = PolicyEvaluator(
             options: options, state: facts.state, facts: evaluationFacts, config: parts.configuration.lockout)
         self.parts = parts
@@ -77,9 +82,9 @@ struct EvaluationRun {
 
     /// Starts the evaluator, executes its outputs in order and feeds it inputs until it finishes.
     private func drive(isolation: isolated (any Actor)?) async -> Outcome {
-        var evaluator = self.evaluator
+        var (evaluator, outputs) = startHoldingTheReader()
         var recorded = evaluator.state  // as on disk
-        var outputs = evaluator.start(nowMs: parts.clock())
+        defer { parts.lease.release(holder.id) }
         var scan: Task<Void, Never>?
         var acceptsPasscode = false
         var typed: String?
@@ -122,6 +127,8 @@ struct EvaluationRun {
                 if produced != nil { break }
             }
             if let decision, produced == nil { return Outcome(decision: decision, succeededAtMs: succeededAtMs) }
+            // Off the reader for good (the passcode, or the end): another request may have it.
+            if evaluator.phase != .scanning { parts.lease.release(holder.id) }
             let input: PolicyInput
             if let produced {
                 input = produced
@@ -147,6 +154,21 @@ struct EvaluationRun {
         }
         return Outcome(
             decision: decision ?? Decision(.systemCancel, .cancelled(.systemCancel)), succeededAtMs: succeededAtMs)
+    }
+
+    /// Starts the evaluator; when it wants the reader and another request holds it, starts it again
+    /// told that the reader is busy and by whom (the other request's program and account when it is
+    /// for the same account). Synchronous: nothing can take the reader between the look and the take.
+    private func startHoldingTheReader() -> (PolicyEvaluator, [PolicyOutput]) {
+        var evaluator = self.evaluator
+        let now = parts.clock()
+        let outputs = evaluator.start(nowMs: now)
+        guard outputs.contains(.scanFinger), let other = parts.lease.take(holder) else { return (evaluator, outputs) }
+        var facts = self.evaluator.facts
+        facts.readerUnavailable = .readerBusy(by: other.label.account == user ? other.label : nil)
+        var told = PolicyEvaluator(
+            options: self.evaluator.options, state: self.evaluator.state, facts: facts, config: self.evaluator.config)
+        return (told, told.start(nowMs: now))
     }
 
     /// Hashes a typed passcode under the stored hash's setting, off the daemon's executor (yescrypt

@@ -44,10 +44,10 @@ struct ReaderRequests {
             .success, "\(reader); \(user): \(count) finger\(count == 1 ? "" : "s") enrolled", extra: extra.fields)
     }
 
-    nonisolated(nonsending) func canEvaluate(policy: PolicyKind, user: String, caller: PeerCredentials) async
+    nonisolated(nonsending) func canEvaluate(policy: PolicyKind, user: String, whereabouts: Whereabouts) async
         -> LocalAuthProtocol.Result
     {
-        let facts = await CallerFacts.gather(user: user, caller: caller, tty: nil, parts: parts)
+        let facts = await CallerFacts.gather(user: user, whereabouts: whereabouts, parts: parts)
         var result = PolicyEvaluator.canEvaluate(
             policy: policy, state: facts.state, facts: facts.evaluation, config: parts.configuration.lockout,
             nowMs: parts.clock()

@@ -16,6 +16,8 @@ public indirect enum Phrase: Equatable, Sendable {
     case cancelled(ResultCode)
     case timedOutWaitingForFinger
     case timedOutWaitingForPasscode
+    /// The request's deadline passed while another request of the same user ran.
+    case timedOutWaitingForTurn(user: String)
     case interactionNotAllowed
     case passcodeNeededButClientCannotAsk
     case noPasscodeAndNoFinger
@@ -32,6 +34,8 @@ public indirect enum Phrase: Equatable, Sendable {
 
     // Prompts and events.
     case placeFinger(FingerName?)
+    /// A prompt, with whose request it is: "… (sudo for alice)".
+    case forRequest(Phrase, RequestLabel)
     case noMatch(triesLeft: Int)
     case enterPasscode
     case wrongPasscode
@@ -77,6 +81,7 @@ public indirect enum Phrase: Equatable, Sendable {
             }
         case .timedOutWaitingForFinger: "Timed out waiting for a fingerprint"
         case .timedOutWaitingForPasscode: "Timed out waiting for the passcode"
+        case .timedOutWaitingForTurn(let user): "Timed out waiting for another request of \(user) to finish"
         case .interactionNotAllowed: "Interaction is not allowed"
         case .passcodeNeededButClientCannotAsk: "A passcode is needed but this client cannot ask for one"
         case .noPasscodeAndNoFinger: "No passcode is set and no fingerprint can be used"
@@ -95,6 +100,7 @@ public indirect enum Phrase: Equatable, Sendable {
         case .placeFinger(let finger):
             finger.map { "Place your \($0.spoken) on the fingerprint reader" }
                 ?? "Place a finger on the fingerprint reader"
+        case .forRequest(let phrase, let label): "\(phrase.english) (\(label.english))"
         case .noMatch(let left):
             switch left {
             case 0: "Fingerprint not recognised"
@@ -144,6 +150,17 @@ public enum ReaderUnavailable: Equatable, Sendable {
     case remoteSession
     /// The process that opened the connection has exited (its pid may name another process now).
     case connectionOrphaned
+    /// A root caller whose real uid could not be read.
+    case requesterUnknown
+    /// A root caller in no login session, and not on the virtual terminal in front.
+    case noLoginSession
+    /// The request is not made by the account it is for (su to another user, another user's
+    /// polkit dialog).
+    case notTheTargetsSession(String)
+    /// The request comes from a session that is not the one in front on its seat.
+    case sessionNotInFront(String)
+    /// Another request has the reader; `by` says whose (nil: another account's).
+    case readerBusy(by: RequestLabel?)
 
     public var english: String {
         switch self {
@@ -151,6 +168,28 @@ public enum ReaderUnavailable: Equatable, Sendable {
         case .lidClosed: "the laptop lid is closed and the reader is built in"
         case .remoteSession: "the request comes from a remote session"
         case .connectionOrphaned: "the process that opened this connection has exited; connect again"
+        case .requesterUnknown: "the calling process could not be identified"
+        case .noLoginSession: "the request comes from no login session and not from the terminal in front"
+        case .notTheTargetsSession(let user): "the request is not from \(user)'s own session"
+        case .sessionNotInFront(let user): "the request is not from \(user)'s session in front of the reader"
+        case .readerBusy(let by):
+            by.map { "the reader is in use by \($0.english); try again when it is done" }
+                ?? "the reader is in use by another account's request"
         }
     }
+}
+
+/// Whose request a prompt or a busy reader belongs to: the program that asked and the account.
+public struct RequestLabel: Equatable, Sendable {
+    /// The calling program as the kernel names it (`/proc/<pid>/comm`), else the service it gave.
+    public var program: String
+    public var account: String
+
+    public init(program: String, account: String) {
+        self.program = program
+        self.account = account
+    }
+
+    /// "sudo for alice"
+    public var english: String { "\(program) for \(account)" }
 }

@@ -200,3 +200,38 @@ import Testing
         #expect(evaluator.phase == .idle)
     }
 }
+
+/// Rows S28–S30: the reader held by another request, and whose request a prompt is.
+@Suite struct ReaderBusyTests {
+    static let sudo = RequestLabel(program: "sudo", account: "alice")
+
+    @Test func evaluate_biometrics_whenAnotherRequestHoldsTheReader_saysWhoseAtOnce() {
+        let facts = EvaluationFacts(readerUnavailable: .readerBusy(by: Self.sudo), enrolledFingers: [rightIndex])
+        let (_, out) = started(options(), facts: facts)
+        #expect(out == [.finish(Decision(.biometryNotAvailable, .fingerNotAvailable(.readerBusy(by: Self.sudo))))])
+        #expect(
+            out.result?.message
+                == "Fingerprint not available: the reader is in use by sudo for alice; try again when it is done")
+        #expect(!out.persistsAnything)
+    }
+
+    @Test func evaluate_deviceOwner_whenAnotherRequestHoldsTheReader_saysSoAndAsksPasscode() {
+        let facts = EvaluationFacts(readerUnavailable: .readerBusy(by: nil), enrolledFingers: [rightIndex])
+        let (_, out) = started(options(.deviceOwnerAuthentication), facts: facts)
+        #expect(
+            out == [
+                .notify(Notice(.info, .fingerNotAvailable(.readerBusy(by: nil)))), .requestPasscode,
+                .notify(Notice(.passcodeNeeded, .enterPasscode)),
+            ])
+        #expect(
+            out.events.first?.message == "Fingerprint not available: the reader is in use by another account's request")
+    }
+
+    @Test func evaluate_prompt_namesWhoseRequestItIs() {
+        let facts = EvaluationFacts(enrolledFingers: [rightIndex], label: Self.sudo)
+        let (_, out) = started(options(reason: "Update the system"), facts: facts)
+        #expect(
+            out.events.first?.message
+                == "Update the system: Place your right index finger on the fingerprint reader (sudo for alice)")
+    }
+}

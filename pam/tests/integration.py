@@ -29,6 +29,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
 import ptyterm  # noqa: E402
+import seat  # noqa: E402
 from lawire import EVENT, RESULT  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -127,7 +128,7 @@ class RealDaemon:
         self.state = ctx.mkdir("state")
         self.bin = ARGS.bin
         self.proc = ctx.spawn([os.path.join(self.bin, "localauthd"), "--socket", self.sock,
-                               "--state-dir", self.state, "--virtual-reader"],
+                               "--state-dir", self.state, "--virtual-reader"], env=seat.env(),
                               stdout=subprocess.DEVNULL, stderr=open(ctx.path("localauthd.log"), "w"))
         deadline = time.monotonic() + 15
         while True:
