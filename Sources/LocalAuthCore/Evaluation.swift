@@ -40,6 +40,8 @@ public enum PolicyInput: Sendable, Equatable {
     case fingerRetry(RetryHint)
     /// Unplugged, or a libfprint error mid-scan.
     case readerFailed(String)
+    /// The reader was taken from this evaluation mid-scan (its account used up its share).
+    case readerWithdrawn(ReaderUnavailable)
     /// The client sent FALLBACK.
     case fallbackChosen
     /// The client sent PASSCODE: nothing is hashed before the evaluator has counted the attempt

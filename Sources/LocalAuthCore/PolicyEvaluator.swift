@@ -138,13 +138,11 @@ public struct PolicyEvaluator: Sendable {
             out.append(.scanFinger)
 
         case (.readerFailed(let why), .scanning):
-            takeBackFingerAttempt(into: &out)
-            if options.policy == .deviceOwnerAuthentication, passcodeUsable {
-                reveal(.notify(Notice(.info, .readerFailed(why))), into: &out)
-                enterPasscode(nowMs: nowMs, into: &out)
-            } else {
-                finish(Decision(.biometryNotAvailable, .readerFailed(why)), into: &out)
-            }
+            readerGone(.readerFailed(why), nowMs: nowMs, into: &out)
+
+        case (.readerWithdrawn(let why), .scanning):
+            out.append(.stopScan)
+            readerGone(.fingerNotAvailable(why), nowMs: nowMs, into: &out)
 
         case (.fallbackChosen, .scanning) where fallbackOffered:
             out.append(.stopScan)
@@ -243,6 +241,18 @@ public struct PolicyEvaluator: Sendable {
                 reveal(.notify(Notice(.fallbackAvailable, fallbackTitle)), into: &out)
             }
             scan(into: &out)
+        }
+    }
+
+    /// The reader is gone for this evaluation: the attempt is given back; policy 2 moves on to the
+    /// passcode (saying why) when it can, else the evaluation ends.
+    private mutating func readerGone(_ why: Phrase, nowMs: Int64, into out: inout [PolicyOutput]) {
+        takeBackFingerAttempt(into: &out)
+        if options.policy == .deviceOwnerAuthentication, passcodeUsable {
+            reveal(.notify(Notice(.info, why)), into: &out)
+            enterPasscode(nowMs: nowMs, into: &out)
+        } else {
+            finish(Decision(.biometryNotAvailable, why), into: &out)
         }
     }
 

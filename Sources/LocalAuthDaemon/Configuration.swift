@@ -25,6 +25,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var externalReaderDrivers: Set<String> = []
     /// Where the key that seals prints and rights comes from (docs/adr/0006-sealing.md).
     public var sealing = SealingConfiguration()
+    /// One account's evaluations hold the reader at most this long in any window of twice as long;
+    /// then the reader is the others' (issue 13, M1).
+    public var readerShareMs: Int64 = 60_000
 
     public init() {}
 
@@ -69,6 +72,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
             else { throw ValueError(reason: "'\(v)' is not a TCTI (e.g. device:/dev/tpmrm0)") }
             c.sealing.tpm2Device = v
         },
+        "reader-share-seconds": { c, v throws(ValueError) in c.readerShareMs = Int64(try integer(v, 5...3600)) * 1000 },
     ]
 
     struct ValueError: Error { var reason: String }

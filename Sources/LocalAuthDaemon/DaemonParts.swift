@@ -104,15 +104,36 @@ struct DaemonParts: Sendable {
 /// The reader, held by one request at a time. A request that needs it while another holds it is
 /// told so at once, with whose request that is: never two requests silently waiting on one reader,
 /// and never "Place your finger" for a touch that would answer someone else's request.
+///
+/// And shared: one account's evaluations hold it at most `shareMs` in any window of `2 × shareMs`
+/// (`reader-share-seconds`, 60 s by default), so a hog — one of its own processes re-asking without
+/// end — cannot keep it from every other account; within its share an evaluation keeps it to the end.
 final class ReaderLease: Sendable {
     struct Holder: Sendable, Equatable {
         let id: UInt64
         let label: RequestLabel
     }
 
+    /// What `take` gives.
+    enum Grant: Equatable, Sendable {
+        /// Taken, for at most this long (the rest of the account's share); nil: no limit (enrolment).
+        case taken(forMs: Int64?)
+        case busy(Holder)
+        /// The account has had its share; `retryInMs` until it has some again.
+        case shareUsed(retryInMs: Int64)
+    }
+
+    private struct Use {
+        let id: UInt64
+        let account: String
+        let fromMs: Int64
+        var toMs: Int64? = nil
+    }
+
     private struct State {
         var holder: Holder?
         var nextID: UInt64 = 1
+        var uses: [Use] = []
     }
     private let state = Mutex(State())
     /// Told when a request takes the reader or lets go of it: the same user's waiting requests
@@ -129,22 +150,39 @@ final class ReaderLease: Sendable {
         }
     }
 
-    /// Takes the reader for `holder`; returns the holder that has it instead (nil: it is `holder`'s now).
-    func take(_ holder: Holder) -> Holder? {
-        let other: Holder? = state.withLock { s in
-            if let current = s.holder, current.id != holder.id { return current }
+    /// Takes the reader for `holder` at `nowMs`, within its account's share when `shareMs` is given.
+    func take(_ holder: Holder, nowMs: Int64, shareMs: Int64?) -> Grant {
+        let grant: Grant = state.withLock { s in
+            if let current = s.holder, current.id != holder.id { return .busy(current) }
+            var allowed: Int64?
+            if let shareMs {
+                s.uses.removeAll { ($0.toMs ?? nowMs) <= nowMs - 2 * shareMs }
+                let mine = s.uses.filter { $0.account == holder.label.account }
+                let used = mine.reduce(Int64(0)) { sum, use in
+                    sum + (use.toMs ?? nowMs) - max(use.fromMs, nowMs - 2 * shareMs)
+                }
+                guard used < shareMs else {
+                    // The oldest use leaves the window first: then the account has room again.
+                    let oldest = mine.map(\.fromMs).min() ?? nowMs
+                    return .shareUsed(retryInMs: max(oldest + 2 * shareMs - nowMs, 1000))
+                }
+                allowed = shareMs - used
+            }
             s.holder = holder
-            return nil
+            // Only what counts toward a share is kept (an enrolment, root's, does not).
+            if shareMs != nil { s.uses.append(Use(id: holder.id, account: holder.label.account, fromMs: nowMs)) }
+            return .taken(forMs: allowed)
         }
-        if other == nil { queue.readerTaken(by: holder.label) }
-        return other
+        if case .taken = grant { queue.readerTaken(by: holder.label) }
+        return grant
     }
 
-    /// Frees the reader if `id` holds it.
-    func release(_ id: UInt64) {
+    /// Frees the reader if `id` holds it, at `nowMs`.
+    func release(_ id: UInt64, nowMs: Int64) {
         let freed: Holder? = state.withLock { s in
             guard let current = s.holder, current.id == id else { return nil }
             s.holder = nil
+            if let index = s.uses.lastIndex(where: { $0.id == id }) { s.uses[index].toMs = nowMs }
             return current
         }
         if let freed { queue.readerReleased(by: freed.label.account) }

@@ -60,11 +60,11 @@ struct Enrollment {
         // The reader for the enrol stages: never while another request has it.
         let label = RequestLabel(program: caller.process?.command ?? "localauthctl", account: user)
         let holder = ReaderLease.Holder(id: parts.lease.newID(), label: label)
-        if let other = parts.lease.take(holder) {
+        if case .busy(let other) = parts.lease.take(holder, nowMs: parts.clock(), shareMs: nil) {
             let why = ReaderUnavailable.readerBusy(by: other.label.account == user ? other.label : nil)
             return Result(.busy, Phrase.fingerNotAvailable(why).english)
         }
-        defer { parts.lease.release(holder.id) }
+        defer { parts.lease.release(holder.id, nowMs: parts.clock()) }
         io.send(Notice(.placeFinger, .forRequest(.placeFinger(finger), label), finger: finger).event)
         let data: [UInt8]
         switch await scanStages(of: finger, user: user, reader: reader, device: device, io: io) {

@@ -82,9 +82,18 @@ struct EvaluationRun {
 
     /// Starts the evaluator, executes its outputs in order and feeds it inputs until it finishes.
     private func drive(isolation: isolated (any Actor)?) async -> Outcome {
-        var (evaluator, outputs) = startHoldingTheReader()
+        var (evaluator, outputs, shareLeftMs) = startHoldingTheReader()
         var recorded = evaluator.state  // as on disk
-        defer { parts.lease.release(holder.id) }
+        // The account's share of the reader ends before the request's own deadline: the scan ends then.
+        var shareTimer: DeadlineTimer?
+        if let shareLeftMs, shareLeftMs < evaluator.options.timeoutMs {
+            let feed = self.feed
+            let why = ReaderUnavailable.readerShareUsed(
+                account: user, shareMs: parts.configuration.readerShareMs, retryInMs: parts.configuration.readerShareMs)
+            shareTimer = DeadlineTimer(ms: shareLeftMs) { feed.yield(.policy(.readerWithdrawn(why))) }
+        }
+        defer { shareTimer?.cancel() }
+        defer { parts.lease.release(holder.id, nowMs: parts.clock()) }
         var scan: Task<Void, Never>?
         var acceptsPasscode = false
         var typed: String?
@@ -128,7 +137,7 @@ struct EvaluationRun {
             }
             if let decision, produced == nil { return Outcome(decision: decision, succeededAtMs: succeededAtMs) }
             // Off the reader for good (the passcode, or the end): another request may have it.
-            if evaluator.phase != .scanning { parts.lease.release(holder.id) }
+            if evaluator.phase != .scanning { parts.lease.release(holder.id, nowMs: parts.clock()) }
             let input: PolicyInput
             if let produced {
                 input = produced
@@ -159,16 +168,23 @@ struct EvaluationRun {
     /// Starts the evaluator; when it wants the reader and another request holds it, starts it again
     /// told that the reader is busy and by whom (the other request's program and account when it is
     /// for the same account). Synchronous: nothing can take the reader between the look and the take.
-    private func startHoldingTheReader() -> (PolicyEvaluator, [PolicyOutput]) {
+    private func startHoldingTheReader() -> (PolicyEvaluator, [PolicyOutput], shareLeftMs: Int64?) {
         var evaluator = self.evaluator
         let now = parts.clock()
         let outputs = evaluator.start(nowMs: now)
-        guard outputs.contains(.scanFinger), let other = parts.lease.take(holder) else { return (evaluator, outputs) }
+        guard outputs.contains(.scanFinger) else { return (evaluator, outputs, nil) }
+        let share = parts.configuration.readerShareMs
+        let why: ReaderUnavailable
+        switch parts.lease.take(holder, nowMs: now, shareMs: share) {
+        case .taken(let forMs): return (evaluator, outputs, forMs)
+        case .busy(let other): why = .readerBusy(by: other.label.account == user ? other.label : nil)
+        case .shareUsed(let retryInMs): why = .readerShareUsed(account: user, shareMs: share, retryInMs: retryInMs)
+        }
         var facts = self.evaluator.facts
-        facts.readerUnavailable = .readerBusy(by: other.label.account == user ? other.label : nil)
+        facts.readerUnavailable = why
         var told = PolicyEvaluator(
             options: self.evaluator.options, state: self.evaluator.state, facts: facts, config: self.evaluator.config)
-        return (told, told.start(nowMs: now))
+        return (told, told.start(nowMs: now), nil)
     }
 
     /// Hashes a typed passcode under the stored hash's setting, off the daemon's executor (yescrypt

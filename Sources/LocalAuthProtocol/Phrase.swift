@@ -161,6 +161,8 @@ public enum ReaderUnavailable: Equatable, Sendable {
     case sessionNotInFront(String)
     /// Another request has the reader; `by` says whose (nil: another account's).
     case readerBusy(by: RequestLabel?)
+    /// The account's requests have held the reader for their share of the last window.
+    case readerShareUsed(account: String, shareMs: Int64, retryInMs: Int64)
 
     public var english: String {
         switch self {
@@ -172,6 +174,9 @@ public enum ReaderUnavailable: Equatable, Sendable {
         case .noLoginSession: "the request comes from no login session and not from the terminal in front"
         case .notTheTargetsSession(let user): "the request is not from \(user)'s own session"
         case .sessionNotInFront(let user): "the request is not from \(user)'s session in front of the reader"
+        case .readerShareUsed(let account, let share, let retry):
+            "\(account)'s requests have had the reader for \(Phrase.duration(ms: share)) of the last "
+                + "\(Phrase.duration(ms: 2 * share)); it is free for others until \(Phrase.duration(ms: retry)) from now"
         case .readerBusy(let by):
             by.map { "the reader is in use by \($0.english); try again when it is done" }
                 ?? "the reader is in use by another account's request"

@@ -41,4 +41,35 @@ struct ReaderShareTests {
         #expect(seconds >= 2.9 && seconds < 4.5, "answered after \(seconds) s")
         for c in pending { c.interrupt() }
     }
+
+    @Test func reader_oneAccountsShare_endsItsHold_andAnotherAccountGetsTheReader() async throws {
+        let path = try ConfigurationIntegrationTests.write("reader-share-seconds = 5\n")
+        defer { unlink(path) }
+        let d = try DaemonHarness(extraArguments: ["--config", path, "--linger-ms", "-1"])
+        try await d.enroll(user: Self.user, printID: "nobody")
+        try await d.enroll(user: "daemon", printID: "daemon")
+        // nobody's request holds the reader (30 s timeout, nobody touches it): its share ends it.
+        let started = Date()
+        let (held, _) = try d.startEvaluation(user: Self.user)
+        let ended = try held.receiveResult()
+        let seconds = Date().timeIntervalSince(started)
+        print("a request past its account's 5 s share of the reader ended after \(seconds) s")
+        #expect(ended.resultCode == .biometryNotAvailable, "\(ended.message)")
+        #expect(ended.message.contains("nobody's requests have had the reader for 5 seconds"), "\(ended.message)")
+        #expect(seconds >= 4.9 && seconds < 7, "held for \(seconds) s")
+        // At once again for nobody: told when the reader is theirs again, without a prompt.
+        let (again, events) = try d.perform(
+            .evaluate(
+                EvaluateOptions(
+                    policy: .deviceOwnerAuthenticationWithBiometrics, user: Self.user, tries: 1, timeoutMs: 5000)))
+        #expect(again.resultCode == .biometryNotAvailable && events.isEmpty, "\(again.message)")
+        #expect(again.message.contains("it is free for others until"), "\(again.message)")
+        // Another account's request gets the reader meanwhile.
+        try d.simulate("touch", "daemon")
+        let (other, _) = try d.perform(
+            .evaluate(
+                EvaluateOptions(
+                    policy: .deviceOwnerAuthenticationWithBiometrics, user: "daemon", tries: 1, timeoutMs: 5000)))
+        #expect(other.isSuccess, "\(other.message)")
+    }
 }

@@ -199,6 +199,20 @@ import Testing
         #expect(evaluator.state.fingerFailures == 0)
     }
 
+    @Test func evaluate_whenTheReaderIsWithdrawnMidScan_givesTheAttemptBackAndSaysWhy() {
+        let why = ReaderUnavailable.readerShareUsed(account: "alice", shareMs: 60_000, retryInMs: 60_000)
+        var (biometrics, _) = started(options())
+        let out = biometrics.handle(.readerWithdrawn(why), nowMs: t0)
+        #expect(
+            out == [
+                .stopScan, .persist(withPasscode.observed(t0), ifItFails: .goOn),
+                .finish(Decision(.biometryNotAvailable, .fingerNotAvailable(why))),
+            ])
+        var (owner, _) = started(options(.deviceOwnerAuthentication))
+        let passcode = owner.handle(.readerWithdrawn(why), nowMs: t0)
+        #expect(passcode.eventKinds == [.info, .passcodeNeeded])
+    }
+
     // MARK: H1 — an attempt that cannot be recorded is refused
 
     @Test func evaluate_whenTheAttemptCannotBeRecorded_refusesItBeforeTheScan() {

@@ -234,4 +234,14 @@ import Testing
             out.events.first?.message
                 == "Update the system: Place your right index finger on the fingerprint reader (sudo for alice)")
     }
+
+    @Test func evaluate_whenTheAccountHasHadItsShareOfTheReader_saysWhenItIsFreeAgain() {
+        let why = ReaderUnavailable.readerShareUsed(account: "alice", shareMs: 60_000, retryInMs: 45_000)
+        let (_, out) = started(options(), facts: EvaluationFacts(readerUnavailable: why, enrolledFingers: [rightIndex]))
+        #expect(out.code == .biometryNotAvailable)
+        #expect(
+            out.result?.message
+                == "Fingerprint not available: alice's requests have had the reader for 1 minute of the last 2 minutes; it is free for others until 45 seconds from now"
+        )
+    }
 }
