@@ -96,6 +96,9 @@ struct AccountRequests {
                     recorded = after.state
                     input = .fingerProof(proof, state: after.state)
                 case .checkOldPasscode:
+                    // At a person's pace, as in an evaluation (the attempt is counted already).
+                    let waitMs = parts.pacer.reserve(user, nowMs: parts.clock())
+                    if waitMs > 0 { try? await Task.sleep(for: .milliseconds(waitMs)) }
                     let hash = change.state.passcodeHash ?? ""
                     let correct = await PasscodeHasher.checkOffTheActor(old ?? "", hash: hash)
                     input = .oldPasscodeChecked(correct: correct)

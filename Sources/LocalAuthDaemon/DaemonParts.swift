@@ -21,6 +21,8 @@ struct DaemonParts: Sendable {
     let userQueue: UserQueue
     /// Which request holds the reader: another one that needs it is told so at once.
     let lease: ReaderLease
+    /// Passcodes are hashed at most at a person's pace, per user.
+    let pacer = HashPacer()
 
     init(
         reader: FingerprintReader?, store: EnrollmentStore, configuration: DaemonConfiguration,
@@ -190,4 +192,22 @@ final class ReaderLease: Sendable {
 
     /// Who holds the reader now (for tests).
     var holder: Holder? { state.withLock { $0.holder } }
+}
+
+/// Passcodes are hashed at most once a second per user (issue 13, H3): a person does not type
+/// faster, and a client that answers every `passcodeNeeded` at once (repeating a wrong passcode,
+/// which counts once) would otherwise keep a core hashing yescrypt without end.
+final class HashPacer: Sendable {
+    static let intervalMs: Int64 = 1000
+    private let next = Mutex<[String: Int64]>([:])
+
+    /// Books the next hash of `user`; returns how long to wait before it (0: now).
+    func reserve(_ user: String, nowMs: Int64) -> Int64 {
+        next.withLock { next in
+            let at = max(nowMs, next[user] ?? 0)
+            next[user] = at + Self.intervalMs
+            if next.count > 4096 { next = next.filter { $0.value > nowMs } }  // bounded: forget the past
+            return at - nowMs
+        }
+    }
 }

@@ -12,6 +12,8 @@ struct EvaluationRun {
     enum Input: Sendable {
         case policy(PolicyInput)
         case passcodeTyped(String)
+        /// A passcode held back until its user's hashing pace allows it.
+        case passcodeDue(String)
     }
 
     /// How the run ended: the decision, and when the evaluator recorded a success (for the reuse window).
@@ -60,7 +62,7 @@ struct EvaluationRun {
         let deadline = DeadlineTimer(ms: evaluator.options.timeoutMs) { feed.yield(.policy(.timedOut)) }
         let signals = io.signals
         let forwarder = Task {
-            for await signal in signals {
+            while let signal = await signals.next() {
                 switch signal {
                 case .cancel: feed.yield(.policy(.cancelled(.userCancel)))
                 case .fallback: feed.yield(.policy(.fallbackChosen))
@@ -95,8 +97,10 @@ struct EvaluationRun {
         defer { shareTimer?.cancel() }
         defer { parts.lease.release(holder.id, nowMs: parts.clock()) }
         var scan: Task<Void, Never>?
-        var acceptsPasscode = false
         var typed: String?
+        var streamEnded = false
+        var paced: DeadlineTimer?
+        defer { paced?.cancel() }
         var decision: Decision?
         var succeededAtMs: Int64?
         defer { scan?.cancel() }
@@ -125,7 +129,7 @@ struct EvaluationRun {
                     scan?.cancel()
                     scan = nil
                 case .requestPasscode:
-                    acceptsPasscode = true
+                    io.signals.askForPasscode()  // one PASSCODE, for the passcodeNeeded that follows
                 case .checkPasscode:
                     checkTyped = true
                 case .recordSuccess:
@@ -144,16 +148,33 @@ struct EvaluationRun {
             } else if checkTyped, let passcode = typed {
                 typed = nil
                 input = await check(passcode, evaluator: evaluator)
-            } else {
-                guard let next = await pending.next() else { break }
+            } else if let next = await pending.next() {
                 switch next {
                 case .policy(let policyInput): input = policyInput
                 case .passcodeTyped(let passcode):
-                    // A passcode the evaluator did not ask for is dropped, never checked.
-                    guard acceptsPasscode else { continue }
+                    // At most at a person's pace per user: a passcode that comes sooner waits for its
+                    // turn while cancels, fallbacks and the deadline go on being heard.
+                    let waitMs = parts.pacer.reserve(user, nowMs: parts.clock())
+                    guard waitMs > 0 else {
+                        typed = passcode
+                        input = .passcodeEntered
+                        break
+                    }
+                    let feed = self.feed
+                    paced = DeadlineTimer(ms: waitMs) { feed.yield(.passcodeDue(passcode)) }
+                    outputs = []  // nothing new to execute: wait for the next input
+                    continue
+                case .passcodeDue(let passcode):
                     typed = passcode
                     input = .passcodeEntered
                 }
+            } else {
+                // The stream ends when the calling task is cancelled, perhaps before the cancellation
+                // handler's input arrives: the evaluator is told all the same, so an attempt counted
+                // ahead is given back.
+                guard !streamEnded else { break }
+                streamEnded = true
+                input = .cancelled(.systemCancel)
             }
             switch input {
             case .fingerMatched, .fingerNotMatched, .readerFailed: scan = nil  // that scan has ended
