@@ -8,7 +8,7 @@ import Testing
 /// reader and asked. logind is python-dbusmock's (`tests/system/logind_mock.py`): the victim,
 /// `nobody` (uid 65534), has the active local session on seat0; the attacker is uid 1 (`daemon`),
 /// whose `su` is played by `localauthctl` with real uid 1 and effective uid 0, as `su` runs during
-/// PAM (measured: /work/coord/facts.md). The real `su` in a terminal is `pam/tests/su_hijack.py`.
+/// PAM (measured: /work/coord/facts.md). The real `su` in a terminal: `pam/tests/terminal_test.py`.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct PresenceIntegrationTests {
     static let victim = "nobody"
