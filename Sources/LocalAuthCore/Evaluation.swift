@@ -14,14 +14,18 @@ public struct EvaluationFacts: Sendable, Equatable {
     public var stateReadable: Bool
     /// The last successful evaluation in the same (user, service, session) scope, for the reuse window.
     public var lastSuccessMs: Int64?
+    /// The reader can identify (look for the finger among several prints); without it each attempt
+    /// verifies one finger, the enrolled fingers in turn, and the prompt names it.
+    public var readerCanIdentify: Bool
     /// Whose request this is (the calling program and the account): the finger prompt names it, so
     /// the person at the reader sees whose request a touch answers.
     public var label: RequestLabel?
 
     public init(
         readerUnavailable: ReaderUnavailable? = nil, enrolledFingers: [FingerName], stateReadable: Bool = true,
-        lastSuccessMs: Int64? = nil, label: RequestLabel? = nil
+        lastSuccessMs: Int64? = nil, label: RequestLabel? = nil, readerCanIdentify: Bool = true
     ) {
+        self.readerCanIdentify = readerCanIdentify
         self.readerUnavailable = readerUnavailable
         self.enrolledFingers = enrolledFingers
         self.stateReadable = stateReadable
@@ -73,7 +77,9 @@ public enum PolicyOutput: Sendable, Equatable {
     /// Tell the client (an EVENT).
     case notify(Notice)
     /// A verify/identify over the enrolled fingers should run now: start one unless one runs.
-    case scanFinger
+    /// `nil`: any enrolled finger (identify, or the only one); a finger: verify that one alone (a
+    /// reader that cannot identify, the fingers tried in turn).
+    case scanFinger(FingerName?)
     /// Cancel the running scan.
     case stopScan
     /// From now until `finish`, the daemon accepts one PASSCODE per `passcodeNeeded`.

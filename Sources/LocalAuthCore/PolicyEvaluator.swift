@@ -135,7 +135,7 @@ public struct PolicyEvaluator: Sendable {
         case (.fingerRetry(let hint), .scanning):
             // A bad swipe is not an answer: the attempt counted ahead goes on, uncounted again.
             reveal(.notify(Notice(.retry, .retry(hint), hint: hint)), into: &out)
-            out.append(.scanFinger)
+            out.append(.scanFinger(scanTarget))
 
         case (.readerFailed(let why), .scanning):
             readerGone(.readerFailed(why), nowMs: nowMs, into: &out)
@@ -241,6 +241,8 @@ public struct PolicyEvaluator: Sendable {
                 reveal(.notify(Notice(.fallbackAvailable, fallbackTitle)), into: &out)
             }
             scan(into: &out)
+            // Fingers tried in turn: say which one the next attempt reads.
+            if scanTarget != nil { askForFinger(into: &out) }
         }
     }
 
@@ -330,10 +332,24 @@ public struct PolicyEvaluator: Sendable {
 
     private mutating func beginScan(into out: inout [PolicyOutput]) {
         phase = .scanning
-        let single = facts.enrolledFingers.count == 1 ? facts.enrolledFingers[0] : nil
         scan(into: &out)
-        let instruction = facts.label.map { Phrase.forRequest(.placeFinger(single), $0) } ?? .placeFinger(single)
-        reveal(.notify(Notice(.placeFinger, prompt(instruction), finger: single)), into: &out)
+        askForFinger(into: &out)
+    }
+
+    /// "Place your right index finger …": the one finger this attempt reads, when it reads one;
+    /// "Place a finger …" when the reader looks among several.
+    private mutating func askForFinger(into out: inout [PolicyOutput]) {
+        let named = scanTarget ?? (facts.enrolledFingers.count == 1 ? facts.enrolledFingers[0] : nil)
+        let instruction = facts.label.map { Phrase.forRequest(.placeFinger(named), $0) } ?? .placeFinger(named)
+        reveal(.notify(Notice(.placeFinger, prompt(instruction), finger: named)), into: &out)
+    }
+
+    /// The finger the current attempt verifies: nil when the reader identifies (or one finger is
+    /// enrolled); otherwise the enrolled fingers in turn, one an attempt (as fprintd's "any" does,
+    /// but each named, so the person knows which finger is asked for).
+    private var scanTarget: FingerName? {
+        guard !facts.readerCanIdentify, facts.enrolledFingers.count > 1 else { return nil }
+        return facts.enrolledFingers[triesUsed % facts.enrolledFingers.count]
     }
 
     /// The next finger attempt: counted on disk first, then the scan.
@@ -341,7 +357,7 @@ public struct PolicyEvaluator: Sendable {
         LockoutRules.fingerAttemptStarted(&state)
         fingerAttemptPending = true
         flush(into: &out)
-        out.append(.scanFinger)
+        out.append(.scanFinger(scanTarget))
     }
 
     private mutating func takeBackFingerAttempt(into out: inout [PolicyOutput]) {

@@ -37,7 +37,8 @@ struct CallerFacts {
             unavailable = nil
         }
         let evaluation = EvaluationFacts(
-            readerUnavailable: unavailable, enrolledFingers: prints.map(\.finger), stateReadable: loaded.readable)
+            readerUnavailable: unavailable, enrolledFingers: prints.map(\.finger), stateReadable: loaded.readable,
+            readerCanIdentify: device?.supportsIdentify ?? true)
         return CallerFacts(
             evaluation: evaluation, state: loaded.state, device: unavailable == nil ? device : nil, prints: prints,
             builtInSensorInaccessible: device != nil && builtIn && whereabouts.place.lidClosed)

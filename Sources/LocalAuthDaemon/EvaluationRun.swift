@@ -119,11 +119,11 @@ struct EvaluationRun {
                     }
                 case .notify(let notice):
                     io.send(notice.event)
-                case .scanFinger:
+                case .scanFinger(let finger):
                     // "Make sure a scan runs": a retry hint leaves the reader's scan running.
                     if scan == nil {
                         let feed = self.feed
-                        scan = startScan { feed.yield(.policy($0)) }
+                        scan = startScan(finger) { feed.yield(.policy($0)) }
                     }
                 case .stopScan:
                     scan?.cancel()
@@ -193,7 +193,9 @@ struct EvaluationRun {
         var evaluator = self.evaluator
         let now = parts.clock()
         let outputs = evaluator.start(nowMs: now)
-        guard outputs.contains(.scanFinger) else { return (evaluator, outputs, nil) }
+        guard outputs.contains(where: { if case .scanFinger = $0 { true } else { false } }) else {
+            return (evaluator, outputs, nil)
+        }
         let share = parts.configuration.readerShareMs
         let why: ReaderUnavailable
         switch parts.lease.take(holder, nowMs: now, shareMs: share) {
@@ -220,17 +222,18 @@ struct EvaluationRun {
         }.value
     }
 
-    /// Verifies (one print) or identifies (several) on the reader; the outcome becomes policy input.
-    private func startScan(report: @escaping @Sendable (PolicyInput) -> Void) -> Task<Void, Never> {
+    /// Verifies one print (`finger`'s, or the only one) or identifies among several on the reader;
+    /// the outcome becomes policy input.
+    private func startScan(_ finger: FingerName?, report: @escaping @Sendable (PolicyInput) -> Void) -> Task<Void, Never> {
         let reader = parts.reader
         let device = self.device
-        let prints = self.prints
+        let prints = finger.map { f in self.prints.filter { $0.finger == f } } ?? self.prints
         return Task {
             guard let reader, let device, !prints.isEmpty else {
                 report(.readerFailed("no fingerprint reader is connected"))
                 return
             }
-            let progress: @Sendable (ReaderProgress) -> Void = { p in
+        let progress: @Sendable (ReaderProgress) -> Void = { p in
                 if case .retry(let r) = p { report(.fingerRetry(RetryHint(r))) }
             }
             do {

@@ -73,3 +73,27 @@ struct ReaderShareTests {
         #expect(other.isSuccess, "\(other.message)")
     }
 }
+
+/// Issue 13, L2: libfprint's `virtual_device` cannot identify. Before, only the first enrolled finger
+/// was ever verified while the prompt said "a finger"; now the fingers are tried in turn, each named.
+@Suite(.timeLimit(.minutes(2)))
+struct NoIdentifyReaderTests {
+    @Test func verify_onAReaderWithoutIdentify_triesEachEnrolledFingerInTurnAndSaysWhich() async throws {
+        let d = try DaemonHarness(extraArguments: ["--linger-ms", "-1"])
+        try await d.enroll(user: "alice", finger: .rightIndex, printID: "alice-right")
+        try await d.enroll(user: "alice", finger: .leftIndex, printID: "alice-left")
+        // The left finger, twice: the first attempt reads the right index, the second the left.
+        try d.simulate("touch", "alice-left")
+        try d.simulate("touch", "alice-left")
+        let (r, events) = try d.perform(
+            .evaluate(
+                EvaluateOptions(
+                    policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", fallbackTitle: "", tries: 2,
+                    timeoutMs: 10_000)))
+        let prompts = events.filter { $0.kind == .placeFinger }.map(\.message)
+        #expect(prompts.count == 2 && prompts[0].hasPrefix("Place your right index finger"), "\(prompts)")
+        #expect(prompts.count == 2 && prompts[1].hasPrefix("Place your left index finger"), "\(prompts)")
+        #expect(r.isSuccess, "\(r.message)")
+        #expect(r.fields.string(.finger) == "left-index-finger")
+    }
+}

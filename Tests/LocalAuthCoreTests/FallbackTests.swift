@@ -54,7 +54,7 @@ import Testing
 
     @Test func evaluate_fallback_deviceOwner_stopsScanAndAsksPasscode() {
         var (evaluator, first) = started(options(.deviceOwnerAuthentication))
-        #expect(first.withoutWrites.first == .scanFinger)
+        #expect(first.withoutWrites.first == .scanFinger(nil))
         let miss = evaluator.handle(.fingerNotMatched, nowMs: t0)
         #expect(miss.events.last == Notice(.fallbackAvailable, .fallbackUsePasscode))
         #expect(miss.events.last?.message == "Use passcode")

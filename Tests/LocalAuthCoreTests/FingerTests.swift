@@ -34,7 +34,7 @@ import Testing
         let (first, start) = started(options())
         var evaluator = first
         #expect(start.persisted.map(\.fingerFailures) == [1])
-        #expect(precedes(start.persistIndex, start.firstIndex(of: .scanFinger)))
+        #expect(precedes(start.persistIndex, start.firstIndex(of: .scanFinger(nil))))
         let out = evaluator.handle(.fingerNotMatched, nowMs: t0 + 1000)
         var next = withPasscode
         next.fingerFailures = 2
@@ -43,7 +43,7 @@ import Testing
             out == [
                 .notify(Notice(.noMatch, .noMatch(triesLeft: 2), triesLeft: 2)),
                 .notify(Notice(.fallbackAvailable, .fallbackEnterPassword)),
-                persist(next), .scanFinger,
+                persist(next), .scanFinger(nil),
             ])
         #expect(out.events.map(\.message) == ["Fingerprint not recognised (2 tries left)", "Enter password"])
     }
@@ -57,7 +57,7 @@ import Testing
         // Both misses were written before their scans; nothing is left to write.
         #expect(!out.persistsAnything)
         #expect(evaluator.state.fingerFailures == 2)
-        #expect(!out.contains(.scanFinger))
+        #expect(!out.contains(.scanFinger(nil)))
     }
 
     @Test func evaluate_whenTriesRunOut_deviceOwner_asksPasscode() {
@@ -131,7 +131,7 @@ import Testing
     func evaluate_whenRetry_isNotCounted(hint: RetryHint) {
         var (evaluator, _) = started(options(tries: 1))
         let out = evaluator.handle(.fingerRetry(hint), nowMs: t0)
-        #expect(out == [.notify(Notice(.retry, .retry(hint), hint: hint)), .scanFinger])
+        #expect(out == [.notify(Notice(.retry, .retry(hint), hint: hint)), .scanFinger(nil)])
         #expect(out.events.first?.message == hint.message)
         // The attempt counted before the scan goes on: a bad swipe counts nothing more.
         #expect(evaluator.state.fingerFailures == 1)
@@ -213,11 +213,31 @@ import Testing
         #expect(passcode.eventKinds == [.info, .passcodeNeeded])
     }
 
+    @Test func evaluate_whenTheReaderCannotIdentify_triesEachEnrolledFingerInTurnAndNamesIt() {
+        var facts = twoFingers
+        facts.readerCanIdentify = false
+        var (evaluator, start) = started(options(tries: 3), facts: facts)
+        #expect(
+            start.withoutWrites == [
+                .scanFinger(.rightIndex), .notify(Notice(.placeFinger, .placeFinger(.rightIndex), finger: .rightIndex)),
+            ])
+        #expect(start.events.first?.message == "Place your right index finger on the fingerprint reader")
+        let missed = evaluator.handle(.fingerNotMatched, nowMs: t0)
+        #expect(missed.contains(.scanFinger(.leftIndex)))
+        #expect(missed.events.last == Notice(.placeFinger, .placeFinger(.leftIndex), finger: .leftIndex))
+        #expect(missed.events.last?.message == "Place your left index finger on the fingerprint reader")
+        let matched = evaluator.handle(.fingerMatched(finger: .leftIndex), nowMs: t0)
+        #expect(matched.result?.finger == .leftIndex)
+        // With identify, one scan looks among all of them, and the prompt names none.
+        let (_, any) = started(options(), facts: twoFingers)
+        #expect(any.contains(.scanFinger(nil)))
+    }
+
     // MARK: H1 — an attempt that cannot be recorded is refused
 
     @Test func evaluate_whenTheAttemptCannotBeRecorded_refusesItBeforeTheScan() {
         var (evaluator, start) = started(options())
-        // The daemon executes outputs in order: the write before `.scanFinger` fails, so no scan starts.
+        // The daemon executes outputs in order: the write before `.scanFinger(nil)` fails, so no scan starts.
         #expect(start.first == persist(withPasscode.withFingerFailures(1, at: t0)))
         let out = evaluator.handle(.recordFailed, nowMs: t0)
         #expect(out == [.stopScan, .finish(Decision(.biometryNotAvailable, .attemptNotRecorded))])

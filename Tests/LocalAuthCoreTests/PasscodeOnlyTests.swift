@@ -9,7 +9,7 @@ import Testing
 @Suite struct PasscodeOnlyTests {
     @Test func evaluate_passcodeOnly_asksForThePasscodeWithoutScanning() {
         let (evaluator, out) = started(options(.devicePasscode), facts: oneFinger)
-        #expect(!out.contains(.scanFinger))
+        #expect(!out.contains(.scanFinger(nil)))
         #expect(out.eventKinds == [.passcodeNeeded])
         #expect(precedes(out.firstIndex(of: .requestPasscode), out.firstIndex(ofEvent: .passcodeNeeded)))
         #expect(evaluator.phase == .awaitingPasscode)

@@ -54,7 +54,7 @@ import Testing
         counted.lastSeenMs = t0
         #expect(
             out == [
-                persist(counted), .scanFinger,
+                persist(counted), .scanFinger(nil),
                 .notify(Notice(.placeFinger, .placeFinger(rightIndex), finger: rightIndex)),
             ])
         #expect(out.events.first?.message == "Place your right index finger on the fingerprint reader")
@@ -100,20 +100,20 @@ import Testing
         // The window is half-open: a success exactly reuseSeconds ago no longer counts.
         let facts = EvaluationFacts(enrolledFingers: [rightIndex], lastSuccessMs: t0 - 60_000)
         let (_, out) = started(options(reuseSeconds: 60), facts: facts)
-        #expect(out.withoutWrites.first == .scanFinger)
+        #expect(out.withoutWrites.first == .scanFinger(nil))
         #expect(out.result == nil)
     }
 
     @Test func evaluate_whenReuseSecondsZero_neverReuses() {
         let facts = EvaluationFacts(enrolledFingers: [rightIndex], lastSuccessMs: t0)
         let (_, out) = started(options(reuseSeconds: 0), facts: facts)
-        #expect(out.withoutWrites.first == .scanFinger)
+        #expect(out.withoutWrites.first == .scanFinger(nil))
     }
 
     @Test func evaluate_whenReuseSecondsAboveConfigMax_clamps() {
         let facts = EvaluationFacts(enrolledFingers: [rightIndex], lastSuccessMs: t0 - 100_000)
         let (_, out) = started(options(reuseSeconds: 300), facts: facts, config: LockoutConfig(maxReuseSeconds: 60))
-        #expect(out.withoutWrites.first == .scanFinger)
+        #expect(out.withoutWrites.first == .scanFinger(nil))
         let (_, allowed) = started(options(reuseSeconds: 300), facts: facts, config: LockoutConfig())
         #expect(allowed.code == .success)
     }
@@ -122,7 +122,7 @@ import Testing
         // The clock went back after the success: the elapsed time is unknown, so no reuse.
         let facts = EvaluationFacts(enrolledFingers: [rightIndex], lastSuccessMs: t0 + 1)
         let (_, out) = started(options(reuseSeconds: 300), facts: facts)
-        #expect(out.withoutWrites.first == .scanFinger)
+        #expect(out.withoutWrites.first == .scanFinger(nil))
     }
 
     @Test func evaluate_whenReuseButBiometryLocked_failsLockout() {
@@ -175,7 +175,7 @@ import Testing
 
     @Test func evaluate_deviceOwner_whenFingerUsable_scansFirst() {
         let (_, out) = started(options(.deviceOwnerAuthentication))
-        #expect(out.withoutWrites.first == .scanFinger)
+        #expect(out.withoutWrites.first == .scanFinger(nil))
         #expect(!out.contains(.requestPasscode))
     }
 
