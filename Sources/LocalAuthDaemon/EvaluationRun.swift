@@ -224,7 +224,9 @@ struct EvaluationRun {
 
     /// Verifies one print (`finger`'s, or the only one) or identifies among several on the reader;
     /// the outcome becomes policy input.
-    private func startScan(_ finger: FingerName?, report: @escaping @Sendable (PolicyInput) -> Void) -> Task<Void, Never> {
+    private func startScan(_ finger: FingerName?, report: @escaping @Sendable (PolicyInput) -> Void) -> Task<
+        Void, Never
+    > {
         let reader = parts.reader
         let device = self.device
         let prints = finger.map { f in self.prints.filter { $0.finger == f } } ?? self.prints
@@ -233,7 +235,7 @@ struct EvaluationRun {
                 report(.readerFailed("no fingerprint reader is connected"))
                 return
             }
-        let progress: @Sendable (ReaderProgress) -> Void = { p in
+            let progress: @Sendable (ReaderProgress) -> Void = { p in
                 if case .retry(let r) = p { report(.fingerRetry(RetryHint(r))) }
             }
             do {
