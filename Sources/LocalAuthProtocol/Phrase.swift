@@ -63,6 +63,10 @@ public indirect enum Phrase: Equatable, Sendable {
     /// finger did not count.
     case firstPasscodeNeedsFinger(user: String, because: Phrase)
 
+    // The "password required" rules (docs/policy.md, rows R).
+    /// Why the finger is refused and the password asked for, in one line.
+    case passwordRequired(PasswordRequiredReason)
+
     /// The phrase in English.
     public var english: String {
         switch self {
@@ -128,6 +132,16 @@ public indirect enum Phrase: Equatable, Sendable {
         case .firstPasscodeNeedsFinger(let user, let because):
             "A first passcode needs an enrolled finger, or root (sudo localauthctl passcode set --user \(user)): "
                 + because.english
+        case .passwordRequired(let reason):
+            switch reason {
+            case .restart: "Password required after restart"
+            case .maxAge(let ms): "Password required after \(Phrase.duration(ms: ms))"
+            case .idle(let passwordMs, let fingerMs):
+                "Password required: not used for \(Phrase.duration(ms: passwordMs)) and no fingerprint for "
+                    + Phrase.duration(ms: fingerMs)
+            case .firstSession: "Password required to start your first session"
+            case .useUnknown: "Password required: its last use could not be read"
+            }
         }
     }
 
@@ -141,6 +155,20 @@ public indirect enum Phrase: Equatable, Sendable {
         let hours = minutes / 60
         return hours == 1 ? "1 hour" : "\(hours) hours"
     }
+}
+
+/// Why a finger is not accepted now and the password is asked for instead (`PasswordRule`).
+public enum PasswordRequiredReason: Equatable, Sendable {
+    /// The password has not been used since this boot.
+    case restart
+    /// The password has not been used for `ms` (`password-max-age`).
+    case maxAge(ms: Int64)
+    /// The password has not been used for `passwordMs` and no finger was accepted for `fingerMs`.
+    case idle(passwordMs: Int64, fingerMs: Int64)
+    /// The request would start the user's first session (a login): the keyring needs the password.
+    case firstSession
+    /// The record of the last use cannot be read: nothing can show the password was used.
+    case useUnknown
 }
 
 /// Why biometrics cannot be used for a request, in a few lowercase words.
