@@ -101,13 +101,11 @@ enum PasswordUseRecord {
     }
 
     static func decode(_ bytes: [UInt8]) -> Result<PasswordUse, FormatError> {
-        let body: ArraySlice<UInt8>
-        switch Seal.open(bytes) {
-        case .success(let b): body = b
+        var cursor: ByteCursor
+        switch Seal.openRecord(bytes, header: header) {
+        case .success(let c): cursor = c
         case .failure(let error): return .failure(error)
         }
-        var cursor = ByteCursor(body)
-        guard cursor.line() == Substring(header) else { return .failure(FormatError("unknown format or version")) }
         var instants: [BootInstant?] = []
         for key in ["password", "finger"] {
             guard let line = cursor.line(), line.hasPrefix(key + "=") else {

@@ -87,6 +87,17 @@ enum Seal {
         return .success(body)
     }
 
+    /// A cursor after the version line `header` of a sealed file, or why the file is refused.
+    static func openRecord(_ bytes: [UInt8], header: String) -> Result<ByteCursor, FormatError> {
+        switch open(bytes) {
+        case .success(let body):
+            var cursor = ByteCursor(body)
+            guard cursor.line() == Substring(header) else { return .failure(FormatError("unknown format or version")) }
+            return .success(cursor)
+        case .failure(let error): return .failure(error)
+        }
+    }
+
     static func hex8(_ value: UInt32) -> String {
         Hex.encode([UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)])
     }
@@ -291,13 +302,11 @@ enum PrintRecord {
     static func decode(_ bytes: [UInt8], expectedFinger: FingerName, expectedDeviceKey: String) -> Result<
         Decoded, FormatError
     > {
-        let body: ArraySlice<UInt8>
-        switch Seal.open(bytes) {
-        case .success(let b): body = b
+        var cursor: ByteCursor
+        switch Seal.openRecord(bytes, header: header) {
+        case .success(let c): cursor = c
         case .failure(let error): return .failure(error)
         }
-        var cursor = ByteCursor(body)
-        guard cursor.line() == Substring(header) else { return .failure(FormatError("unknown format or version")) }
         func field(_ key: String) -> Substring? {
             guard let line = cursor.line(), line.hasPrefix(key + "=") else { return nil }
             return line.dropFirst(key.count + 1)
