@@ -28,6 +28,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// One account's evaluations hold the reader at most this long in any window of twice as long;
     /// then the reader is the others' (issue 13, M1).
     public var readerShareMs: Int64 = 60_000
+    /// When the password is required instead of a finger (docs/policy.md, rows R).
+    public var passwordRules = PasswordRules()
 
     public init() {}
 
@@ -73,6 +75,12 @@ public struct DaemonConfiguration: Equatable, Sendable {
             c.sealing.tpm2Device = v
         },
         "reader-share-seconds": { c, v throws(ValueError) in c.readerShareMs = Int64(try integer(v, 5...3600)) * 1000 },
+        "password-after-restart": { c, v throws(ValueError) in c.passwordRules.afterRestart = try yesNo(v) },
+        "password-max-age": { c, v throws(ValueError) in c.passwordRules.maxAgeMs = try age(v, orOff: true) },
+        "password-idle-max-age": { c, v throws(ValueError) in c.passwordRules.idlePasswordMs = try age(v, orOff: true)
+        },
+        "finger-idle-max-age": { c, v throws(ValueError) in c.passwordRules.idleFingerMs = try age(v, orOff: false)! },
+        "password-for-first-session": { c, v throws(ValueError) in c.passwordRules.forFirstSession = try yesNo(v) },
     ]
 
     struct ValueError: Error { var reason: String }
@@ -165,27 +173,47 @@ public struct DaemonConfiguration: Equatable, Sendable {
         return out
     }
 
+    /// `yes` or `no`.
+    static func yesNo(_ value: String) throws(ValueError) -> Bool {
+        switch value {
+        case "yes": return true
+        case "no": return false
+        default: throw ValueError(reason: "'\(value)' is not yes or no")
+        }
+    }
+
+    /// Seconds in `word`: a whole number of seconds, or with an s, m, h or d suffix; nil when it is
+    /// not one, or not within `1...maxSeconds`.
+    static func seconds(_ word: String, maxSeconds: Int64) -> Int64? {
+        var digits = word
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var unit: Int64 = 1
+        if let last = digits.last, let u = units[last] {
+            unit = u
+            digits.removeLast()
+        }
+        guard let n = Int64(digits), n > 0, n <= maxSeconds / unit else { return nil }
+        return n * unit
+    }
+
+    /// `48h`, `7d`, `90m`: 1 minute to 365 days, in milliseconds; `off` (nil) when `orOff`.
+    static func age(_ value: String, orOff: Bool) throws(ValueError) -> Int64? {
+        if orOff && value == "off" { return nil }
+        guard let s = seconds(value, maxSeconds: 365 * 86_400), s >= 60 else {
+            throw ValueError(reason: "'\(value)' is not a time from 1m to 365d\(orOff ? ", or off" : "")")
+        }
+        return s * 1000
+    }
+
     /// `60, 5m, 15m, 1h`: seconds, or with an s, m or h suffix; at most 10, each 1 s to 24 h, never decreasing.
     static func delays(_ value: String) throws(ValueError) -> [Int64] {
         var out: [Int64] = []
         for item in value.split(separator: ",") {
-            var word = item.trimmed
-            var unit: Int64 = 1
-            switch word.last {
-            case "s": word.removeLast()
-            case "m":
-                unit = 60
-                word.removeLast()
-            case "h":
-                unit = 3600
-                word.removeLast()
-            default: break
-            }
-            guard let n = Int64(word), n > 0, n * unit <= 86_400 else {
+            guard item.trimmed.last != "d", let seconds = seconds(item.trimmed, maxSeconds: 86_400) else {
                 throw ValueError(reason: "'\(item.trimmed)' is not a delay from 1s to 24h")
             }
-            guard (out.last ?? 0) <= n * unit else { throw ValueError(reason: "delays must not decrease") }
-            out.append(n * unit)
+            guard (out.last ?? 0) <= seconds else { throw ValueError(reason: "delays must not decrease") }
+            out.append(seconds)
         }
         guard (1...10).contains(out.count) else { throw ValueError(reason: "give 1 to 10 delays, separated by commas") }
         return out

@@ -24,6 +24,11 @@ import Testing
             log-level = debug
             external-reader-drivers = synaptics, elan-moc
             reader-share-seconds = 30
+            password-after-restart = no
+            password-max-age = 7d
+            password-idle-max-age = off
+            finger-idle-max-age = 90m
+            password-for-first-session = no
             """
         let (c, warnings) = try DaemonConfiguration.parse(text, file: "f")
         #expect(warnings.isEmpty)
@@ -37,6 +42,11 @@ import Testing
         #expect(c.logLevel == .debug)
         #expect(c.externalReaderDrivers == ["synaptics", "elan-moc"])
         #expect(c.readerShareMs == 30_000)
+        #expect(
+            c.passwordRules
+                == PasswordRules(
+                    afterRestart: false, maxAgeMs: 7 * 86_400_000, idlePasswordMs: nil, idleFingerMs: 5_400_000,
+                    forFirstSession: false))
     }
 
     @Test func parse_whenKeyIsUnknown_warnsWithLineAndGoesOn() throws {
@@ -66,6 +76,13 @@ import Testing
             "external-reader-drivers = Synaptics", 1,
             "external-reader-drivers: 'Synaptics' is not a libfprint driver name (lowercase letters, digits, _ and -)"
         ),
+        ("password-after-restart = off", 1, "password-after-restart: 'off' is not yes or no"),
+        ("password-for-first-session = 1", 1, "password-for-first-session: '1' is not yes or no"),
+        ("password-max-age = 48", 1, "password-max-age: '48' is not a time from 1m to 365d, or off"),
+        ("password-max-age = 2y", 1, "password-max-age: '2y' is not a time from 1m to 365d, or off"),
+        ("password-idle-max-age = 366d", 1, "password-idle-max-age: '366d' is not a time from 1m to 365d, or off"),
+        ("finger-idle-max-age = off", 1, "finger-idle-max-age: 'off' is not a time from 1m to 365d"),
+        ("finger-idle-max-age = -4h", 1, "finger-idle-max-age: '-4h' is not a time from 1m to 365d"),
         ("finger-attempts", 1, "expected 'key = value'"),
         ("finger-attempts =", 1, "'finger-attempts' has no value"),
         ("finger-attempts = 3\nfinger-attempts = 4", 2, "'finger-attempts' is set twice"),
