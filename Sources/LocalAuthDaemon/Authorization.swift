@@ -77,7 +77,7 @@ public struct PeerCredentials: Equatable, Sendable, CustomStringConvertible {
 /// The operations the authorisation table speaks of; one per request type.
 public enum Operation: String, Sendable, CaseIterable {
     case status, canEvaluate, evaluate, enroll, list, delete, devices, simulate
-    case passcodeSet, passcodeRemove, lockoutReset
+    case passcodeSet, passcodeRemove, lockoutReset, passwordUsed
     case rightSave, rightGet, rightRemove, rightUse
 
     public init(_ request: Request) {
@@ -97,6 +97,7 @@ public enum Operation: String, Sendable, CaseIterable {
         case .rightGet: self = .rightGet
         case .rightRemove: self = .rightRemove
         case .rightUse: self = .rightUse
+        case .passwordUsed: self = .passwordUsed
         }
     }
 }
@@ -133,7 +134,7 @@ public enum Authorization {
         case .devices:
             return .allowed
         case .status, .canEvaluate, .evaluate, .enroll, .list, .delete, .passcodeSet, .passcodeRemove, .rightRemove,
-            .rightSave, .rightGet, .rightUse:
+            .rightSave, .rightGet, .rightUse, .passwordUsed:
             guard let target else { return .allowed }
             guard let own = caller.userName, own == target else {
                 return .refused("uid \(caller.uid) may act only for its own account, not for \(Echo.quoted(target))")

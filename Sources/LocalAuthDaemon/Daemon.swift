@@ -23,11 +23,12 @@ public actor Daemon {
     public init(
         reader: FingerprintReader?, store: EnrollmentStore, configuration: DaemonConfiguration = DaemonConfiguration(),
         virtualReaderSocket: String? = nil, audit: AuditLog, logind: Logind? = nil,
-        clock: @escaping @Sendable () -> Int64 = wallClockMs
+        clock: @escaping @Sendable () -> Int64 = wallClockMs, bootClock: (@Sendable () -> BootInstant?)? = nil
     ) {
         parts = DaemonParts(
             reader: reader, store: store, configuration: configuration, virtualReaderSocket: virtualReaderSocket,
-            audit: audit, clock: clock, sessions: LoginSessions(logind: logind))
+            audit: audit, clock: clock, bootClock: bootClock ?? { BootClock.now(wallMs: clock()) },
+            sessions: LoginSessions(logind: logind))
     }
 
     /// Handles one request to its RESULT. Cancelling the calling task ends it as `systemCancel`.
@@ -198,6 +199,11 @@ public actor Daemon {
                         await daemon.evaluate(proof, user: user, io: io, whereabouts: whereabouts!)
                     }
                 })
+        case .passwordUsed(_, let service):
+            let reports = PasswordReports(parts: parts)
+            return Route(
+                operation: .passwordUsed, audited: true, auditFields: [("service", service ?? "-")],
+                work: .account { _, user, _ in await reports.record(user: user, caller: caller) })
         case .lockoutReset:
             return Route(
                 operation: .lockoutReset, audited: true,

@@ -16,6 +16,8 @@ struct DaemonParts: Sendable {
     let virtualReaderSocket: String?
     let audit: AuditLog
     let clock: @Sendable () -> Int64
+    /// Now on the boot's clock, under this boot's id (`BootClock`); nil when the boot id is unreadable.
+    let bootClock: @Sendable () -> BootInstant?
     let sessions: LoginSessions
     /// Each user's requests one at a time.
     let userQueue: UserQueue

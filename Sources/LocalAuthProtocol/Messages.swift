@@ -83,6 +83,8 @@ public enum Request: Equatable, Sendable {
     case rightRemove(user: String?, identifier: String?)
     /// Evaluates a right's requirement and uses the right in the same request.
     case rightUse(RightUseOptions)
+    /// The account's password just succeeded in the PAM stack of `service` (never the password itself).
+    case passwordUsed(user: String?, service: String?)
 
     /// The account the request is about, when it names one.
     public var user: String? {
@@ -94,6 +96,7 @@ public enum Request: Equatable, Sendable {
         case .lockoutReset(let u): u
         case .rightSave(let u, _, _, _), .rightGet(let u, _), .rightRemove(let u, _): u
         case .rightUse(let o): o.user
+        case .passwordUsed(let u, _): u
         case .devices, .simulate: nil
         }
     }
@@ -164,6 +167,11 @@ public enum Request: Equatable, Sendable {
             return f
         case .rightSave, .rightGet, .rightRemove, .rightUse:
             return rightFrame!
+        case .passwordUsed(let user, let service):
+            var f = Frame(.passwordUsed)
+            f.append(.user, optionalString: user)
+            f.append(.service, optionalString: service)
+            return f
         }
     }
 
@@ -215,6 +223,7 @@ public enum Request: Equatable, Sendable {
         case .passcodeRemove: self = .passcodeRemove(user: f.string(.user), oldPasscode: f.string(.oldPasscode))
         case .lockoutReset: self = .lockoutReset(user: try required(.user))
         case .rightSave, .rightGet, .rightRemove, .rightUse: self = try Self.rightRequest(f)
+        case .passwordUsed: self = .passwordUsed(user: f.string(.user), service: f.string(.service))
         default: throw .notARequest(f.type)
         }
     }

@@ -66,6 +66,8 @@ public indirect enum Phrase: Equatable, Sendable {
     // The "password required" rules (docs/policy.md, rows R).
     /// Why the finger is refused and the password asked for, in one line.
     case passwordRequired(PasswordRequiredReason)
+    /// A report that the password was used, not believed (rows W).
+    case passwordUseNotRecorded(PasswordReportRefusal)
 
     /// The phrase in English.
     public var english: String {
@@ -142,6 +144,16 @@ public indirect enum Phrase: Equatable, Sendable {
             case .firstSession: "Password required to start your first session"
             case .useUnknown: "Password required: its last use could not be read"
             }
+        case .passwordUseNotRecorded(let refusal):
+            switch refusal {
+            case .connectionOrphaned: "Password use not recorded: the process that opened this connection has exited"
+            case .remoteSession: "Password use not recorded: it comes from a remote session"
+            case .noSession:
+                "Password use not recorded: a user's own report counts only from inside their active local session"
+            case .notOwnSession: "Password use not recorded: it comes from another user's session"
+            case .sessionClass(let name): "Password use not recorded: it comes from a session of class \(Echo.quoted(name))"
+            case .sessionNotActive: "Password use not recorded: the session is not the active one on its seat"
+            }
         }
     }
 
@@ -169,6 +181,21 @@ public enum PasswordRequiredReason: Equatable, Sendable {
     case firstSession
     /// The record of the last use cannot be read: nothing can show the password was used.
     case useUnknown
+}
+
+/// Why a report that the password was used is not believed (`PasswordReport.decide`).
+public enum PasswordReportRefusal: Equatable, Sendable {
+    /// The process that opened the connection has exited (its pid may be another's now).
+    case connectionOrphaned
+    /// A password typed over ssh says nothing about who is at this machine.
+    case remoteSession
+    /// A user's own process outside any session: a cron job, a user service.
+    case noSession
+    case notOwnSession
+    /// A greeter's or a background session: not where the user types their password.
+    case sessionClass(String)
+    /// The session is not the one in front on its seat.
+    case sessionNotActive
 }
 
 /// Why biometrics cannot be used for a request, in a few lowercase words.

@@ -34,6 +34,8 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let cancel = MessageType(rawValue: 0x0010)
     public static let passcode = MessageType(rawValue: 0x0011)
     public static let fallback = MessageType(rawValue: 0x0012)
+    /// The PAM stack (`pam_localauth.so password_used`) tells the daemon a password just succeeded.
+    public static let passwordUsed = MessageType(rawValue: 0x0020)
     public static let welcome = MessageType(rawValue: 0x8001)
     public static let event = MessageType(rawValue: 0x8002)
     public static let result = MessageType(rawValue: 0x8003)
@@ -44,6 +46,7 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
         0x0006: "LIST", 0x0007: "DELETE", 0x0008: "DEVICES", 0x0009: "SIMULATE", 0x000A: "PASSCODE_SET",
         0x000B: "PASSCODE_REMOVE", 0x000C: "LOCKOUT_RESET", 0x000D: "RIGHT_SAVE", 0x000E: "RIGHT_GET",
         0x000F: "RIGHT_REMOVE", 0x0010: "CANCEL", 0x0011: "PASSCODE", 0x0012: "FALLBACK", 0x0013: "RIGHT_USE",
+        0x0020: "PASSWORD_USED",
         0x8001: "WELCOME", 0x8002: "EVENT", 0x8003: "RESULT", 0x80FF: "ERROR",
     ]
     public var isKnown: Bool { Self.names[rawValue] != nil }
@@ -112,6 +115,12 @@ public struct FieldTag: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let requestedSize = FieldTag(rawValue: 46)
     public static let sharedInfo = FieldTag(rawValue: 47)
     public static let sensorInaccessible = FieldTag(rawValue: 48)
+    /// STATUS: 0 the password rules are not enforced, 1 the finger is accepted, 2 the password is required.
+    public static let passwordRule = FieldTag(rawValue: 60)
+    /// STATUS: why the password is required, one line.
+    public static let passwordReason = FieldTag(rawValue: 61)
+    /// STATUS: until when (wall clock, ms) the finger is accepted unless the password is used again.
+    public static let fingerUntilMs = FieldTag(rawValue: 62)
 
     /// Kind and repeatability of each known tag; unknown tags are skipped by decoders.
     static let table: [UInt16: (name: String, kind: FieldKind, repeated: Bool)] = [
@@ -132,6 +141,8 @@ public struct FieldTag: RawRepresentable, Hashable, Sendable, CustomStringConver
         43: ("operation", .int, false), 44: ("algorithm", .string, false), 45: ("data", .bytes, false),
         46: ("requestedSize", .int, false), 47: ("sharedInfo", .bytes, false),
         48: ("sensorInaccessible", .int, false),
+        60: ("passwordRule", .int, false), 61: ("passwordReason", .string, false),
+        62: ("fingerUntilMs", .int, false),
     ]
     public var kind: FieldKind? { Self.table[rawValue]?.kind }
     public var isRepeated: Bool { Self.table[rawValue]?.repeated ?? true }

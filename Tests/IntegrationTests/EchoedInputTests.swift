@@ -86,6 +86,7 @@ struct EchoedInputTests {
         let shapes: [Character] = ["a", "é", "\n"]
         let kinds: [(MessageType, [FieldTag])] = [
             (.status, [.user]), (.canEvaluate, [.user]), (.list, [.user]), (.lockoutReset, [.user]),
+            (.passwordUsed, [.user, .service]),
             (.enroll, [.user, .finger]), (.delete, [.user, .finger]), (.simulate, [.action, .argument]),
             (.passcodeSet, [.user, .passcode, .oldPasscode]), (.passcodeRemove, [.user, .oldPasscode]),
             (.evaluate, [.service, .tty, .reason, .fallbackTitle, .cancelTitle]),

@@ -8,7 +8,7 @@ import Testing
 @Suite struct DocumentationTests {
     static let prefixes = [
         "evaluate_", "canEvaluate_", "biometryType_", "passcodeDelay_", "passcodeChange_", "presence_",
-        "passwordRule_",
+        "passwordRule_", "passwordReport_",
     ]
 
     static func names(in text: String, after marker: String, until terminators: Set<Character>) -> Set<String> {

@@ -116,6 +116,7 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         #expect(
             ServerMessage.result(Result(.success, "The secret is released", extra: secret.fields)).frame.encoded()
                 == bytes("result-right-secret"))
+        #expect(Request.passwordUsed(user: "alice", service: "login").frame.encoded() == bytes("password-used"))
     }
 
     @Test func decodeRequest_whenEvaluateVector_readsEveryOption() throws {
@@ -182,7 +183,7 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         .enroll(user: "a", finger: .leftThumb), .list(user: nil), .delete(user: "a", finger: .rightRing, all: false),
         .devices, .passcodeSet(user: nil, passcode: "1234", oldPasscode: "4321"),
         .passcodeRemove(user: "a", oldPasscode: nil),
-        .lockoutReset(user: "a"),
+        .lockoutReset(user: "a"), .passwordUsed(user: "a", service: "login"), .passwordUsed(user: nil, service: nil),
     ])
     func request_roundTripsThroughItsFrame(_ request: Request) throws {
         var reader = FrameReader()

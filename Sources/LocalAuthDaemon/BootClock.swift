@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+import LocalAuthCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Now, as the "password required" rules measure it: this boot's id and its `CLOCK_BOOTTIME`,
+/// beside the wall clock.
+///
+/// The boot is identified by `/proc/sys/kernel/random/boot_id` and nothing else (DESIGN.md): a new
+/// value is a restart, however little time the clocks say has passed. It is read at every request,
+/// so a test that mounts another file over it in a private mount namespace is a new boot at once.
+public enum BootClock {
+    public static let bootIDPath = "/proc/sys/kernel/random/boot_id"
+
+    /// Now on both clocks; nil when the boot id cannot be read (then nothing can be recorded, and
+    /// the rules find no password used in this boot: the strict side).
+    public static func now(wallMs: Int64, bootIDPath: String = bootIDPath) -> BootInstant? {
+        guard let id = readBootID(bootIDPath) else { return nil }
+        var ts = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &ts)
+        return BootInstant(bootID: id, bootMs: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000, wallMs: wallMs)
+    }
+
+    /// The kernel's UUID (`8-4-4-4-12` lowercase hex and a newline) as 32 hex digits; nil for
+    /// anything else.
+    static func readBootID(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = read(fd, &buffer, buffer.count)
+        guard n > 0 else { return nil }
+        return parseBootID(String(decoding: buffer[..<n], as: UTF8.self))
+    }
+
+    static func parseBootID(_ text: String) -> String? {
+        let uuid = text.hasSuffix("\n") ? String(text.dropLast()) : text
+        let groups = uuid.split(separator: "-", omittingEmptySubsequences: false)
+        guard groups.map(\.count) == [8, 4, 4, 4, 12] else { return nil }
+        let hex = groups.joined()
+        guard hex.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else { return nil }
+        return hex
+    }
+}

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+import LocalAuthCore
+import LocalAuthProtocol
+import LocalAuthStore
+
+/// PASSWORD_USED: a PAM stack says the account's password just succeeded
+/// (`pam_localauth.so password_used`, after pam_unix). Believed or not by `PasswordReport.decide`;
+/// recorded at most once a minute per user (`PasswordRule.recordingPassword`), so a flood of
+/// reports costs no disk writes; the first believed report on a machine turns the "password
+/// required" rules on (`password-reported`). Runs in the user's turn (`UserQueue`).
+struct PasswordReports {
+    let parts: DaemonParts
+
+    nonisolated(nonsending) func record(user: String, caller: PeerCredentials) async -> LocalAuthProtocol.Result {
+        let origin = await Self.origin(of: caller, parts: parts)
+        if case .refused(let why) = PasswordReport.decide(origin) {
+            return Result(.notAuthorized, why.message)
+        }
+        guard let now = parts.bootClock() else {
+            parts.audit.notice("cannot read \(BootClock.bootIDPath); password use cannot be recorded")
+            return Result(.internalError, "The boot id cannot be read; the password use was not recorded")
+        }
+        let stored: PasswordUse?
+        switch (try? parts.store.loadPasswordUse(user: user)) ?? .corrupt("unreadable") {
+        case .absent: stored = nil
+        case .ok(let use): stored = use
+        case .corrupt(let why):
+            // A fresh record replaces it: this report is the newest fact there is.
+            parts.audit.notice("the password-use record of \(user) is unreadable (\(why)); writing a fresh one")
+            stored = nil
+        }
+        do {
+            // The marker first: a crash before the record leaves the rules on and no use recorded.
+            if try parts.store.markPasswordReported(atMs: now.wallMs) {
+                parts.audit.info("a PAM stack reported a password use: the password-required rules now apply")
+            }
+            guard let next = PasswordRule.recordingPassword(stored, at: now) else {
+                return Result(.success, "Password use of \(user) already recorded in the last minute")
+            }
+            try parts.store.savePasswordUse(next, user: user)
+        } catch {
+            parts.audit.notice("cannot record the password use of \(user): \(error)")
+            return Result(.internalError, "The password use could not be recorded")
+        }
+        return Result(.success, "Password use of \(user) recorded")
+    }
+
+    /// Where the report comes from: root or not, and the caller's login session.
+    nonisolated(nonsending) static func origin(of caller: PeerCredentials, parts: DaemonParts) async
+        -> PasswordReport.Origin
+    {
+        let place = await parts.sessions.view(of: caller.pid, uid: caller.uid, tty: nil, askLid: false)
+        // Until logind's session details are gathered here, a user's own report has no session
+        // it could be believed in (the strict side); a remote session is known.
+        let session: PasswordReport.Session? =
+            place.isRemote
+            ? PasswordReport.Session(ownedByCaller: false, sessionClass: "", isActive: false, isRemote: true) : nil
+        return PasswordReport.Origin(
+            callerIsRoot: caller.isRoot, session: session, connectionOrphaned: !caller.isStillTheConnectingProcess)
+    }
+}

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import LocalAuthClient
+import LocalAuthCore
+import LocalAuthProtocol
+import LocalAuthStore
+import Testing
+
+/// PASSWORD_USED through the real daemon, from real uids (`setpriv`): who is believed, what is
+/// written, and that nothing a refused caller sends changes the record or turns the rules on.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct PasswordReportIntegrationTests {
+    static let owner = "nobody"  // uid 65534
+
+    static func use(_ d: DaemonHarness, _ user: String = owner) throws -> PasswordUseLoad {
+        try EnrollmentStore(stateDirectory: d.stateDirectory).loadPasswordUse(user: user)
+    }
+
+    static func reported(_ d: DaemonHarness) -> Bool {
+        access(d.stateDirectory + "/password-reported", F_OK) == 0
+    }
+
+    static func report(_ user: String?, as uid: String, _ d: DaemonHarness) throws -> LocalAuthProtocol.Result {
+        let bytes =
+            Hello(client: "pam_localauth test").frame.encoded()
+            + Request.passwordUsed(user: user, service: "login").frame.encoded()
+        let replies = try frames(in: try AuthorizationMatrixTests.relay(bytes, uid: uid, socket: d.socketPath))
+        return try Result(frame: try #require(replies.last { $0.type == .result }))
+    }
+
+    @Test func passwordUsed_fromRoot_isRecordedOnTheBootClockAndTurnsTheRulesOn() throws {
+        let d = try DaemonHarness()
+        #expect(!Self.reported(d))
+        let before = try #require(bootNowForTests())
+        let (r, _) = try d.perform(.passwordUsed(user: Self.owner, service: "login"))
+        #expect(r.isSuccess, "\(r.message)\n\(d.daemonLog)")
+        #expect(Self.reported(d))
+        guard case .ok(let use) = try Self.use(d), let password = use.password else {
+            Issue.record("no record: \(try Self.use(d))")
+            return
+        }
+        #expect(password.bootID == before.bootID)
+        #expect(password.bootMs >= before.bootMs && password.bootMs < before.bootMs + 10_000)
+        #expect(use.finger == nil)
+        #expect(d.daemonLog.contains("op=passwordUsed user=\"nobody\""), "\(d.daemonLog)")
+        #expect(d.daemonLog.contains("service=\"login\""))
+        #expect(d.daemonLog.contains("the password-required rules now apply"))
+
+        // A second report within the minute is answered but not written again.
+        let (again, _) = try d.perform(.passwordUsed(user: Self.owner, service: "sudo"))
+        #expect(again.isSuccess && again.message.contains("already recorded"), "\(again.message)")
+        #expect(try Self.use(d) == .ok(use))
+    }
+
+    @Test func passwordUsed_fromAnotherUser_isRefusedAndChangesNothing() throws {
+        let d = try DaemonHarness()
+        let r = try Self.report(Self.owner, as: "1", d)
+        #expect(r.resultCode == .notAuthorized, "\(r.message)")
+        #expect(try Self.use(d) == .absent)
+        #expect(!Self.reported(d))
+    }
+
+    @Test func passwordUsed_fromTheUsersOwnProcessOutsideASession_isRefused() throws {
+        // A cron job or a user service: uid 65534 itself, in no logind session.
+        let d = try DaemonHarness()
+        for user in [Self.owner, nil] {
+            let r = try Self.report(user, as: "65534", d)
+            #expect(r.resultCode == .notAuthorized, "\(r.message)")
+            #expect(r.message == PasswordReport.Refusal.noSession.message)
+        }
+        #expect(try Self.use(d) == .absent)
+        #expect(!Self.reported(d))
+        #expect(d.daemonLog.contains("op=passwordUsed user=\"nobody\" caller_uid=65534"), "\(d.daemonLog)")
+    }
+
+    @Test func passwordUsed_fromARemoteSession_isRefusedEvenFromRoot() throws {
+        let logind = try MockLogind()
+        try logind.send("session remote")
+        let d = try LogindTests.daemon(logind)
+        let (r, _) = try d.perform(.passwordUsed(user: Self.owner, service: "sshd"))
+        #expect(r.resultCode == .notAuthorized, "\(r.message)")
+        #expect(r.message == PasswordReport.Refusal.remoteSession.message)
+        #expect(try Self.use(d) == .absent)
+        #expect(!Self.reported(d))
+    }
+
+    @Test func passwordUsed_whenTheRecordIsDamaged_writesAFreshOne() throws {
+        let d = try DaemonHarness()
+        #expect(try d.perform(.passwordUsed(user: Self.owner, service: "login")).0.isSuccess)
+        let path = d.stateDirectory + "/users/\(Self.owner)/password"
+        try Data("garbage".utf8).write(to: URL(fileURLWithPath: path))
+        chmod(path, 0o600)
+        guard case .corrupt = try Self.use(d) else { throw HarnessError.setup("not corrupt") }
+        let (r, _) = try d.perform(.passwordUsed(user: Self.owner, service: "login"))
+        #expect(r.isSuccess, "\(r.message)")
+        guard case .ok(let use) = try Self.use(d) else { throw HarnessError.setup("not rewritten") }
+        #expect(use.password != nil)
+        #expect(d.daemonLog.contains("unreadable"))
+    }
+}
+
+/// The test process's view of now: the boot id and boot clock the daemon reads.
+func bootNowForTests() -> BootInstant? {
+    guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else {
+        return nil
+    }
+    var ts = timespec()
+    clock_gettime(CLOCK_BOOTTIME, &ts)
+    let id = text.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "-", with: "")
+    return BootInstant(bootID: id, bootMs: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000, wallMs: 0)
+}

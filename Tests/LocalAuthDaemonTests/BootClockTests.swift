@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+import Testing
+
+@testable import LocalAuthDaemon
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite struct BootClockTests {
+    @Test func parseBootID_takesTheKernelsUUIDAsThirtyTwoHexDigits() {
+        #expect(
+            BootClock.parseBootID("23383262-4eb4-45ba-9b0c-e29b283aabcf\n") == "233832624eb445ba9b0ce29b283aabcf")
+        for bad in [
+            "", "\n", "23383262-4eb4-45ba-9b0c-e29b283aabc\n", "23383262-4EB4-45ba-9b0c-e29b283aabcf\n",
+            "233832624eb445ba9b0ce29b283aabcf\n", "23383262-4eb4-45ba-9b0c-e29b283aabcf-\n",
+            "2338326g-4eb4-45ba-9b0c-e29b283aabcf",
+        ] {
+            #expect(BootClock.parseBootID(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func now_readsThisBootsIDAndAMonotonicBootClock_andNilWithoutABootID() throws {
+        let first = try #require(BootClock.now(wallMs: 5))
+        let second = try #require(BootClock.now(wallMs: 6))
+        #expect(first.bootID == second.bootID && first.bootID.count == 32)
+        #expect(second.bootMs >= first.bootMs && first.bootMs > 0)
+        #expect(BootClock.now(wallMs: 5, bootIDPath: "/nonexistent/boot_id") == nil)
+    }
+}
