@@ -59,3 +59,40 @@ struct PasswordReports {
             callerIsRoot: caller.isRoot, session: session, connectionOrphaned: !caller.isStillTheConnectingProcess)
     }
 }
+
+extension DaemonParts {
+    /// The "password required" rules for `user` now (docs/policy.md, rows R). `userHasNoSession`:
+    /// logind shows no session of the user (nil: not asked, or no logind).
+    func passwordRequirement(user: String, userHasNoSession: Bool?) -> PasswordRequirement {
+        // A marker that cannot be checked counts as present: the rules stay on.
+        let reported = (try? store.passwordReported()) ?? true
+        // Without a boot id nothing recorded can be of this boot: "" matches no recorded id.
+        let now = bootClock() ?? BootInstant(bootID: "", bootMs: 0, wallMs: clock())
+        let use: PasswordUse?
+        switch try? store.loadPasswordUse(user: user) {
+        case .absent?: use = PasswordUse()
+        case .ok(let recorded)?: use = recorded
+        case .corrupt(let why)?:
+            audit.notice("the password-use record of \(user) is unreadable (\(why)); the password is required")
+            use = nil
+        case nil: use = nil
+        }
+        return PasswordRule.evaluate(
+            PasswordFacts(now: now, use: use, userHasNoSession: userHasNoSession, passwordReported: reported),
+            rules: configuration.passwordRules)
+    }
+
+    /// STATUS's fields for the rules: `passwordRule`, `passwordReason`, `fingerUntilMs`.
+    func appendPasswordStatus(user: String, to extra: inout Frame) {
+        switch passwordRequirement(user: user, userHasNoSession: nil) {
+        case .notEnforced:
+            extra.append(.passwordRule, int: 0)
+        case .required(let reason):
+            extra.append(.passwordRule, int: 2)
+            extra.append(.passwordReason, string: reason.message)
+        case .notRequired(let forMs):
+            extra.append(.passwordRule, int: 1)
+            if let forMs { extra.append(.fingerUntilMs, int: clock() &+ forMs) }
+        }
+    }
+}

@@ -39,6 +39,7 @@ struct ReaderRequests {
             .biometryLocked,
             bool: !loaded.readable || LockoutRules.biometryLocked(loaded.state, config: parts.configuration.lockout))
         extra.append(.passcodeSet, bool: loaded.state.passcodeHash != nil)
+        parts.appendPasswordStatus(user: user, to: &extra)
         let reader = device.map { "reader: \($0.name)" } ?? "no reader"
         return Result(
             .success, "\(reader); \(user): \(count) finger\(count == 1 ? "" : "s") enrolled", extra: extra.fields)

@@ -262,7 +262,37 @@ struct Status: ParsableCommand {
             if let n = f.int(.enrolledCount) { print("fingers enrolled: \(n)") }
             if let locked = f.bool(.biometryLocked) { print("biometry locked: \(locked ? "yes" : "no")") }
             if let set = f.bool(.passcodeSet) { print("passcode set: \(set ? "yes" : "no")") }
+            if let line = Self.passwordLine(f) { print(line) }
         }
+    }
+
+    /// When the finger will be accepted again, and why not now (the "password required" rules).
+    static func passwordLine(_ f: Frame) -> String? {
+        switch f.int(.passwordRule) {
+        case 0?:
+            return "finger after restart: accepted (the password-required rules are off: no PAM stack "
+                + "reports password use; enable the pam-auth-update profile, which adds pam_localauth.so password_used)"
+        case 1?:
+            guard let until = f.int(.fingerUntilMs) else { return "finger accepted: yes" }
+            return "finger accepted: yes, until \(LocalTime.describe(ms: until)) unless the password is used again"
+        case 2?:
+            let why = f.string(.passwordReason) ?? "Password required"
+            return "finger accepted: no — \(why); it is accepted again once you use your password (or passcode)"
+        default:
+            return nil
+        }
+    }
+}
+
+/// A wall-clock time as the person's local time, `2026-11-25 21:03` (localtime_r and strftime).
+enum LocalTime {
+    static func describe(ms: Int64) -> String {
+        var seconds = time_t(ms / 1000)
+        var parts = tm()
+        guard localtime_r(&seconds, &parts) != nil else { return "\(ms / 1000) s after the epoch" }
+        var buffer = [CChar](repeating: 0, count: 64)
+        let n = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M", &parts)
+        return n > 0 ? String(cString: buffer) : "\(ms / 1000) s after the epoch"
     }
 }
 

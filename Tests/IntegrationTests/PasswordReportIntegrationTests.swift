@@ -84,6 +84,38 @@ struct PasswordReportIntegrationTests {
         #expect(!Self.reported(d))
     }
 
+    @Test func status_saysWhetherTheFingerIsAcceptedAndUntilWhen() throws {
+        let d = try DaemonHarness()
+        let off = try d.ctl(["status", "--user", Self.owner])
+        #expect(off.status == 0, "\(off.err)")
+        #expect(off.out.contains("the password-required rules are off"), "\(off.out)")
+
+        // Another account after the first report: nothing of it recorded in this boot.
+        #expect(try d.perform(.passwordUsed(user: "daemon", service: "login")).0.isSuccess)
+        let before = try d.ctl(["status", "--user", Self.owner])
+        #expect(
+            before.out.contains("finger accepted: no — Password required after restart; it is accepted again once"),
+            "\(before.out)")
+        let (status, _) = try d.perform(.status(user: Self.owner))
+        #expect(status.fields.int(.passwordRule) == 2)
+        #expect(status.fields.string(.passwordReason) == "Password required after restart")
+
+        #expect(try d.perform(.passwordUsed(user: Self.owner, service: "login")).0.isSuccess)
+        let after = try d.ctl(["status", "--user", Self.owner], asUser: "65534")
+        #expect(after.out.contains("finger accepted: yes, until "), "\(after.out)")
+        let (accepted, _) = try d.perform(.status(user: Self.owner))
+        let until = try #require(accepted.fields.int(.fingerUntilMs))
+        let expected = Int64(Date().timeIntervalSince1970 * 1000) + 48 * 3_600_000
+        #expect(abs(until - expected) < 60_000, "\(until) vs \(expected)")
+
+        // The same record from another boot: a restart.
+        guard case .ok(var use) = try Self.use(d) else { throw HarnessError.setup("no record") }
+        use.password?.bootID = "00000000000000000000000000000000"
+        try EnrollmentStore(stateDirectory: d.stateDirectory).savePasswordUse(use, user: Self.owner)
+        let (restarted, _) = try d.perform(.status(user: Self.owner))
+        #expect(restarted.fields.string(.passwordReason) == "Password required after restart")
+    }
+
     @Test func passwordUsed_whenTheRecordIsDamaged_writesAFreshOne() throws {
         let d = try DaemonHarness()
         #expect(try d.perform(.passwordUsed(user: Self.owner, service: "login")).0.isSuccess)
