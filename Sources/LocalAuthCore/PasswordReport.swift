@@ -2,7 +2,7 @@
 import LocalAuthProtocol
 
 /// Who may tell the daemon "this account's password just succeeded" (PASSWORD_USED, sent by
-/// `pam_localauth.so password_used` after pam_unix): the rule of docs/security.md ("Who may report
+/// `pam_localauth.so` from pam_setcred, after pam_unix accepted it): the rule of docs/security.md ("Who may report
 /// a password"), as one pure function. The daemon never sees the password; it believes the report
 /// from a caller whose PAM stack it trusts to have checked one.
 ///

@@ -88,7 +88,7 @@ public struct PasswordFacts: Equatable, Sendable {
     /// one; nil when there is no logind to ask (the first-session rule cannot apply).
     public var userHasNoSession: Bool?
     /// True once any PAM stack on this machine has reported a password (`pam_localauth.so
-    /// password_used`). Before that the password rules cannot be met, so they are not applied.
+    /// reports it from pam_setcred). Before that the password rules cannot be met, so they are not applied.
     public var passwordReported: Bool
 
     public init(now: BootInstant, use: PasswordUse?, userHasNoSession: Bool?, passwordReported: Bool) {

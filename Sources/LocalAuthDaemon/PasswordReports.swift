@@ -4,7 +4,7 @@ import LocalAuthProtocol
 import LocalAuthStore
 
 /// PASSWORD_USED: a PAM stack says the account's password just succeeded
-/// (`pam_localauth.so password_used`, after pam_unix). Believed or not by `PasswordReport.decide`;
+/// (`pam_localauth.so`, from pam_setcred after pam_unix accepted it). Believed or not by `PasswordReport.decide`;
 /// recorded at most once a minute per user (`PasswordRule.recordingPassword`), so a flood of
 /// reports costs no disk writes; the first believed report on a machine turns the "password
 /// required" rules on (`password-reported`). Runs in the user's turn (`UserQueue`).

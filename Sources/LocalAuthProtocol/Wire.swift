@@ -34,7 +34,7 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let cancel = MessageType(rawValue: 0x0010)
     public static let passcode = MessageType(rawValue: 0x0011)
     public static let fallback = MessageType(rawValue: 0x0012)
-    /// The PAM stack (`pam_localauth.so password_used`) tells the daemon a password just succeeded.
+    /// The PAM module tells the daemon that the account's password just succeeded (from pam_setcred).
     public static let passwordUsed = MessageType(rawValue: 0x0020)
     public static let welcome = MessageType(rawValue: 0x8001)
     public static let event = MessageType(rawValue: 0x8002)

@@ -271,7 +271,7 @@ struct Status: ParsableCommand {
         switch f.int(.passwordRule) {
         case 0?:
             return "finger after restart: accepted (the password-required rules are off: no PAM stack "
-                + "reports password use; enable the pam-auth-update profile, which adds pam_localauth.so password_used)"
+                + "has reported a password use; pam_localauth.so in the stack where the password is typed does)"
         case 1?:
             guard let until = f.int(.fingerUntilMs) else { return "finger accepted: yes" }
             return "finger accepted: yes, until \(LocalTime.describe(ms: until)) unless the password is used again"
