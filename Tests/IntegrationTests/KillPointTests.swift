@@ -33,10 +33,13 @@ struct KillPointTests {
         var lowers: Bool
     }
 
-    /// What was on disk: the record and the prints (finger → bytes).
+    /// What was on disk: the record and the prints (finger → bytes), each user's record of
+    /// password use, and whether a password was ever reported (the rules are on).
     struct Disk: Equatable {
         var state: UserAuthState
         var prints: [String: [UInt8]]
+        var passwordUses: [String: PasswordUseLoad] = [:]
+        var passwordReported = false
     }
 
     /// A copy of the state directory taken at a kill point, during operation `op`.
@@ -77,12 +80,15 @@ struct KillPointTests {
         }
     }
 
-    /// Copies `<state>/users` into a fresh directory and returns it.
+    /// Copies `<state>/users`, the sealing record and the `password-reported` marker into a fresh directory.
     static func copyState(_ stateDirectory: String, to copy: String) {
         mkdir(copy, 0o700)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/cp")
-        p.arguments = ["-a", stateDirectory + "/users", stateDirectory + "/sealing", copy + "/"]
+        p.arguments =
+            ["-a", stateDirectory + "/users", stateDirectory + "/sealing"]
+            + (access(stateDirectory + "/password-reported", F_OK) == 0 ? [stateDirectory + "/password-reported"] : [])
+            + [copy + "/"]
         try? p.run()
         p.waitUntilExit()
         keyFile.withLock { $0 = stateDirectory + ".key" }
@@ -109,7 +115,16 @@ struct KillPointTests {
             for p in try store.allPrints(user: user) { prints[p.finger.rawValue] = p.data }
             let bad = notices.all.filter { $0.contains("corrupt") }
             #expect(bad.isEmpty, "\(context): \(bad)")
-            return Disk(state: state, prints: prints)
+            var uses: [String: PasswordUseLoad] = [:]
+            for name in try store.users() {
+                let use = try store.loadPasswordUse(user: name)
+                if case .corrupt(let why) = use {
+                    Issue.record("\(context): the password use of \(name) is corrupt: \(why)")
+                }
+                if use != .absent { uses[name] = use }
+            }
+            return Disk(
+                state: state, prints: prints, passwordUses: uses, passwordReported: try store.passwordReported())
         } catch {
             Issue.record("\(context): the store does not open: \(error)")
             return nil
@@ -163,6 +178,34 @@ struct KillPointTests {
             #expect(
                 during.state.domainState != before.state.domainState,
                 "\(context): the fingers changed under the old domain state")
+        }
+        // "Password required" never turns into "not required": each record of use is the old or
+        // the new one, the marker is never lost, and the rules judge the copy as strictly as the
+        // state before or the state after.
+        #expect(
+            during.passwordReported || !before.passwordReported, "\(context): the password-reported marker was lost")
+        #expect(!during.passwordReported || before.passwordReported || after.passwordReported)
+        let now = bootNowForTests() ?? BootInstant(bootID: "", bootMs: 0, wallMs: 0)
+        func requirement(_ disk: Disk, _ user: String) -> PasswordRequirement {
+            let use: PasswordUse? =
+                switch disk.passwordUses[user] {
+                case .ok(let u)?: u
+                case .corrupt?: nil
+                default: PasswordUse()
+                }
+            return PasswordRule.evaluate(
+                PasswordFacts(now: now, use: use, userHasNoSession: false, passwordReported: disk.passwordReported),
+                rules: PasswordRules())
+        }
+        for user in Set(during.passwordUses.keys).union(before.passwordUses.keys) {
+            #expect(
+                during.passwordUses[user] == before.passwordUses[user]
+                    || during.passwordUses[user] == after.passwordUses[user],
+                "\(context): the password use of \(user) is neither the old nor the new record")
+            let strictness = requirement(during, user)
+            #expect(
+                strictness == requirement(before, user) || strictness == requirement(after, user),
+                "\(context): \(user) is judged \(strictness), neither as before nor as after")
         }
     }
 
@@ -322,6 +365,15 @@ struct KillPointTests {
                     _ = try d.perform(.evaluate(owner), onEvent: PolicyIntegrationTests.typing(passcode))
                 }
             }
+            // A password reported for an account with no record yet: each writes (a second
+            // report within the minute would not), the first one the marker too.
+            let reported = "kp\(cycle)"
+            for _ in 1...3 where latest.passwordUses[reported] == nil {
+                try await step("password used") {
+                    let (r, _) = try d.perform(.passwordUsed(user: reported, service: "kp"))
+                    #expect(r.isSuccess, "\(r.message)")
+                }
+            }
             for finger in extraFingers where latest.prints[finger.rawValue] != nil {
                 try await step("delete") {
                     let (r, _) = try d.perform(.delete(user: Self.user, finger: finger, all: false))
@@ -359,6 +411,7 @@ struct KillPointTests {
         // The lockouts the workload made really happened (the test exercised what it claims).
         #expect(acknowledged.contains { $0.state.biometryLocked })
         #expect(acknowledged.contains { $0.state.passcodeLockedUntilMs > 0 })
+        #expect(acknowledged.contains { $0.passwordReported && !$0.passwordUses.isEmpty })
         var byOperation: [String: Int] = [:]
         var killsByOperation: [String: Int] = [:]
         for point in points {
