@@ -12,7 +12,7 @@ public enum PasswordUseLoad: Equatable, Sendable {
     case corrupt(String)
 }
 
-/// The "password required" side of the store (`docs/adr/0006-password-required.md`): per user,
+/// The "password required" side of the store (`docs/adr/0007-password-required.md`): per user,
 /// `users/<user>/password`, when the password (or passcode) and a finger last proved the user; for
 /// the machine, `password-reported`, which exists once any PAM stack has reported a password.
 ///
