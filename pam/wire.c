@@ -302,3 +302,12 @@ size_t la_encode_fallback(struct la_writer *w)
     la_w_begin(w, LA_MSG_FALLBACK);
     return la_w_finish(w);
 }
+
+size_t la_encode_password_used(struct la_writer *w, const char *user, const char *service)
+{
+    la_w_begin(w, LA_MSG_PASSWORD_USED);
+    la_w_str(w, LA_TAG_USER, user);
+    if (service)
+        la_w_str(w, LA_TAG_SERVICE, service);
+    return la_w_finish(w);
+}

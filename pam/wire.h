@@ -30,6 +30,7 @@ enum la_msg {
     LA_MSG_CANCEL = 0x0010,
     LA_MSG_PASSCODE = 0x0011,
     LA_MSG_FALLBACK = 0x0012,
+    LA_MSG_PASSWORD_USED = 0x0020,
     LA_MSG_WELCOME = 0x8001,
     LA_MSG_EVENT = 0x8002,
     LA_MSG_RESULT = 0x8003,
@@ -150,5 +151,8 @@ size_t la_encode_evaluate(struct la_writer *w, const struct la_evaluate *e);
 size_t la_encode_passcode(struct la_writer *w, const char *passcode);
 size_t la_encode_cancel(struct la_writer *w);
 size_t la_encode_fallback(struct la_writer *w);
+/* PASSWORD_USED: the account's password just succeeded in this service's stack; service may be
+ * NULL. */
+size_t la_encode_password_used(struct la_writer *w, const char *user, const char *service);
 
 #endif

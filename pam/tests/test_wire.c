@@ -122,6 +122,8 @@ static void encoders_match_golden(void)
                    "20302e31"));
     CHECK(frame_is(la_encode_cancel(&w), "000000020010"));
     CHECK(frame_is(la_encode_fallback(&w), "000000020012"));
+    CHECK(frame_is(la_encode_password_used(&w, "alice", "login"),
+                   "00000014002000030005616c696365000400056c6f67696e"));
     CHECK(frame_is(la_encode_passcode(&w, "correct horse"),
                    "0000001300110017000d636f727265637420686f727365"));
     struct la_evaluate ev = {.policy = LA_POLICY_BIOMETRICS,
