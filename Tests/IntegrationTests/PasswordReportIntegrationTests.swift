@@ -52,6 +52,27 @@ struct PasswordReportIntegrationTests {
         #expect(try Self.use(d) == .ok(use))
     }
 
+    @Test func passwordUsed_whenFlooded_isAnsweredButWrittenOnceAMinute() throws {
+        let d = try DaemonHarness()
+        #expect(try d.perform(.passwordUsed(user: Self.owner, service: "login")).0.isSuccess)
+        let path = d.stateDirectory + "/users/\(Self.owner)/password"
+        var first = stat()
+        #expect(stat(path, &first) == 0)
+        let started = Date()
+        for _ in 0..<200 {
+            let (r, _) = try d.perform(.passwordUsed(user: Self.owner, service: "flood"))
+            #expect(r.isSuccess && r.message.contains("already recorded"), "\(r.message)")
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        var after = stat()
+        #expect(stat(path, &after) == 0)
+        // Every store write renames a new file into place: the same inode means no write.
+        #expect(after.st_ino == first.st_ino, "the record was rewritten during the flood")
+        print(
+            "200 coalesced password reports from root: \(String(format: "%.1f", elapsed * 1000 / 200)) ms each, no write"
+        )
+    }
+
     @Test func passwordUsed_fromAnotherUser_isRefusedAndChangesNothing() throws {
         let d = try DaemonHarness()
         let r = try Self.report(Self.owner, as: "1", d)
