@@ -45,4 +45,8 @@
 #define LA_WHY_OTHER_VERSION "localauthd speaks protocol version %lld, not %d"
 #define LA_WHY_REFUSED "localauthd refused the request: %s" /* the daemon's ERROR message */
 
+/* syslog, from pam_sm_setcred: the account's password was used (never the password itself). */
+#define LA_LOG_PASSWORD_REPORTED "password use of %s reported to localauthd: %s"
+#define LA_LOG_PASSWORD_NOT_REPORTED "password use of %s not reported: %s"
+
 #endif

@@ -46,6 +46,8 @@ static const char *apply(struct la_options *o, const char *arg)
         o->debug = 1;
     } else if (strcmp(arg, "password_first") == 0) {
         o->password_first = 1;
+    } else if (strcmp(arg, "password_used") == 0) {
+        o->password_used = 1;
     } else if ((v = value_of(arg, "socket")) != NULL) {
         size_t n = strlen(v);
         if (v[0] != '/')

@@ -28,6 +28,7 @@ struct la_options {
     char reason[LA_WIRE_MAX_FIELD + 1];
     int debug;
     int password_first; /* ask for a typed password before the finger (screen lockers) */
+    int password_used;  /* placed after the password module: report a password that got there */
 };
 
 /* Whether a PAM_TTY value names a terminal or a display a person sits at: "/dev/…", "tty…",

@@ -40,6 +40,8 @@
 #define LA_REFUSAL_READ_MS 100
 /* After a CANCEL, how long the daemon gets to confirm before we stop listening. */
 #define LA_CANCEL_GRACE_MS 1000
+/* pam_sm_setcred's report of a used password may take this long (it delays the login). */
+#define LA_REPORT_MS 1000
 /* Pause between connect attempts while the daemon's listen backlog is full. */
 #define LA_CONNECT_RETRY_MS 10
 /* run() goes on to the daemon. */
@@ -57,6 +59,7 @@ struct session {
     int fd;
     int silent;       /* nothing may be shown: la_quiet(), or the conversation failed */
     int64_t deadline; /* CLOCK_MONOTONIC, milliseconds */
+    int handed_on; /* a password typed at the module's prompt went on as PAM_AUTHTOK */
     const char *user;
     struct la_term term;                      /* the caller's terminal, when the module owns it */
     char place_finger[LA_WIRE_MAX_FIELD + 1]; /* the daemon's prompt, for after Enter alone */
@@ -305,6 +308,7 @@ static int typed_password(struct session *s, const char *user, int *answered)
         rc = LA_CONTINUE;
     } else if (rc == PAM_SUCCESS && answer != NULL) {
         rc = pam_set_item(s->pamh, PAM_AUTHTOK, answer); /* libpam keeps its own copy */
+        s->handed_on = rc == PAM_SUCCESS;
         if (rc == PAM_SUCCESS)
             skipped(s, user, LA_WHY_TYPED);
         else
@@ -421,6 +425,7 @@ static int on_typed_line(struct session *s, size_t len)
     }
     int rc = pam_set_item(s->pamh, PAM_AUTHTOK, s->typed); /* libpam keeps its own copy */
     explicit_bzero(s->typed, sizeof s->typed);
+    s->handed_on = rc == PAM_SUCCESS;
     if (rc != PAM_SUCCESS) {
         pam_syslog(s->pamh, LOG_ERR, "cannot store the typed password: %s",
                    pam_strerror(s->pamh, rc));
@@ -644,11 +649,117 @@ static int run(struct session *s, int pam_silent)
     }
 }
 
+/* What pam_sm_authenticate leaves for pam_sm_setcred and a password_used line (pam_set_data:
+ * one value per handle and name, kept until pam_end). The values' addresses are the marks. */
+#define LA_DATA_FINGER "pam_localauth_finger"
+/* pam_unix's record of its authentication's return value, for its own pam_sm_setcred
+ * (Linux-PAM modules/pam_unix/pam_unix_auth.c): PAM_SUCCESS once it accepted the password. */
+#define LA_DATA_UNIX "unix_setcred_return"
+static const enum la_finger_mark marks[] = {LA_FINGER_NOT_ASKED, LA_FINGER_NOT_USED,
+                                            LA_FINGER_TYPED, LA_FINGER_ACCEPTED,
+                                            LA_FINGER_REPORTED};
+
+static void mark_finger(pam_handle_t *pamh, enum la_finger_mark mark)
+{
+    if (pam_set_data(pamh, LA_DATA_FINGER, (void *)&marks[mark], NULL) != PAM_SUCCESS)
+        pam_syslog(pamh, LOG_ERR, "cannot keep this authentication's outcome for pam_setcred");
+}
+
+static enum la_finger_mark finger_mark(pam_handle_t *pamh)
+{
+    const void *data = NULL;
+    if (pam_get_data(pamh, LA_DATA_FINGER, &data) != PAM_SUCCESS || data == NULL)
+        return LA_FINGER_NOT_ASKED;
+    return *(const enum la_finger_mark *)data;
+}
+
+static int unix_accepted(pam_handle_t *pamh)
+{
+    const void *data = NULL;
+    return pam_get_data(pamh, LA_DATA_UNIX, &data) == PAM_SUCCESS && data != NULL &&
+           *(const int *)data == PAM_SUCCESS;
+}
+
+/* Tells the daemon that user's password just succeeded (PASSWORD_USED), within the deadline;
+ * returns the daemon's RESULT message, or why there is none, in why. 0: the daemon recorded it. */
+static int report_password(struct session *s, const char *user, const char *service, char *why,
+                           size_t cap)
+{
+    if (connect_daemon(s, why, cap) != 0)
+        return -1;
+    if (send_frame(s, la_encode_hello(&s->w, LA_CLIENT_NAME)) != 0 ||
+        send_frame(s, la_encode_password_used(&s->w, user, service)) != 0) {
+        const char *said = refused_or_silent(s, why, cap);
+        if (said != why)
+            snprintf(why, cap, "%s", said);
+        return -1;
+    }
+    if (read_reply(s, s->deadline) != 0 || s->reply.type != LA_MSG_WELCOME ||
+        read_reply(s, s->deadline) != 0 || s->reply.type != LA_MSG_RESULT) {
+        snprintf(why, cap, "%s",
+                 s->reply.type == LA_MSG_ERROR ? s->reply.message : LA_WHY_NO_ANSWER);
+        return -1;
+    }
+    snprintf(why, cap, "%s", s->reply.message);
+    replace_controls(why);
+    return s->reply.code == 0 ? 0 : -1;
+}
+
+/* Reports the use of PAM_USER's password (pam_sm_setcred, or a password_used line), logs the
+ * outcome, and marks the transaction so that it is reported once. */
+static void report(pam_handle_t *pamh, const struct la_options *opt)
+{
+    const void *user = NULL, *service = NULL;
+    if (pam_get_item(pamh, PAM_USER, &user) != PAM_SUCCESS || user == NULL ||
+        strnlen(user, LA_WIRE_MAX_FIELD + 1) > LA_WIRE_MAX_FIELD ||
+        !la_wire_utf8_valid(user, strlen(user)))
+        return;
+    if (pam_get_item(pamh, PAM_SERVICE, &service) != PAM_SUCCESS || service == NULL ||
+        strnlen(service, LA_WIRE_MAX_FIELD + 1) > LA_WIRE_MAX_FIELD ||
+        !la_wire_utf8_valid(service, strlen(service)))
+        service = NULL;
+    struct session s;
+    char why[LA_WIRE_MAX_FIELD + 64], name[128];
+    memset(&s, 0, sizeof s);
+    s.pamh = pamh;
+    s.opt = opt;
+    s.fd = -1;
+    s.term.fd = s.term.sig_fd = -1;
+    s.deadline = now_ms() + LA_REPORT_MS;
+    int rc = report_password(&s, user, service, why, sizeof why);
+    snprintf(name, sizeof name, "%s", (const char *)user);
+    replace_controls(name);
+    pam_syslog(pamh, rc == 0 ? LOG_INFO : LOG_NOTICE,
+               rc == 0 ? LA_LOG_PASSWORD_REPORTED : LA_LOG_PASSWORD_NOT_REPORTED, name, why);
+    if (s.fd >= 0)
+        close(s.fd);
+    explicit_bzero(&s, sizeof s);
+    if (rc == 0)
+        mark_finger(pamh, LA_FINGER_REPORTED);
+}
+
+/* `password_used`, a line after the password module: PAM_AUTHTOK is still there while the stack
+ * runs (libpam wipes it when pam_authenticate returns). PAM_IGNORE: it decides nothing. */
+static int password_used_line(pam_handle_t *pamh, const struct la_options *opt)
+{
+    const void *authtok = NULL, *rhost = NULL;
+    if (pam_get_item(pamh, PAM_AUTHTOK, &authtok) != PAM_SUCCESS)
+        authtok = NULL;
+    if (pam_get_item(pamh, PAM_RHOST, &rhost) != PAM_SUCCESS)
+        rhost = NULL;
+    if (la_reports_after_password(finger_mark(pamh), authtok, rhost))
+        report(pamh, opt);
+    return PAM_IGNORE;
+}
+
 LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
     struct la_options opt;
     struct session s;
     la_options_parse(&opt, argc, argv, warn_option, pamh);
+    if (opt.password_used)
+        return password_used_line(pamh, &opt);
+    mark_finger(pamh, LA_FINGER_NOT_USED);
     memset(&s, 0, sizeof s);
     s.pamh = pamh;
     s.opt = &opt;
@@ -657,6 +768,10 @@ LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const
     s.deadline = now_ms() + (int64_t)opt.timeout * 1000;
 
     int rc = run(&s, (flags & PAM_SILENT) != 0);
+    if (rc == PAM_SUCCESS)
+        mark_finger(pamh, LA_FINGER_ACCEPTED);
+    else if (s.handed_on)
+        mark_finger(pamh, LA_FINGER_TYPED);
 
     /* The one exit: closing the connection also cancels anything still running and frees
      * the reader; then the terminal and the signal mask go back to how the caller left them. */
@@ -667,8 +782,19 @@ LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const
     return rc;
 }
 
+/* After a password (not a finger) got the user through the stack, tells the daemon so, for the
+ * "password required" rules (docs/adr/0007-password-required.md). Never fails the caller:
+ * credentials are not the module's business, and a report that cannot be made only means the
+ * password is asked for once more later. */
 LA_EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
-    (void)pamh, (void)flags, (void)argc, (void)argv;
+    const void *rhost = NULL;
+    struct la_options opt;
+    if (pam_get_item(pamh, PAM_RHOST, &rhost) != PAM_SUCCESS)
+        rhost = NULL;
+    la_options_parse(&opt, argc, argv, NULL, NULL); /* pam_sm_authenticate warned already */
+    if (!opt.password_used &&
+        la_reports_at_setcred(flags, finger_mark(pamh), unix_accepted(pamh), rhost))
+        report(pamh, &opt);
     return PAM_SUCCESS;
 }

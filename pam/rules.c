@@ -3,6 +3,8 @@
 
 #include "options.h"
 
+#include <security/pam_modules.h>
+
 int la_is_remote(const char *rhost)
 {
     return rhost != 0 && rhost[0] != '\0';
@@ -23,6 +25,21 @@ enum la_term_mode la_term_decide(const struct la_term_facts *f)
     if (!f->stdin_ctty || !f->foreground || !f->line_mode)
         return LA_TERM_OTHER;
     return LA_TERM_OWN;
+}
+
+int la_reports_at_setcred(int setcred_flags, enum la_finger_mark mark, int unix_accepted,
+                          const char *rhost)
+{
+    int grants = PAM_ESTABLISH_CRED | PAM_REINITIALIZE_CRED | PAM_REFRESH_CRED;
+    if ((setcred_flags & grants) == 0 || la_is_remote(rhost))
+        return 0;
+    return mark == LA_FINGER_TYPED || (mark == LA_FINGER_NOT_USED && unix_accepted);
+}
+
+int la_reports_after_password(enum la_finger_mark mark, const char *authtok, const char *rhost)
+{
+    return mark != LA_FINGER_ACCEPTED && mark != LA_FINGER_REPORTED && authtok != 0 &&
+           authtok[0] != '\0' && !la_is_remote(rhost);
 }
 
 int la_quiet(int pam_silent, const char *pam_tty)

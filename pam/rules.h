@@ -36,4 +36,29 @@ enum la_term_mode la_term_decide(const struct la_term_facts *f);
  * on every call): they are a question and its answer, not chatter. */
 int la_quiet(int pam_silent, const char *pam_tty);
 
+/* What pam_sm_authenticate left, for pam_sm_setcred and a password_used line, in this PAM
+ * transaction (pam_set_data). */
+enum la_finger_mark {
+    LA_FINGER_NOT_ASKED, /* the module's authentication did not run in this handle */
+    LA_FINGER_NOT_USED,  /* it ran and neither accepted a finger nor took a typed password */
+    LA_FINGER_TYPED,     /* a password typed at its own prompt went on as PAM_AUTHTOK */
+    LA_FINGER_ACCEPTED,  /* it accepted a finger (or the localauth passcode) */
+    LA_FINGER_REPORTED,  /* the password's use has been reported already */
+};
+
+/* Whether pam_sm_setcred tells the daemon that the account's password was used
+ * (docs/adr/0007-password-required.md). libpam has wiped PAM_AUTHTOK by then, so what counts is
+ * what this transaction left: a password typed at the module's own prompt, or pam_unix's record
+ * that it accepted the password (its "unix_setcred_return" data, unix_accepted), while the
+ * module's own authentication ran and accepted no finger. Only when the application
+ * establishes, reinitialises or refreshes credentials — which it does only after pam_authenticate
+ * succeeded — and never for a remote session. */
+int la_reports_at_setcred(int setcred_flags, enum la_finger_mark mark, int unix_accepted,
+                          const char *rhost);
+
+/* Whether a `password_used` line, placed after the password module, reports: the stack got
+ * there with a password (PAM_AUTHTOK not empty, still there during pam_authenticate) and no
+ * finger, nothing was reported yet, and the session is not remote. */
+int la_reports_after_password(enum la_finger_mark mark, const char *authtok, const char *rhost);
+
 #endif

@@ -218,11 +218,14 @@ class Ctx:
         return name
 
     def conv(self, service, user, answers=(), fail=(), items=None, flags=0, env=None,
-             syslog=False):
-        """One pam_authenticate through pamconv.py: a conversation that fails on the message
-        styles in fail; returns {code, prompts, info, errors, env, start, end}, and with
-        syslog=True also "syslog": the lines the process sent to /dev/log."""
+             syslog=False, ops=None):
+        """One pam_authenticate (or the PAM calls in ops, see pamconv.py) through pamconv.py: a
+        conversation that fails on the message styles in fail; returns {code, codes, prompts,
+        info, errors, env, start, end}, and with syslog=True also "syslog": the lines the
+        process sent to /dev/log."""
         spec = {"answers": list(answers), "fail": list(fail), "items": items or {}}
+        if ops is not None:
+            spec["ops"] = list(ops)
         wrap, listener = [], None
         if syslog:
             # A private mount namespace whose /dev is an overlay with our socket as /dev/log:
@@ -1125,6 +1128,88 @@ def real_not_interactive_is_refused_at_once(ctx):
     # The finger still works for the same account when the caller can show messages.
     res = verify_with_touches(ctx, d, svc, "nobody", PAM_SUCCESS, ["finger-1"])
     expect_code(res, PAM_SUCCESS)
+
+
+def reported_uses(daemon):
+    """The users whose password use the daemon recorded, and whether the rules are on."""
+    users = os.path.join(daemon.state, "users")
+    names = sorted(n for n in os.listdir(users) if os.path.exists(os.path.join(users, n, "password"))) \
+        if os.path.isdir(users) else []
+    return names, os.path.exists(os.path.join(daemon.state, "password-reported"))
+
+
+def password_stack(ctx, d, name="la-test"):
+    """The module as a screen locker has it, and pam_permit standing for the password module
+    that accepted the typed password (pam_unix: pam/tests/keyring_test.py)."""
+    return ctx.service("socket=%s password_first" % d.sock, name=name,
+                       control="[success=done default=ignore]",
+                       after=["auth required %s" % os.path.join(os.path.dirname(WRAPPER_MODULES),
+                                                                "security", "pam_permit.so")])
+
+
+@case(needs_daemon=True)
+def real_password_through_the_stack_is_reported_at_setcred(ctx):
+    d = RealDaemon(ctx)
+    svc = password_stack(ctx, d)
+    res = ctx.conv(svc, "nobody", answers=["a typed password"], ops=["authenticate"])
+    expect_code(res, PAM_SUCCESS)
+    check(reported_uses(d) == ([], False), "nothing before pam_setcred: %s" % (reported_uses(d),))
+    for op in ("setcred", "reinitialize_cred", "refresh_cred"):
+        res = ctx.conv(svc, "nobody", answers=["a typed password"], ops=["authenticate", op],
+                       syslog=True)
+        check(res["codes"] == {"authenticate": 0, op: 0}, "%s: %s" % (op, res))
+        check(any("password use of nobody reported to localauthd" in l for l in res["syslog"]),
+              "said in syslog: %s" % res["syslog"])
+    check(reported_uses(d) == (["nobody"], True), "recorded: %s" % (reported_uses(d),))
+    audit = open(ctx.path("localauthd.log")).read()
+    check('op=passwordUsed user="nobody"' in audit and 'service="la-test"' in audit, audit[-400:])
+
+
+@case(needs_daemon=True)
+def real_password_used_line_after_the_password_module_reports_during_authentication(ctx):
+    d = RealDaemon(ctx)
+    with open(os.path.join(ctx.services, password_stack(ctx, d)), "a") as f:
+        f.write("auth optional %s socket=%s password_used\n" % (ARGS.module, d.sock))
+    res = ctx.conv("la-test", "nobody", answers=["a typed password"], syslog=True)
+    expect_code(res, PAM_SUCCESS)
+    check(reported_uses(d) == (["nobody"], True), "recorded: %s" % (reported_uses(d),))
+    # pam_setcred does not report it again.
+    res = ctx.conv("la-test", "nobody", answers=["a typed password"], ops=["authenticate", "setcred"],
+                   syslog=True)
+    check(len([l for l in res["syslog"] if "password use of nobody reported" in l]) == 1,
+          "reported once: %s" % res["syslog"])
+
+
+@case(needs_daemon=True)
+def real_finger_or_no_authentication_or_remote_is_never_reported(ctx):
+    d = RealDaemon(ctx)
+    d.enroll("nobody", "finger-1")
+    svc = password_stack(ctx, d)
+    # The finger (Enter alone, then a touch) through pamtester: authenticate, then setcred.
+    env = dict(os.environ, PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=ctx.services,
+               LD_PRELOAD="libpam_wrapper.so")
+    if ARGS.asan:
+        env["LD_PRELOAD"] = ARGS.libasan + " libpam_wrapper.so"
+        env["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=86"
+    p = subprocess.Popen(["pamtester", "-v", svc, "nobody", "authenticate", "setcred"], env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    ctx.children.append(p)
+    p.stdin.write("\n")
+    p.stdin.flush()
+    time.sleep(0.8)
+    d.touch("finger-1")
+    out, err = p.communicate(timeout=30)
+    check(p.returncode == 0 and "credential info has successfully been set" in out + err, out + err)
+    # pam_setcred without pam_authenticate (cron, sshd with a key), with a PAM_AUTHTOK set.
+    res = ctx.conv(svc, "nobody", ops=["setcred"], env={"PAM_AUTHTOK": "not checked by anyone"})
+    check(res["codes"] == {"setcred": 0}, str(res))
+    # A password typed in a remote session.
+    res = ctx.conv(svc, "nobody", answers=["a typed password"], ops=["authenticate", "setcred"],
+                   env={"PAM_RHOST": "far.example"})
+    check(res["codes"] == {"authenticate": 0, "setcred": 0}, str(res))
+    check(reported_uses(d) == ([], False), "reported: %s" % (reported_uses(d),))
+    check("op=passwordUsed" not in open(ctx.path("localauthd.log")).read(), "no report reached the daemon")
 
 
 # ---------------------------------------------------------------------------------------------

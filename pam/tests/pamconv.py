@@ -8,7 +8,12 @@ JSON: {"answers": [...], "fail": ["info", "error", "echo_off", "echo_on"], "item
        "stream": true}
 Answers go to the PAM_PROMPT_ECHO_OFF/ON questions in order (none left: the conversation
 fails). With "stream", each message is also printed as it comes, as a line
-"MSG info|error|prompt TEXT", so that a test can act on it (touch the reader). Prints one JSON line: code (what pam_authenticate returned), prompts, info, errors,
+"MSG info|error|prompt TEXT", so that a test can act on it (touch the reader). "ops" names
+the PAM calls made in order, as a display manager makes them (default ["authenticate"]):
+authenticate, acct_mgmt, setcred (PAM_ESTABLISH_CRED), reinitialize_cred, refresh_cred,
+open_session; the first that fails ends the run, and "codes" says what each returned. "env"
+(["NAME=value", ...]) goes into the PAM environment first (pam_putenv); "report_env" names
+PAM environment variables whose values the output carries in "env". Prints one JSON line: code (what pam_authenticate returned), prompts, info, errors,
 env (the PAM environment after the call: pam_get_items.so puts the items there), start, end.
 """
 import ctypes
@@ -57,6 +62,13 @@ pam.pam_authenticate.argtypes = [ctypes.c_void_p, ctypes.c_int]
 pam.pam_getenv.restype = ctypes.c_char_p
 pam.pam_getenv.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 pam.pam_end.argtypes = [ctypes.c_void_p, ctypes.c_int]
+pam.pam_putenv.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+for call in ("pam_acct_mgmt", "pam_setcred", "pam_open_session", "pam_close_session"):
+    getattr(pam, call).argtypes = [ctypes.c_void_p, ctypes.c_int]
+# The PAM calls "ops" may name, each with its flags: a login as a display manager makes it.
+OPS = {"authenticate": (pam.pam_authenticate, None), "acct_mgmt": (pam.pam_acct_mgmt, 0),
+       "setcred": (pam.pam_setcred, 0x2), "refresh_cred": (pam.pam_setcred, 0x10),
+       "reinitialize_cred": (pam.pam_setcred, 0x8), "open_session": (pam.pam_open_session, 0)}
 
 service, user, flags, spec = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
 answers = list(spec.get("answers", []))
@@ -93,10 +105,23 @@ if rc != 0:
     sys.exit("pam_start: %d" % rc)
 for name, value in spec.get("items", {}).items():
     pam.pam_set_item(handle, ITEMS[name], value.encode())
+for assignment in spec.get("env", []):
+    pam.pam_putenv(handle, assignment.encode())
 out["start"] = time.monotonic()
-out["code"] = pam.pam_authenticate(handle, flags)
-out["end"] = time.monotonic()
+out["codes"] = {}
+for op in spec.get("ops", ["authenticate"]):
+    call, op_flags = OPS[op]
+    rc = call(handle, flags if op_flags is None else op_flags)
+    out["codes"][op] = rc
+    if op == "authenticate":
+        out["code"] = rc
+        out["end"] = time.monotonic()
+    if rc != 0:
+        break
 token = pam.pam_getenv(handle, b"PAM_AUTHTOK")
 out["env"] = {"PAM_AUTHTOK": token.decode() if token is not None else None}
-pam.pam_end(handle, out["code"])
+for name in spec.get("report_env", []):
+    value = pam.pam_getenv(handle, name.encode())
+    out["env"][name] = value.decode() if value is not None else None
+pam.pam_end(handle, out.get("code", 0))
 print(json.dumps(out))

@@ -31,7 +31,7 @@ static void defaults(void)
     CHECK(strcmp(o.socket, "/run/localauthd/socket") == 0);
     CHECK(o.policy == LA_POLICY_BIOMETRICS);
     CHECK(o.timeout == 30 && o.tries == 3);
-    CHECK(!o.have_reason && !o.debug && !o.password_first);
+    CHECK(!o.have_reason && !o.debug && !o.password_first && !o.password_used);
 }
 
 static void every_option_applies(void)
@@ -119,6 +119,14 @@ static void password_first_is_a_bare_word(void)
     CHECK(parse1("password_first") == 0 && o.password_first);
 }
 
+static void password_used_is_a_bare_word(void)
+{
+    const char *bad[] = {"password_used=1", "password-used", "Password_used", "password_usedx"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK(parse1(bad[i]) == 1 && !o.password_used);
+    CHECK(parse1("password_used") == 0 && o.password_used && !o.password_first);
+}
+
 static void tty_names_a_terminal_or_a_display(void)
 {
     const char *yes[] = {"/dev/pts/3", "/dev/tty1", "tty1", "pts/0", "console", ":0", ":1.0"};
@@ -140,5 +148,6 @@ void test_options(void)
     TEST(null_argv_entries_and_no_callback);
     TEST(reason_limits);
     TEST(password_first_is_a_bare_word);
+    TEST(password_used_is_a_bare_word);
     TEST(tty_names_a_terminal_or_a_display);
 }

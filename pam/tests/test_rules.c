@@ -3,6 +3,7 @@
 #include "../rules.h"
 #include "harness.h"
 
+#include <security/pam_modules.h>
 #include <stddef.h>
 
 static void any_rhost_is_remote_localhost_included(void)
@@ -75,8 +76,54 @@ static void pam_silent_is_quiet_only_without_a_terminal(void)
     CHECK(!la_quiet(0, "cron"));
 }
 
+static void a_password_that_got_the_stack_through_is_reported_at_setcred(void)
+{
+    /* typed at the module's own prompt (a screen locker, sudo's "Password or finger") */
+    CHECK(la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_TYPED, 0, NULL));
+    CHECK(
+        la_reports_at_setcred(PAM_REFRESH_CRED | PAM_SILENT, LA_FINGER_TYPED, 0, "")); /* i3lock */
+    /* asked by pam_unix after the module stepped aside (gdm-password, login) */
+    CHECK(la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_NOT_USED, 1, NULL));
+    CHECK(la_reports_at_setcred(PAM_REINITIALIZE_CRED, LA_FINGER_NOT_USED, 1, "")); /* GNOME */
+}
+
+static void a_finger_or_no_authentication_is_never_reported_at_setcred(void)
+{
+    CHECK(!la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_ACCEPTED, 1, NULL));
+    CHECK(!la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_REPORTED, 1, NULL));
+    /* cron and sshd's key logins establish credentials without pam_authenticate */
+    CHECK(!la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_NOT_ASKED, 1, NULL));
+    /* the module stepped aside and pam_unix did not accept anything: another method did */
+    CHECK(!la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_NOT_USED, 0, NULL));
+    CHECK(!la_reports_at_setcred(PAM_DELETE_CRED, LA_FINGER_TYPED, 1, NULL));
+    CHECK(!la_reports_at_setcred(0, LA_FINGER_TYPED, 1, NULL));
+}
+
+static void a_password_line_after_the_password_module_reports_a_password_only(void)
+{
+    CHECK(la_reports_after_password(LA_FINGER_NOT_USED, "pw", NULL));
+    CHECK(la_reports_after_password(LA_FINGER_TYPED, "pw", ""));
+    CHECK(!la_reports_after_password(LA_FINGER_ACCEPTED, "pw", NULL));
+    CHECK(!la_reports_after_password(LA_FINGER_REPORTED, "pw", NULL));
+    CHECK(!la_reports_after_password(LA_FINGER_NOT_USED, NULL, NULL));
+    CHECK(!la_reports_after_password(LA_FINGER_NOT_USED, "", NULL)); /* nullok: no password */
+    /* a stack whose finger line is elsewhere, or none: the position proves the password */
+    CHECK(la_reports_after_password(LA_FINGER_NOT_ASKED, "pw", NULL));
+}
+
+static void a_password_typed_in_a_remote_session_is_never_reported(void)
+{
+    CHECK(!la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_TYPED, 1, "far.example"));
+    CHECK(!la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_NOT_USED, 1, "localhost"));
+    CHECK(!la_reports_after_password(LA_FINGER_NOT_USED, "pw", "far.example"));
+}
+
 void test_rules(void)
 {
+    TEST(a_password_that_got_the_stack_through_is_reported_at_setcred);
+    TEST(a_finger_or_no_authentication_is_never_reported_at_setcred);
+    TEST(a_password_line_after_the_password_module_reports_a_password_only);
+    TEST(a_password_typed_in_a_remote_session_is_never_reported);
     TEST(any_rhost_is_remote_localhost_included);
     TEST(a_person_at_the_terminal_pam_tty_names_is_owned);
     TEST(no_controlling_terminal_or_pam_tty_elsewhere_is_the_conversation);
