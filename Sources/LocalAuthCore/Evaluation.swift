@@ -20,6 +20,8 @@ public struct EvaluationFacts: Sendable, Equatable {
     /// Whose request this is (the calling program and the account): the finger prompt names it, so
     /// the person at the reader sees whose request a touch answers.
     public var label: RequestLabel?
+    /// Why the password is required instead of a finger now (`PasswordRule`); nil: it is not.
+    public var passwordRequired: PasswordRequiredReason?
 
     public init(
         readerUnavailable: ReaderUnavailable? = nil, enrolledFingers: [FingerName], stateReadable: Bool = true,
@@ -34,6 +36,13 @@ public struct EvaluationFacts: Sendable, Equatable {
     }
 
     public var readerAvailable: Bool { readerUnavailable == nil }
+
+    /// The same facts with the "password required" rules' answer.
+    public func with(passwordRequired reason: PasswordRequiredReason?) -> EvaluationFacts {
+        var facts = self
+        facts.passwordRequired = reason
+        return facts
+    }
 }
 
 /// Something that happened during an evaluation, fed to `PolicyEvaluator.handle`.
@@ -91,6 +100,16 @@ public enum PolicyOutput: Sendable, Equatable {
     case finish(Decision)
     /// Record now as the last success for the reuse scope (emitted before `finish` on success).
     case recordSuccess
+    /// Record that a finger, or the passcode (it counts as the password), proved the user now, for
+    /// the "password required" rules (`PasswordRule`); emitted before `recordSuccess`. A write that
+    /// fails only makes the rules stricter: the daemon goes on.
+    case recordUse(ProofKind)
+}
+
+/// What proved the user, for the "password required" rules.
+public enum ProofKind: Sendable, Equatable {
+    case finger
+    case passcode
 }
 
 /// An event for the client, typed: its kind, what to say, and the fields of that kind.

@@ -87,10 +87,13 @@ public struct PolicyEvaluator: Sendable {
             } else if !options.flags.contains(.passcodeCapable) {
                 finish(Decision(.notInteractive, .passcodeNeededButClientCannotAsk), into: &out)
             } else {
-                if state.biometryLocked { reveal(.notify(Notice(.biometryLocked, lockedPhrase)), into: &out) }
-                // Fingers there are, but the reader cannot take them now (busy, the lid): say why.
-                if let why = facts.readerUnavailable, !facts.enrolledFingers.isEmpty {
+                if state.biometryLocked {
+                    reveal(.notify(Notice(.biometryLocked, lockedPhrase)), into: &out)
+                } else if let why = facts.readerUnavailable, !facts.enrolledFingers.isEmpty {
+                    // Fingers there are, but the reader cannot take them now (busy, the lid): say why.
                     reveal(.notify(Notice(.info, .fingerNotAvailable(why))), into: &out)
+                } else if let reason = facts.passwordRequired, !facts.enrolledFingers.isEmpty {
+                    reveal(.notify(Notice(.info, .passwordRequired(reason))), into: &out)
                 }
                 enterPasscode(nowMs: nowMs, into: &out)
             }
@@ -125,7 +128,8 @@ public struct PolicyEvaluator: Sendable {
         case (.fingerMatched(let finger), .scanning) where fingerAttemptPending:
             fingerAttemptPending = false
             LockoutRules.fingerMatched(&state)
-            reveal(.recordSuccess, into: &out)
+            reveal(.recordUse(.finger), into: &out)
+            out.append(.recordSuccess)
             finish(success(.authenticatedWithFinger, finger: finger), into: &out)
 
         case (.fingerNotMatched, .scanning) where fingerAttemptPending:
@@ -286,7 +290,8 @@ public struct PolicyEvaluator: Sendable {
         passcodeBeforeAttempt = nil
         if correct {
             LockoutRules.passcodeAccepted(&state)
-            reveal(.recordSuccess, into: &out)
+            reveal(.recordUse(.passcode), into: &out)
+            out.append(.recordSuccess)
             finish(success(.authenticatedWithPasscode, finger: nil), into: &out)
             return
         }
@@ -458,13 +463,16 @@ public struct PolicyEvaluator: Sendable {
         return reason == nil && cancel == nil ? instruction : .prompt(reason: reason, instruction, cancelTitle: cancel)
     }
 
-    /// Why biometrics cannot be used now, in Apple's order: no reader, nothing enrolled, lockout.
+    /// Why biometrics cannot be used now, in Apple's order: no reader, nothing enrolled, lockout;
+    /// then the "password required" rules.
     static func biometryProblem(state: UserAuthState, facts: EvaluationFacts, config: LockoutConfig) -> Decision? {
         if let why = facts.readerUnavailable { return Decision(.biometryNotAvailable, .fingerNotAvailable(why)) }
         if facts.enrolledFingers.isEmpty { return Decision(.biometryNotEnrolled, .noFingerEnrolled) }
         if LockoutRules.biometryLocked(state, config: config) {
             return Decision(.biometryLockout, .biometryLocked(passcodeSet: state.passcodeHash != nil))
         }
+        // The "password required" rules: Apple answers them with biometryLockout too.
+        if let reason = facts.passwordRequired { return Decision(.biometryLockout, .passwordRequired(reason)) }
         return nil
     }
 }

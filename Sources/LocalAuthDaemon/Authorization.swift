@@ -62,6 +62,15 @@ public struct PeerCredentials: Equatable, Sendable, CustomStringConvertible {
         return "uid \(uid) (\(userName ?? "?"))\(real) pid \(pid)"
     }
 
+    /// The uid of the account `name` through `getpwnam_r`; nil when there is none.
+    public static func uid(of name: String) -> UInt32? {
+        var pwd = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwnam_r(name, &pwd, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return pwd.pw_uid
+    }
+
     /// The name of `uid` through `getpwuid_r`.
     public static func userName(of uid: UInt32) -> String? {
         var pwd = passwd()

@@ -36,9 +36,13 @@ struct CallerFacts {
         } else {
             unavailable = nil
         }
-        let evaluation = EvaluationFacts(
+        var evaluation = EvaluationFacts(
             readerUnavailable: unavailable, enrolledFingers: prints.map(\.finger), stateReadable: loaded.readable,
             readerCanIdentify: device?.supportsIdentify ?? true)
+        // Only when a finger could otherwise be used: the rules read a file and may ask logind.
+        if unavailable == nil, !prints.isEmpty {
+            evaluation.passwordRequired = await parts.passwordRequirementForEvaluation(user: user).reason
+        }
         return CallerFacts(
             evaluation: evaluation, state: loaded.state, device: unavailable == nil ? device : nil, prints: prints,
             builtInSensorInaccessible: device != nil && builtIn && whereabouts.place.lidClosed)

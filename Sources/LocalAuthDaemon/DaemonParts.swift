@@ -28,7 +28,8 @@ struct DaemonParts: Sendable {
 
     init(
         reader: FingerprintReader?, store: EnrollmentStore, configuration: DaemonConfiguration,
-        virtualReaderSocket: String?, audit: AuditLog, clock: @escaping @Sendable () -> Int64, sessions: LoginSessions
+        virtualReaderSocket: String?, audit: AuditLog, clock: @escaping @Sendable () -> Int64,
+        bootClock: @escaping @Sendable () -> BootInstant?, sessions: LoginSessions
     ) {
         self.reader = reader
         self.store = store
@@ -36,6 +37,7 @@ struct DaemonParts: Sendable {
         self.virtualReaderSocket = virtualReaderSocket
         self.audit = audit
         self.clock = clock
+        self.bootClock = bootClock
         self.sessions = sessions
         let queue = UserQueue()
         userQueue = queue

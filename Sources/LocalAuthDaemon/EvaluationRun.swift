@@ -134,6 +134,8 @@ struct EvaluationRun {
                     checkTyped = true
                 case .recordSuccess:
                     succeededAtMs = parts.clock()
+                case .recordUse(let kind):
+                    parts.recordUse(kind, user: user)
                 case .finish(let d):
                     if decision == nil { decision = d }
                 }

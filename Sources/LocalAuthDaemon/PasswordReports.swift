@@ -82,6 +82,43 @@ extension DaemonParts {
             rules: configuration.passwordRules)
     }
 
+    /// The rules for an evaluation of `user`: logind is asked whether the user has a session only
+    /// when that can change the answer (the first-session rule is on and nothing else requires
+    /// the password).
+    nonisolated(nonsending) func passwordRequirementForEvaluation(user: String) async -> PasswordRequirement {
+        let first = passwordRequirement(user: user, userHasNoSession: nil)
+        guard case .notRequired = first, configuration.passwordRules.forFirstSession,
+            let uid = PeerCredentials.uid(of: user)
+        else { return first }
+        guard let has = await sessions.hasLocalSession(uid: uid) else { return first }
+        return passwordRequirement(user: user, userHasNoSession: !has)
+    }
+
+    /// Records that a finger or the passcode proved `user` now (`.recordUse`). A write that fails
+    /// is logged: the rules then see an older use, the strict side.
+    func recordUse(_ kind: ProofKind, user: String) {
+        guard let now = bootClock() else { return }
+        let stored: PasswordUse?
+        switch try? store.loadPasswordUse(user: user) {
+        case .ok(let use)?: stored = use
+        case .absent?: stored = nil
+        case .corrupt?, nil:
+            // Only a proven password may replace a damaged record; a finger leaves it alone.
+            guard kind == .passcode else { return }
+            stored = nil
+        }
+        let next =
+            kind == .passcode
+            ? PasswordRule.recordingPassword(stored, at: now)
+            : PasswordRule.recordingFinger(stored ?? PasswordUse(), at: now)
+        guard let next else { return }
+        do {
+            try store.savePasswordUse(next, user: user)
+        } catch {
+            audit.notice("cannot record the \(kind == .passcode ? "passcode" : "finger") use of \(user): \(error)")
+        }
+    }
+
     /// STATUS's fields for the rules: `passwordRule`, `passwordReason`, `fingerUntilMs`.
     func appendPasswordStatus(user: String, to extra: inout Frame) {
         switch passwordRequirement(user: user, userHasNoSession: nil) {

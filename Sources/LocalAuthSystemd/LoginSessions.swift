@@ -80,6 +80,22 @@ public struct LoginSessions: Sendable {
         }
     }
 
+    /// Whether `uid` has a local session (one with a seat) — false for a login that would start the
+    /// user's first session: sd-login's files when systemd runs the machine
+    /// (`sd_uid_get_seats(uid, 0, …)`), else logind's `ListSessions`; nil when neither can say.
+    public nonisolated(nonsending) func hasLocalSession(uid: UInt32) async -> Bool? {
+        if sd_booted() > 0 {
+            var seats: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+            let n = sd_uid_get_seats(uid_t(uid), 0, &seats)
+            if let seats {
+                for i in 0..<Int(max(n, 0)) { free(seats[i]) }
+                free(seats)
+            }
+            if n >= 0 { return n > 0 }
+        }
+        return await logind?.seatSessionCount(uid: uid).map { $0 > 0 }
+    }
+
     /// True when `uid` has a local session that is the active one on some seat: sd-login's files
     /// (`sd_uid_get_seats(uid, 1, …)`), else logind's sessions over the bus.
     public nonisolated(nonsending) func isActiveOnASeat(uid: UInt32) async -> Bool {

@@ -72,6 +72,20 @@ public final class Logind: @unchecked Sendable {
         }
     }
 
+    /// How many of `uid`'s sessions have a seat (local sessions: a VT, a greeter's login), from
+    /// `ListSessions`; nil without a bus or logind.
+    public func seatSessionCount(uid: UInt32) async -> Int? {
+        await onQueue {
+            guard let bus = self.connected() else { return nil }
+            defer { self.process() }
+            return self.call(bus, Self.managerPath, Self.managerInterface, "ListSessions") { _ in
+                0
+            } read: { reply in
+                Self.readSessionList(reply, uid: uid)?.count
+            }
+        }
+    }
+
     /// Stops following sleep and closes the connection (daemon shutdown).
     public func close() {
         queue.sync { self.disconnect(nil) }

@@ -26,6 +26,9 @@ final class DaemonHarness: @unchecked Sendable {
     /// A command the daemon is started through (its path and arguments come after), e.g. `unshare`
     /// with a script that mounts a small file system on the state directory first.
     let launcher: [String]
+    /// With `privateBootID`, the daemon runs in a private mount namespace where
+    /// /proc/sys/kernel/random/boot_id is this file (`newBoot()` gives it a fresh id).
+    private(set) var bootIDFile: String?
 
     /// The logind a harness daemon sees. The test process asks as root (real uid 0) for accounts
     /// that are not its own, as a display manager's worker does: by default it stands in an active
@@ -44,7 +47,7 @@ final class DaemonHarness: @unchecked Sendable {
     /// `stateDirectory`: one the test prepared; by default a fresh one in the harness's directory.
     init(
         extraArguments: [String] = [], stateDirectory: String? = nil, environment: [String: String] = [:],
-        launcher: [String] = [], seat: Seat = .greeter
+        launcher: [String] = [], seat: Seat = .greeter, privateBootID: Bool = false
     ) throws {
         var environment = environment
         switch seat {
@@ -53,16 +56,38 @@ final class DaemonHarness: @unchecked Sendable {
         case .given: break
         }
         self.environment = environment
-        self.launcher = launcher
         // Short paths: a Unix socket path has at most 107 bytes.
         var template = Array("/tmp/la-XXXXXX".utf8CString)
         guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
         directory = String(cString: dir)
+        if privateBootID {
+            // unshare execs the shell, which execs the daemon: the process is the daemon's pid.
+            let file = directory + "/boot_id"
+            bootIDFile = file
+            self.launcher = [
+                "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+                "mount --bind \"$0\" /proc/sys/kernel/random/boot_id && exec \"$@\"", file,
+            ]
+        } else {
+            self.launcher = launcher
+        }
         chmod(directory, 0o755)  // unprivileged test clients must reach the socket
         socketPath = directory + "/socket"
         self.stateDirectory = stateDirectory ?? directory + "/state"
         stderrPath = directory + "/daemon.log"
+        if bootIDFile != nil { try newBoot() }
         try start(extraArguments: extraArguments)
+    }
+
+    /// A new boot, as the daemon sees it: the bound file gets a fresh id, written in place (a
+    /// rename would leave the daemon's mount on the old file).
+    func newBoot() throws {
+        guard let bootIDFile else { throw HarnessError.setup("no private boot id") }
+        let fd = open(bootIDFile, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard fd >= 0 else { throw HarnessError.setup("cannot write \(bootIDFile)") }
+        defer { close(fd) }
+        let text = Array((UUID().uuidString.lowercased() + "\n").utf8)
+        guard write(fd, text, text.count) == text.count else { throw HarnessError.setup("short write") }
     }
 
     func start(extraArguments: [String] = []) throws {

@@ -13,7 +13,7 @@ import Testing
         reset.lastSeenMs = t0 + 1000
         #expect(
             out == [
-                persist(reset), .recordSuccess,
+                persist(reset), .recordUse(.finger), .recordSuccess,
                 .finish(Decision(.success, .authenticatedWithFinger, domainState: [1, 2, 3], finger: rightIndex)),
             ])
         #expect(out.result?.message == "Authenticated with fingerprint")
@@ -27,7 +27,7 @@ import Testing
         let out = evaluator.handle(.fingerMatched(finger: rightIndex), nowMs: t0 + 1000)
         #expect(out.persisted.map(\.fingerFailures) == [0])
         #expect(out.first.map { if case .persist = $0 { true } else { false } } == true)
-        #expect(out.dropFirst().first == .recordSuccess)
+        #expect(Array(out.dropFirst().prefix(2)) == [.recordUse(.finger), .recordSuccess])
     }
 
     @Test func evaluate_whenFingerMisses_theCountWrittenBeforeTheScanStandsAndTheNextIsCountedBeforeItsScan() {

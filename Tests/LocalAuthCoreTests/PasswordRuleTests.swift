@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 import LocalAuthCore
+import LocalAuthProtocol
 import Testing
 
 /// Rows R1–R13 of docs/policy.md: when the password is required instead of a finger.
