@@ -48,7 +48,7 @@ test: deps build-debug pam pam-asan
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build --filter '$(INTEGRATION_TESTS)' 2>&1 | tee -a .build/swift-test.log; exit $${PIPESTATUS[0]}
 	scripts/exit-tests.sh '$(EXIT_TESTS)' $(SWIFT) test --skip-build
 	$(MAKE) pam-test-unit pam-test-integration pam-test-asan pam-test-install
-	$(MAKE) pam-test-locker pam-test-terminal pam-test-stacks
+	$(MAKE) pam-test-locker pam-test-terminal pam-test-stacks pam-test-keyring
 	$(MAKE) pam-test-death pam-test-hostile pam-test-memcheck pam-test-failinject
 	$(MAKE) test-system
 	$(MAKE) lint

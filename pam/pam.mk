@@ -64,7 +64,7 @@ PAM_ASAN_CFLAGS := -std=gnu11 -O1 -g $(PAM_WARN) -fPIC -fvisibility=hidden $(PAM
 .PHONY: pam pam-asan pam-test-unit pam-fuzz pam-lint pam-clean pam-test-integration \
         pam-test-asan pam-format pam-bench pam-install pam-uninstall pam-test-install \
         pam-test-locker pam-test-death pam-test-memcheck pam-test-failinject pam-test-hostile \
-        pam-test-terminal pam-test-stacks
+        pam-test-terminal pam-test-stacks pam-test-keyring
 
 pam: $(PAM_MODULE)
 
@@ -157,6 +157,14 @@ pam-test-terminal: $(PAM_MODULE) $(PAM_PROBE)
 # a terminal (issue 14). In a private mount namespace; no documented line may use `end`.
 pam-test-stacks: $(PAM_MODULE)
 	$(PAM_PYTHON) pam/tests/stacks_test.py --module $(abspath $(PAM_MODULE)) \
+		--bin $(abspath $(PAM_DAEMON_BIN))
+
+# The keyring opens (issue 17): Debian 12's gdm-password with the real pam_gnome_keyring after
+# the module, as pam-auth-update places them, through the real libpam, the real
+# gnome-keyring-daemon on a private session bus, logind mocked, each "boot" a fresh boot id. In a
+# private mount namespace.
+pam-test-keyring: $(PAM_MODULE)
+	$(PAM_PYTHON) pam/tests/keyring_test.py --module $(abspath $(PAM_MODULE)) \
 		--bin $(abspath $(PAM_DAEMON_BIN))
 
 # The PAM client that bench/bench.py and pam/tests/hostile.py drive (its conversation answers the finger prompt
