@@ -665,6 +665,37 @@ static void mark_finger(pam_handle_t *pamh, enum la_finger_mark mark)
         pam_syslog(pamh, LOG_ERR, "cannot keep this authentication's outcome for pam_setcred");
 }
 
+/* The user this transaction's pam_sm_authenticate ran for: whose password the stack checked.
+ * pam_setcred reports that user and not the PAM_USER of the moment, which the application may
+ * have changed in between (sudo sets the target user, root, before pam_setcred). */
+#define LA_DATA_USER "pam_localauth_user"
+
+static void free_user(pam_handle_t *pamh, void *data, int error_status)
+{
+    (void)pamh;
+    (void)error_status;
+    free(data);
+}
+
+static void keep_user(pam_handle_t *pamh)
+{
+    const void *user = NULL;
+    char *copy = NULL;
+    if (pam_get_item(pamh, PAM_USER, &user) == PAM_SUCCESS && user != NULL)
+        copy = strdup(user);
+    /* Without a copy nothing is left to report: the old value goes too (the strict side). */
+    if (pam_set_data(pamh, LA_DATA_USER, copy, free_user) != PAM_SUCCESS) {
+        free(copy);
+        pam_syslog(pamh, LOG_ERR, "cannot keep this authentication's user for pam_setcred");
+    }
+}
+
+static const char *authenticated_user(pam_handle_t *pamh)
+{
+    const void *data = NULL;
+    return pam_get_data(pamh, LA_DATA_USER, &data) == PAM_SUCCESS ? data : NULL;
+}
+
 static enum la_finger_mark finger_mark(pam_handle_t *pamh)
 {
     const void *data = NULL;
@@ -705,14 +736,13 @@ static int report_password(struct session *s, const char *user, const char *serv
     return s->reply.code == 0 ? 0 : -1;
 }
 
-/* Reports the use of PAM_USER's password (pam_sm_setcred, or a password_used line), logs the
+/* Reports the use of user's password (pam_sm_setcred, or a password_used line), logs the
  * outcome, and marks the transaction so that it is reported once. */
-static void report(pam_handle_t *pamh, const struct la_options *opt)
+static void report(pam_handle_t *pamh, const struct la_options *opt, const char *user)
 {
-    const void *user = NULL, *service = NULL;
-    if (pam_get_item(pamh, PAM_USER, &user) != PAM_SUCCESS || user == NULL ||
-        strnlen(user, LA_WIRE_MAX_FIELD + 1) > LA_WIRE_MAX_FIELD ||
-        !la_wire_utf8_valid(user, strlen(user)))
+    const void *service = NULL;
+    if (user == NULL || strnlen(user, LA_WIRE_MAX_FIELD + 1) > LA_WIRE_MAX_FIELD ||
+        !la_wire_utf8_valid((const uint8_t *)user, strlen(user)))
         return;
     if (pam_get_item(pamh, PAM_SERVICE, &service) != PAM_SUCCESS || service == NULL ||
         strnlen(service, LA_WIRE_MAX_FIELD + 1) > LA_WIRE_MAX_FIELD ||
@@ -727,7 +757,7 @@ static void report(pam_handle_t *pamh, const struct la_options *opt)
     s.term.fd = s.term.sig_fd = -1;
     s.deadline = now_ms() + LA_REPORT_MS;
     int rc = report_password(&s, user, service, why, sizeof why);
-    snprintf(name, sizeof name, "%s", (const char *)user);
+    snprintf(name, sizeof name, "%s", user);
     replace_controls(name);
     pam_syslog(pamh, rc == 0 ? LOG_INFO : LOG_NOTICE,
                rc == 0 ? LA_LOG_PASSWORD_REPORTED : LA_LOG_PASSWORD_NOT_REPORTED, name, why);
@@ -742,13 +772,15 @@ static void report(pam_handle_t *pamh, const struct la_options *opt)
  * runs (libpam wipes it when pam_authenticate returns). PAM_IGNORE: it decides nothing. */
 static int password_used_line(pam_handle_t *pamh, const struct la_options *opt)
 {
-    const void *authtok = NULL, *rhost = NULL;
+    const void *authtok = NULL, *rhost = NULL, *user = NULL;
     if (pam_get_item(pamh, PAM_AUTHTOK, &authtok) != PAM_SUCCESS)
         authtok = NULL;
     if (pam_get_item(pamh, PAM_RHOST, &rhost) != PAM_SUCCESS)
         rhost = NULL;
+    if (pam_get_item(pamh, PAM_USER, &user) != PAM_SUCCESS)
+        user = NULL;
     if (la_reports_after_password(finger_mark(pamh), authtok, rhost))
-        report(pamh, opt);
+        report(pamh, opt, user);
     return PAM_IGNORE;
 }
 
@@ -768,6 +800,7 @@ LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const
     s.deadline = now_ms() + (int64_t)opt.timeout * 1000;
 
     int rc = run(&s, (flags & PAM_SILENT) != 0);
+    keep_user(pamh);
     if (rc == PAM_SUCCESS)
         mark_finger(pamh, LA_FINGER_ACCEPTED);
     else if (s.handed_on)
@@ -795,6 +828,6 @@ LA_EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char
     la_options_parse(&opt, argc, argv, NULL, NULL); /* pam_sm_authenticate warned already */
     if (!opt.password_used &&
         la_reports_at_setcred(flags, finger_mark(pamh), unix_accepted(pamh), rhost))
-        report(pamh, &opt);
+        report(pamh, &opt, authenticated_user(pamh));
     return PAM_SUCCESS;
 }

@@ -1208,7 +1208,8 @@ def real_finger_or_no_authentication_or_remote_is_never_reported(ctx):
     res = ctx.conv(svc, "nobody", answers=["a typed password"], ops=["authenticate", "setcred"],
                    env={"PAM_RHOST": "far.example"})
     check(res["codes"] == {"authenticate": 0, "setcred": 0}, str(res))
-    check(reported_uses(d) == ([], False), "reported: %s" % (reported_uses(d),))
+    # (The accepted finger is recorded in users/nobody/password; only a report sets the marker.)
+    check(not reported_uses(d)[1], "reported: %s" % (reported_uses(d),))
     check("op=passwordUsed" not in open(ctx.path("localauthd.log")).read(), "no report reached the daemon")
 
 

@@ -4,6 +4,7 @@ import socket
 import struct
 
 HELLO, EVALUATE, CANCEL, PASSCODE, FALLBACK = 0x0001, 0x0004, 0x0010, 0x0011, 0x0012
+PASSWORD_USED = 0x0020
 WELCOME, EVENT, RESULT, ERROR = 0x8001, 0x8002, 0x8003, 0x80FF
 
 TAGS = {
@@ -79,4 +80,19 @@ def handshake(path, timeout=2.0):
         msg_type, fields = read_frame(s)
         if msg_type != WELCOME:
             raise ValueError("no WELCOME: %r" % (fields,))
+        return fields
+
+
+def password_used(path, user, service, timeout=5.0):
+    """Says PASSWORD_USED for user, as a PAM stack's pam_setcred does; returns RESULT's fields."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        s.sendall(encode(HELLO, version=1, peer="pam tests"))
+        if read_frame(s)[0] != WELCOME:
+            raise ValueError("no WELCOME")
+        s.sendall(encode(PASSWORD_USED, user=user, service=service))
+        msg_type, fields = read_frame(s)
+        if msg_type != RESULT:
+            raise ValueError("no RESULT: %r" % (fields,))
         return fields

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import traceback
+import uuid
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -35,6 +36,7 @@ with warnings.catch_warnings():
     import crypt  # noqa: E402 — Debian 12's Python 3.11 still has it; only for test hashes
 
 SOCKET = "/run/localauthd/socket"
+BOOT_ID = "/proc/sys/kernel/random/boot_id"  # DESIGN.md: what identifies the boot
 WAIT_S = 30.0  # for everything that is not a measured figure: a loaded 2-core machine
 # Debian 12's /etc/pam.d/common-auth as libpam-runtime ships it, with no profile enabled: the
 # stand-in for a machine's common-auth.
@@ -244,6 +246,25 @@ class Machine:
             self.daemon.send_signal(signal.SIGTERM)
             self.daemon.wait(timeout=WAIT_S)
         self.daemon = None
+
+    def new_boot(self):
+        """What a reboot means to the daemon: a fresh boot id (a file bound over the kernel's,
+        in this private mount namespace) and a fresh daemon on the same state."""
+        self.stop_daemon()
+        self.boots = getattr(self, "boots", 0) + 1
+        boot_file = self.path("boot_id-%d" % self.boots)
+        with open(boot_file, "w") as f:
+            f.write(str(uuid.uuid4()) + "\n")
+        if os.path.ismount(BOOT_ID):
+            subprocess.run(["umount", BOOT_ID], check=True)
+        subprocess.run(["mount", "--bind", boot_file, BOOT_ID], check=True)
+        self.start_daemon()
+
+    def report_password(self, user, service="login"):
+        """A root PAM stack's report that user's password was just used (what pam_setcred of
+        login or sudo sends): the password-required rules apply from then on."""
+        fields = lawire.password_used(SOCKET, user, service)
+        check(fields.get("code") == 0, "PASSWORD_USED for %s: %s" % (user, fields))
 
     def ctl(self, *args, stdin=None, check_rc=True):
         env = dict(os.environ, LOCALAUTHD_SOCKET=SOCKET)

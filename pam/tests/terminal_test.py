@@ -21,7 +21,9 @@ a password is half typed -> root, the typed text dropped; (g) `echo PW | sudo -S
 without the reader, `sudo -n` fails at once. Then the ways out that must leave the terminal as
 it was: the daemon killed, sudo killed with SIGTERM, the terminal closed, Ctrl-Z and fg. And the
 red team's scenario (issue 13, C2): another user's `su lapamalice` gets no finger while alice's
-own request gets her touch; `login` run by root in a pseudo-terminal gets the password. Each
+own request gets her touch; `login` run by root in a pseudo-terminal gets the password. After a
+reboot (issue 17: a fresh boot id) the finger is refused at once with "Password required after
+restart", the password gives root, and sudo's report lets the finger in again. Each
 step's time is printed (time.monotonic() before send-keys to the capture that shows the
 result, so tmux's own few milliseconds are included); assertions use generous bounds.
 
@@ -54,6 +56,7 @@ PROMPT = "Password or finger for %s: " % ALICE
 SUDO_PROMPT = "[sudo] password for %s:" % ALICE
 # Generous bounds for a loaded 2-core machine; the figures printed are what counts.
 AT_ONCE_S = 2.0
+REQUIRED_AFTER_RESTART = "Password required after restart"
 FIGURES = {}
 
 
@@ -520,6 +523,37 @@ def case_su_hijack(w):
         mallory.close()
 
 
+def case_after_boot(w):
+    """(issue 17) after a reboot the finger is refused at once with one line, the reader
+    untouched, and the password unlocks; sudo's pam_setcred reports it, and the finger is
+    accepted again. Last: from here on the rules apply in this sandbox."""
+    w.m.report_password(ALICE, "sudo")  # the password was used in the boot before
+    w.m.new_boot()
+    before = w.audit_count()
+    mark, took = start(w, "sudo whoami", SUDO_PROMPT, "sudo's password prompt")
+    s, t_root = act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root")
+    done(w, mark)
+    check(s.count(REQUIRED_AFTER_RESTART) == 1, "the reason, in one line: %s" % s)
+    check(PROMPT not in s, "no finger prompt: %s" % s)
+    evaluations = w.last_evaluations(before)
+    check(len(evaluations) == 1 and "result=biometryLockout" in evaluations[0]
+          and REQUIRED_AFTER_RESTART in evaluations[0], "refused by the rule: %s" % evaluations)
+    check(took < AT_ONCE_S, "sudo's password prompt after %.3f s" % took)
+    check(t_root < AT_ONCE_S, "root %.3f s after the password" % t_root)
+    # sudo sets PAM_USER to the target (root) before pam_setcred: the report names the user
+    # whose password the stack checked.
+    reports = [l for l in w.m.audit() if "op=passwordUsed" in l][-1:]
+    check(reports and 'user="%s"' % ALICE in reports[0] and "result=success" in reports[0],
+          "sudo's pam_setcred reported %s's password: %s" % (ALICE, reports))
+    figure("after boot: Enter -> the reason and sudo's password prompt", took)
+    figure("after boot: password Enter -> root", t_root)
+    # sudo's pam_setcred told the daemon: the finger is accepted again.
+    mark, _ = start(w, "sudo whoami")
+    act(w, mark, lambda: w.m.touch("finger-1"), root_line, "root by finger after the password")
+    done(w, mark)
+    w.terminal_as_it_was("after the password after a reboot")
+
+
 def case_host_facts(w):
     """What pam_localauth(8) says sudo and su do, measured with a probe module: sudo passes
     PAM_SILENT and blocks SIGINT and SIGQUIT while it authenticates, su does neither; both set
@@ -574,6 +608,7 @@ CASES = [
     ("su_prompt_finger_and_typed_password", case_su),
     ("login_in_a_pseudo_terminal_gets_the_password_not_the_finger", case_login),
     ("su_by_another_user_gets_no_finger_and_the_owner_keeps_their_touch", case_su_hijack),
+    ("after_boot_the_finger_is_refused_at_once_and_the_password_gives_root", case_after_boot),
 ]
 
 
