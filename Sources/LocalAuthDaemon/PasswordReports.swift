@@ -49,12 +49,14 @@ struct PasswordReports {
     nonisolated(nonsending) static func origin(of caller: PeerCredentials, parts: DaemonParts) async
         -> PasswordReport.Origin
     {
+        // The caller's session as logind has it: owner, class, Active, Remote (sd-login's files,
+        // else GetSessionByPID and the session's properties).
         let place = await parts.sessions.view(of: caller.pid, uid: caller.uid, tty: nil, askLid: false)
-        // Until logind's session details are gathered here, a user's own report has no session
-        // it could be believed in (the strict side); a remote session is known.
-        let session: PasswordReport.Session? =
-            place.isRemote
-            ? PasswordReport.Session(ownedByCaller: false, sessionClass: "", isActive: false, isRemote: true) : nil
+        let session = place.session.map {
+            PasswordReport.Session(
+                ownedByCaller: $0.ownerUID == caller.uid, sessionClass: $0.sessionClass, isActive: $0.isActive,
+                isRemote: $0.isRemote)
+        }
         return PasswordReport.Origin(
             callerIsRoot: caller.isRoot, session: session, connectionOrphaned: !caller.isStillTheConnectingProcess)
     }

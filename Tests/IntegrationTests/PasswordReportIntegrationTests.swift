@@ -83,7 +83,8 @@ struct PasswordReportIntegrationTests {
 
     @Test func passwordUsed_fromTheUsersOwnProcessOutsideASession_isRefused() throws {
         // A cron job or a user service: uid 65534 itself, in no logind session.
-        let d = try DaemonHarness()
+        let logind = try MockLogind(greeter: false)
+        let d = try LogindTests.daemon(logind)
         for user in [Self.owner, nil] {
             let r = try Self.report(user, as: "65534", d)
             #expect(r.resultCode == .notAuthorized, "\(r.message)")
@@ -92,6 +93,37 @@ struct PasswordReportIntegrationTests {
         #expect(try Self.use(d) == .absent)
         #expect(!Self.reported(d))
         #expect(d.daemonLog.contains("op=passwordUsed user=\"nobody\" caller_uid=65534"), "\(d.daemonLog)")
+    }
+
+    @Test func passwordUsed_fromTheUsersOwnActiveLocalSession_isBelievedAndFromItsOtherSessionsRefused() throws {
+        // uid 65534 placed, in turn, in a greeter session, an inactive session, another user's
+        // session, then its own active local session (a screen locker's place).
+        let logind = try MockLogind()
+        let d = try LogindTests.daemon(logind)
+        let refusals: [(String, PasswordReport.Refusal)] = [
+            ("c2 seat0 65534 nobody greeter active local", .sessionClass("greeter")),
+            ("c3 seat0 65534 nobody user inactive local", .sessionNotActive),
+            ("c4 seat0 1 daemon user active local", .notOwnSession),
+            ("c5 seat0 65534 nobody user active remote", .remoteSession),
+        ]
+        for (session, refusal) in refusals {
+            _ = try logind.send("add-session " + session)
+            _ = try logind.send("place 65534 " + session.split(separator: " ")[0])
+            let r = try Self.report(Self.owner, as: "65534", d)
+            #expect(r.resultCode == .notAuthorized && r.message == refusal.message, "\(session): \(r.message)")
+            #expect(try Self.use(d) == .absent)
+            #expect(!Self.reported(d))
+        }
+        _ = try logind.send("add-session c6 seat0 65534 nobody user active local")
+        _ = try logind.send("place 65534 c6")
+        let r = try Self.report(Self.owner, as: "65534", d)
+        #expect(r.isSuccess, "\(r.message)\n\(d.daemonLog)")
+        #expect(Self.reported(d))
+        guard case .ok(let use) = try Self.use(d) else {
+            Issue.record("no record: \(try Self.use(d))")
+            return
+        }
+        #expect(use.password != nil)
     }
 
     @Test func passwordUsed_fromARemoteSession_isRefusedEvenFromRoot() throws {
