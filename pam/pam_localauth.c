@@ -59,7 +59,7 @@ struct session {
     int fd;
     int silent;       /* nothing may be shown: la_quiet(), or the conversation failed */
     int64_t deadline; /* CLOCK_MONOTONIC, milliseconds */
-    int handed_on; /* a password typed at the module's prompt went on as PAM_AUTHTOK */
+    int handed_on;    /* a password typed at the module's prompt went on as PAM_AUTHTOK */
     const char *user;
     struct la_term term;                      /* the caller's terminal, when the module owns it */
     char place_finger[LA_WIRE_MAX_FIELD + 1]; /* the daemon's prompt, for after Enter alone */

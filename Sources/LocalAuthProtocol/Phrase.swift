@@ -66,7 +66,7 @@ public indirect enum Phrase: Equatable, Sendable {
     // The "password required" rules (docs/policy.md, rows R).
     /// Why the finger is refused and the password asked for, in one line.
     case passwordRequired(PasswordRequiredReason)
-    /// A report that the password was used, not believed (rows W).
+    /// A report that the password was used, not believed (rows U).
     case passwordUseNotRecorded(PasswordReportRefusal)
 
     /// The phrase in English.
@@ -151,7 +151,8 @@ public indirect enum Phrase: Equatable, Sendable {
             case .noSession:
                 "Password use not recorded: a user's own report counts only from inside their active local session"
             case .notOwnSession: "Password use not recorded: it comes from another user's session"
-            case .sessionClass(let name): "Password use not recorded: it comes from a session of class \(Echo.quoted(name))"
+            case .sessionClass(let name):
+                "Password use not recorded: it comes from a session of class \(Echo.quoted(name))"
             case .sessionNotActive: "Password use not recorded: the session is not the active one on its seat"
             }
         }

@@ -35,7 +35,8 @@ import Testing
         reset.lastSeenMs = t0 + 5000
         #expect(
             out == [
-                persist(counted(state, failures: 4, at: t0 + 5000)), .checkPasscode, persist(reset), .recordUse(.passcode),
+                persist(counted(state, failures: 4, at: t0 + 5000)), .checkPasscode, persist(reset),
+                .recordUse(.passcode),
                 .recordSuccess,
                 .finish(Decision(.success, .authenticatedWithPasscode, domainState: [1, 2, 3])),
             ])

@@ -3,7 +3,7 @@
 import LocalAuthCore
 import Testing
 
-/// Rows W1–W7 of docs/policy.md: who may report that a password was used.
+/// Rows U1–U7 of docs/policy.md: who may report that a password was used.
 @Suite struct PasswordReportTests {
     static func session(
         own: Bool = true, kind: String = "user", active: Bool = true, remote: Bool = false
