@@ -15,6 +15,7 @@ private final class ReaderRegistry: Sendable {
         var order: [String] = []
         var byDevice: [ObjectIdentifier: String] = [:]
         var subscribers: [UInt64: AsyncStream<HotplugEvent>.Continuation] = [:]
+        var statusSubscribers: [UInt64: AsyncStream<ReaderStatusEvent>.Continuation] = [:]
         var nextSubscriber: UInt64 = 0
         var closed = false
     }
@@ -49,6 +50,12 @@ private final class ReaderRegistry: Sendable {
                 hasStorage: facts.hasStorage, isSwipe: facts.isSwipe)
             let slot = ReaderSlot(info: info, device: device, lingerMs: lingerMs)
             device.onRemoved { [weak slot] in slot?.deviceRemoved() }
+            let key = id
+            device.onStatus { [weak self] present, needed, stages in
+                self?.publish(
+                    ReaderStatusEvent(deviceID: key, fingerPresent: present, fingerNeeded: needed, enrollStages: stages)
+                )
+            }
             state.slots[id] = slot
             state.order.append(id)
             state.byDevice[ObjectIdentifier(device)] = id
@@ -71,6 +78,12 @@ private final class ReaderRegistry: Sendable {
         for subscriber in subscribers { subscriber.yield(.removed(info)) }
     }
 
+    private func publish(_ event: ReaderStatusEvent) {
+        for subscriber in state.withLock({ Array($0.statusSubscribers.values) }) { subscriber.yield(event) }
+    }
+
+    func subscribeStatus() -> AsyncStream<ReaderStatusEvent> { subscribe(to: \.statusSubscribers) }
+
     func slot(_ id: String) throws(ReaderError) -> ReaderSlot {
         guard let slot = state.withLock({ $0.slots[id] }) else { throw .noDevice }
         return slot
@@ -80,12 +93,18 @@ private final class ReaderRegistry: Sendable {
 
     var devices: [ReaderDeviceInfo] { allSlots.map(\.info) }
 
-    func subscribe() -> AsyncStream<HotplugEvent> {
-        let (stream, continuation) = AsyncStream<HotplugEvent>.makeStream()
+    func subscribe() -> AsyncStream<HotplugEvent> { subscribe(to: \.subscribers) }
+
+    /// A new stream registered in `list` (an already closed registry gives an ended one), unregistered
+    /// when its consumer goes.
+    private func subscribe<Event: Sendable>(
+        to list: WritableKeyPath<State, [UInt64: AsyncStream<Event>.Continuation]> & Sendable
+    ) -> AsyncStream<Event> {
+        let (stream, continuation) = AsyncStream<Event>.makeStream()
         let key: UInt64? = state.withLock { state in
             if state.closed { return nil }
             state.nextSubscriber += 1
-            state.subscribers[state.nextSubscriber] = continuation
+            state[keyPath: list][state.nextSubscriber] = continuation
             return state.nextSubscriber
         }
         guard let key else {
@@ -93,7 +112,7 @@ private final class ReaderRegistry: Sendable {
             return stream
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: key) }
+            _ = self?.state.withLock { $0[keyPath: list].removeValue(forKey: key) }
         }
         return stream
     }
@@ -104,6 +123,8 @@ private final class ReaderRegistry: Sendable {
             state.closed = true
             let slots = state.order.compactMap { state.slots[$0] }
             let subscribers = Array(state.subscribers.values)
+            for status in state.statusSubscribers.values { status.finish() }
+            state.statusSubscribers.removeAll()
             state.slots.removeAll()
             state.order.removeAll()
             state.subscribers.removeAll()
@@ -165,6 +186,12 @@ public final class FingerprintReader: Sendable {
     /// Readers appearing and going from now on (libfprint's device-added / device-removed).
     public func hotplugEvents() -> AsyncStream<HotplugEvent> {
         registry.subscribe()
+    }
+
+    /// Finger status and stage-count changes of every reader from now on (libfprint's
+    /// `notify::finger-status` and `notify::nr-enroll-stages`), reported as they happen.
+    public func statusEvents() -> AsyncStream<ReaderStatusEvent> {
+        registry.subscribeStatus()
     }
 
     /// When no reader is known, enumerates again in the background (a fresh `FpContext`), at most

@@ -295,6 +295,8 @@ final class FprintDevice: @unchecked Sendable {
     /// Called on the GLib thread once libfprint emits FpDevice::removed (no operation pending any more); the owner
     /// must then close the device so the context can drop it.
     private let removedHandler: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
+    /// Called on the GLib thread with (finger present, finger needed, enrol stages) when one changes.
+    private let statusHandler: Mutex<(@Sendable (Bool, Bool, Int) -> Void)?> = Mutex(nil)
 
     /// Wraps `g_object_ref` and the `fp_device_get_*` getters; GLib thread only.
     fileprivate init(_ device: UnsafeMutablePointer<FpDevice>, thread: GLibThread) {
@@ -321,6 +323,23 @@ final class FprintDevice: @unchecked Sendable {
         clibfprint_connect_notify(
             device, "notify::finger-status",
             { _, _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().fingerStatusChanged() }, me)
+        clibfprint_connect_notify(
+            device, "notify::nr-enroll-stages",
+            { _, _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().reportStatus() }, me)
+    }
+
+    /// Sets the closure told of finger-status and stage-count changes.
+    func onStatus(_ handler: @escaping @Sendable (Bool, Bool, Int) -> Void) {
+        statusHandler.withLock { $0 = handler }
+    }
+
+    /// Wraps `fp_device_get_finger_status` and `fp_device_get_nr_enroll_stages` for the status handler.
+    private func reportStatus() {
+        guard let device, let handler = statusHandler.withLock({ $0 }) else { return }
+        let status = fp_device_get_finger_status(device).rawValue
+        handler(
+            status & FP_FINGER_STATUS_PRESENT.rawValue != 0, status & FP_FINGER_STATUS_NEEDED.rawValue != 0,
+            Int(fp_device_get_nr_enroll_stages(device)))
     }
 
     /// Sets the closure run when libfprint reports the device removed.
@@ -347,6 +366,7 @@ final class FprintDevice: @unchecked Sendable {
         let needed = fp_device_get_finger_status(device).rawValue & FP_FINGER_STATUS_NEEDED.rawValue != 0
         if needed && !fingerNeeded { current?.progress?(.fingerNeeded) }
         fingerNeeded = needed
+        reportStatus()
     }
 
     /// Drops the signal handlers and the reference (`g_signal_handlers_disconnect_by_data`, `g_object_unref`);

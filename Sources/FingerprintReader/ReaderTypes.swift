@@ -100,6 +100,26 @@ public enum ReaderError: Error, Sendable, Equatable {
     case failed(String)
 }
 
+/// What a reader reports between operations' results: libfprint's `finger-status` flags and its
+/// `nr-enroll-stages` (which libfprint's virtual devices let a test change).
+public struct ReaderStatusEvent: Sendable, Equatable {
+    /// `ReaderDeviceInfo.id` of the reader.
+    public let deviceID: String
+    /// `FP_FINGER_STATUS_PRESENT`: a finger is on the sensor.
+    public let fingerPresent: Bool
+    /// `FP_FINGER_STATUS_NEEDED`: the reader waits for a finger.
+    public let fingerNeeded: Bool
+    /// `fp_device_get_nr_enroll_stages`.
+    public let enrollStages: Int
+
+    public init(deviceID: String, fingerPresent: Bool, fingerNeeded: Bool, enrollStages: Int) {
+        self.deviceID = deviceID
+        self.fingerPresent = fingerPresent
+        self.fingerNeeded = fingerNeeded
+        self.enrollStages = enrollStages
+    }
+}
+
 /// A reader appeared or went away.
 public enum HotplugEvent: Sendable, Equatable {
     case added(ReaderDeviceInfo)

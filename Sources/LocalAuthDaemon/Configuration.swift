@@ -25,6 +25,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var externalReaderDrivers: Set<String> = []
     /// Where the key that seals prints and rights comes from (docs/adr/0006-sealing.md).
     public var sealing = SealingConfiguration()
+    /// Serve fprintd's D-Bus API (`net.reactivated.Fprint`) on the system bus too.
+    public var fprintdCompat = false
 
     public init() {}
 
@@ -69,6 +71,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
             else { throw ValueError(reason: "'\(v)' is not a TCTI (e.g. device:/dev/tpmrm0)") }
             c.sealing.tpm2Device = v
         },
+        "fprintd-compat": { c, v throws(ValueError) in c.fprintdCompat = try yesNo(v) },
     ]
 
     struct ValueError: Error { var reason: String }
@@ -132,6 +135,15 @@ public struct DaemonConfiguration: Equatable, Sendable {
             throw ValueError(reason: "'\(value)' is not a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return n
+    }
+
+    /// `yes` or `no`.
+    static func yesNo(_ value: String) throws(ValueError) -> Bool {
+        switch value {
+        case "yes": return true
+        case "no": return false
+        default: throw ValueError(reason: "'\(value)' is not yes or no")
+        }
     }
 
     /// swift-log's level names, as journalctl shows them: `trace` … `critical`.

@@ -21,6 +21,12 @@ public struct DaemonOptions: Sendable, Equatable {
     /// `--connection-idle-ms`: close a connection with no request running after this long (for
     /// tests; the default is `Server.Limits().idleTimeoutMs`, 30 s).
     public var connectionIdleMsOverride: Int64?
+    /// `--fprintd-compat`: serve fprintd's D-Bus API too (also `fprintd-compat = yes`).
+    public var fprintdCompat = false
+    /// Whether `--socket` / `--state-dir` were given: when not, systemd's (or a test's)
+    /// `RUNTIME_DIRECTORY` / `STATE_DIRECTORY` choose them.
+    public var socketGiven = false
+    public var stateDirectoryGiven = false
 
     public static let usage = """
         usage: localauthd [--socket PATH] [--state-dir DIR] [--config FILE] [--virtual-reader] [--linger-ms N]
@@ -34,6 +40,9 @@ public struct DaemonOptions: Sendable, Equatable {
           --linger-ms N      keep the reader open N ms after its last use (overrides reader-linger-ms; -1: never close)
           --connection-idle-ms N
                              close a connection that runs no request after N ms (default 30000)
+          --fprintd-compat   also serve fprintd's D-Bus API (net.reactivated.Fprint) on the system bus
+        Without --socket and --state-dir, RUNTIME_DIRECTORY/socket and the first STATE_DIRECTORY entry
+        are used when systemd (or a test) sets them.
         """
 
     public enum ParseError: Error, Equatable, CustomStringConvertible {
@@ -64,9 +73,12 @@ public struct DaemonOptions: Sendable, Equatable {
             case "--socket":
                 socketPath = try value(a)
                 guard socketPath.hasPrefix("/"), socketPath.utf8.count < 108 else { throw .badValue(a, socketPath) }
+                socketGiven = true
             case "--state-dir":
                 stateDirectory = try value(a)
                 guard stateDirectory.hasPrefix("/") else { throw .badValue(a, stateDirectory) }
+                stateDirectoryGiven = true
+            case "--fprintd-compat": fprintdCompat = true
             case "--config": configPath = try value(a)
             case "--virtual-reader": virtualReader = true
             case "--check-config": checkConfig = true
@@ -85,6 +97,28 @@ public struct DaemonOptions: Sendable, Equatable {
     }
 }
 
+extension DaemonOptions {
+    /// The options with systemd's directories filled in where the command line gave none: the first
+    /// entry of `STATE_DIRECTORY` for `--state-dir`, `RUNTIME_DIRECTORY/socket` for `--socket`
+    /// (systemd's `StateDirectory=` / `RuntimeDirectory=`, and fprintd's test suite, set them).
+    public func withSystemdDirectories(
+        environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }
+    ) -> DaemonOptions {
+        var options = self
+        func first(_ name: String) -> String? {
+            guard let value = environment(name), let entry = value.split(separator: ":").first,
+                entry.hasPrefix("/")
+            else { return nil }
+            return String(entry)
+        }
+        if !stateDirectoryGiven, let state = first("STATE_DIRECTORY") { options.stateDirectory = state }
+        if !socketGiven, let run = first("RUNTIME_DIRECTORY"), (run + "/socket").utf8.count < 108 {
+            options.socketPath = run + "/socket"
+        }
+        return options
+    }
+}
+
 /// Starts the parts in order, serves until SIGTERM or SIGINT (or, when socket-activated, until
 /// idle for `idle-exit-seconds`), stops them in reverse. Tells systemd each step (`STATUS=`),
 /// `READY=1` once a connection can be answered, `WATCHDOG=1` while the event loop and the daemon
@@ -97,6 +131,7 @@ public enum DaemonMain {
     }
 
     public static func run(_ options: DaemonOptions) async -> Int32 {
+        let options = options.withSystemdDirectories()
         let early = AuditLog()
         signal(SIGPIPE, SIG_IGN)
         raiseDescriptorLimit()
@@ -216,6 +251,14 @@ public enum DaemonMain {
             Notify.status("Cannot listen on \(options.socketPath): \(error)")
             return 1
         }
+        var fprintd: FprintdService?
+        if options.fprintdCompat || config.fprintdCompat {
+            do {
+                fprintd = try await FprintdService(daemon: daemon, reader: reader, audit: audit)
+            } catch {
+                audit.notice("cannot serve fprintd's D-Bus API: \(error); serving the socket only")
+            }
+        }
         if adopted == nil { Notify.send("READY=1\nSTATUS=\(serving)") }
         audit.info("ready on \(place); readers: \(readers)")
 
@@ -242,6 +285,7 @@ public enum DaemonMain {
             Notify.send("STOPPING=1\nSTATUS=Exiting: no connection for \(seconds) s; the socket starts it again")
             audit.info("exiting after \(seconds) s without a connection; the next connection starts the daemon again")
         }
+        fprintd?.shutdown()
         await server.shutdown()
         logind.close()
         if let reader, !(await finishes(within: .seconds(3), { await reader.shutdown() })) {

@@ -1,0 +1,573 @@
+// SPDX-License-Identifier: Apache-2.0
+import Dispatch
+import FingerprintReader
+import LocalAuthProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What the door asks of the daemon: the socket's own entry point, so every D-Bus request meets the
+/// same authorisation, store, reader queue, lockouts and audit as a request on the socket.
+protocol FprintdBackend: Sendable {
+    func handle(_ request: Request, caller: PeerCredentials, io: RequestIO) async -> LocalAuthProtocol.Result
+}
+
+extension Daemon: FprintdBackend {}
+
+/// One reader as fprintd's `net.reactivated.Fprint.Device`: claim, verify, enrol, list and delete,
+/// with fprintd's state machine (`src/device.c`: one claimer, one action at a time, an action stays
+/// until its Stop) and its error names. Lives on the bus queue; daemon work runs in tasks whose
+/// results come back to the queue.
+final class FprintdDevice: @unchecked Sendable {
+    enum ActionKind: Equatable {
+        case none, verify, enroll, delete, list
+    }
+
+    /// The claim: who holds the device and for which account.
+    struct Session {
+        let sender: String
+        let user: String
+        let caller: PeerCredentials
+    }
+
+    let index: Int
+    let path: String
+    private(set) var reader: ReaderDeviceInfo
+    private let bus: BusConnection
+    private let polkit: Polkit
+    private let backend: FprintdBackend
+    private let audit: AuditLog
+    private(set) var session: Session?
+    private(set) var action: ActionKind = .none
+    /// The daemon request of the current verify or enrol, and how to stop it.
+    private var running: Task<Void, Never>?
+    private var stopRunning: (() -> Void)?
+    /// Set when the door itself stopped the running request (Stop, Release, the claimer left).
+    private final class StopFlag: @unchecked Sendable { var value = false }
+    /// The VerifyStop / EnrollStop / Release waiting for the running request to end.
+    private var stopCalls: [BusCall] = []
+    private var statusReported = false
+    var fingerPresent = false
+    var fingerNeeded = false
+    var enrollStages: Int
+
+    init(
+        index: Int, reader: ReaderDeviceInfo, bus: BusConnection, polkit: Polkit, backend: FprintdBackend,
+        audit: AuditLog
+    ) {
+        self.index = index
+        self.path = Fprintd.devicePath(index)
+        self.reader = reader
+        self.bus = bus
+        self.polkit = polkit
+        self.backend = backend
+        self.audit = audit
+        self.enrollStages = reader.enrollStages
+    }
+
+    var interface: BusInterface {
+        BusInterface(
+            name: Fprintd.deviceInterface,
+            methods: [
+                .init(member: "ListEnrolledFingers", signature: "s", result: "as"),
+                .init(member: "DeleteEnrolledFingers", signature: "s", result: ""),
+                .init(member: "DeleteEnrolledFingers2", signature: "", result: ""),
+                .init(member: "DeleteEnrolledFinger", signature: "s", result: ""),
+                .init(member: "Claim", signature: "s", result: ""),
+                .init(member: "Release", signature: "", result: ""),
+                .init(member: "VerifyStart", signature: "s", result: ""),
+                .init(member: "VerifyStop", signature: "", result: ""),
+                .init(member: "EnrollStart", signature: "s", result: ""),
+                .init(member: "EnrollStop", signature: "", result: ""),
+            ],
+            signals: [
+                .init(member: "VerifyFingerSelected", signature: "s"),
+                .init(member: "VerifyStatus", signature: "sb"),
+                .init(member: "EnrollStatus", signature: "sb"),
+            ],
+            properties: [
+                .init(member: "name", signature: "s"),
+                .init(member: "num-enroll-stages", signature: "i"),
+                .init(member: "scan-type", signature: "s"),
+                .init(member: "finger-present", signature: "b"),
+                .init(member: "finger-needed", signature: "b"),
+            ],
+            handle: { [unowned self] call in self.receive(call) },
+            property: { [unowned self] name in self.property(name) })
+    }
+
+    func property(_ name: String) -> BusValue? {
+        switch name {
+        case "name": .string(reader.name)
+        case "num-enroll-stages": .int32(Int32(clamping: enrollStages))
+        case "scan-type": .string(reader.isSwipe ? "swipe" : "press")
+        case "finger-present": .bool(fingerPresent)
+        case "finger-needed": .bool(fingerNeeded)
+        default: nil
+        }
+    }
+
+    /// The reader reported a new finger status or stage count: updates the properties, tells listeners.
+    func update(fingerPresent present: Bool? = nil, fingerNeeded needed: Bool? = nil, enrollStages stages: Int? = nil) {
+        var changed: [String] = []
+        if let present, present != fingerPresent {
+            fingerPresent = present
+            changed.append("finger-present")
+        }
+        if let needed, needed != fingerNeeded {
+            fingerNeeded = needed
+            changed.append("finger-needed")
+        }
+        if let stages, stages != enrollStages {
+            enrollStages = stages
+            changed.append("num-enroll-stages")
+        }
+        bus.emitPropertiesChanged(path: path, interface: Fprintd.deviceInterface, names: changed)
+    }
+
+    // MARK: Calls
+
+    /// Which claim a method needs (fprintd's `get_claim_state_for_invocation`).
+    private enum ClaimNeed {
+        case unclaimed, claimed, autoClaim, anytime
+    }
+
+    private static func claimNeed(_ member: String) -> ClaimNeed {
+        switch member {
+        case "Claim": .unclaimed
+        case "DeleteEnrolledFingers": .autoClaim
+        case "ListEnrolledFingers": .anytime
+        default: .claimed
+        }
+    }
+
+    /// The polkit actions of which one must allow the method (fprintd's `get_permissions_for_invocation`,
+    /// in its priority order).
+    static func actions(for member: String) -> [Fprintd.Action] {
+        switch member {
+        case "Claim": [.verify, .enroll]
+        case "DeleteEnrolledFinger", "DeleteEnrolledFingers", "DeleteEnrolledFingers2", "EnrollStart": [.enroll]
+        case "ListEnrolledFingers", "VerifyStart": [.verify]
+        default: []
+        }
+    }
+
+    /// fprintd's `_fprint_device_check_claimed`.
+    private func claimProblem(_ call: BusCall) -> BusError? {
+        var need = Self.claimNeed(call.member)
+        if need == .anytime { return nil }
+        if need == .autoClaim { need = session == nil ? .unclaimed : .claimed }
+        if need == .unclaimed {
+            return session == nil ? nil : Fprintd.ErrorName.alreadyInUse("Device was already claimed")
+        }
+        guard let session else { return Fprintd.ErrorName.claimDevice("Device was not claimed before use") }
+        return session.sender == call.sender
+            ? nil : Fprintd.ErrorName.alreadyInUse("Device already in use by another user")
+    }
+
+    /// Every method call: the claim, the account, polkit, then the method (fprintd's
+    /// `action_authorization_handler` followed by the handler, which checks the claim again).
+    func receive(_ call: BusCall) {
+        if let problem = claimProblem(call) {
+            refuse(call, problem)
+            return
+        }
+        guard let (uid, pid) = call.senderCredentials() else {
+            refuse(call, Fprintd.ErrorName.internal("Could not get connection unix user ID"))
+            return
+        }
+        guard let own = PeerCredentials.userName(of: uid) else {
+            refuse(call, Fprintd.ErrorName.internal("Failed to get information about user UID \(uid)"))
+            return
+        }
+        let caller = PeerCredentials(pid: pid, uid: uid, gid: Self.primaryGroup(of: uid), userName: own)
+        var user: String?
+        if ["Claim", "DeleteEnrolledFingers", "ListEnrolledFingers"].contains(call.member) {
+            let requested = call.string(0) ?? ""
+            user = requested.isEmpty ? own : requested
+        }
+        let needsOtherUser = user.map { $0 != own } ?? false
+        authorize(call, sender: call.sender, actions: needsOtherUser ? [.setUsername] : []) { [self] setUsername in
+            guard setUsername != nil else { return }
+            authorize(call, sender: call.sender, actions: Self.actions(for: call.member)) { [self] answer in
+                guard let answer else { return }
+                if let problem = claimProblem(call) {
+                    refuse(call, problem)
+                    return
+                }
+                perform(call, caller: caller, user: user, enrollAnswer: answer)
+            }
+        }
+    }
+
+    /// Asks polkit for each of `actions` in turn until one allows; `then(answer)` with the allowing
+    /// answer, or (after the call was refused with PermissionDenied) nil. No actions: allowed at once.
+    private func authorize(
+        _ call: BusCall, sender: String, actions: [Fprintd.Action], then: @escaping (PolkitAnswer?) -> Void
+    ) {
+        guard let action = actions.first else {
+            then(PolkitAnswer(isAuthorized: true, isChallenge: false, details: [:]))
+            return
+        }
+        polkit.check(sender: sender, action: action.rawValue) { [self] result in
+            switch result {
+            case .success(let answer) where answer.isAuthorized:
+                then(answer)
+            case .success:
+                if actions.count > 1 {
+                    authorize(call, sender: sender, actions: Array(actions.dropFirst()), then: then)
+                } else {
+                    refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(action.rawValue)"))
+                    then(nil)
+                }
+            case .failure(let error):
+                if actions.count > 1 {
+                    authorize(call, sender: sender, actions: Array(actions.dropFirst()), then: then)
+                } else {
+                    refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(error.message)"))
+                    then(nil)
+                }
+            }
+        }
+    }
+
+    private func refuse(_ call: BusCall, _ error: BusError) {
+        if error.name == Fprintd.ErrorName.permissionDenied.rawValue {
+            audit.notice("D-Bus \(call.member) on \(path) refused to \(call.sender): \(error.message)")
+        }
+        call.fail(error)
+    }
+
+    private func perform(_ call: BusCall, caller: PeerCredentials, user: String?, enrollAnswer: PolkitAnswer) {
+        switch call.member {
+        case "Claim": claim(call, caller: caller, user: user!)
+        case "Release": release(call)
+        case "VerifyStart": verifyStart(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""))
+        case "VerifyStop": stop(call, kind: .verify)
+        case "EnrollStart": enrollStart(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""))
+        case "EnrollStop": stop(call, kind: .enroll)
+        case "ListEnrolledFingers": list(call, caller: caller, user: user!)
+        case "DeleteEnrolledFinger": deleteOne(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""))
+        case "DeleteEnrolledFingers2":
+            guard let session else { return refuse(call, Fprintd.ErrorName.claimDevice("Device was not claimed")) }
+            delete(call, caller: session.caller, user: session.user, finger: nil)
+        case "DeleteEnrolledFingers": delete(call, caller: caller, user: user!, finger: nil)
+        default: call.fail(BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: call.member))
+        }
+    }
+
+    /// fprintd's `can_start_action`.
+    private func busyProblem() -> BusError? {
+        switch action {
+        case .none: nil
+        case .enroll: Fprintd.ErrorName.alreadyInUse("Enrollment already in progress")
+        case .verify: Fprintd.ErrorName.alreadyInUse("Verification already in progress")
+        case .delete: Fprintd.ErrorName.alreadyInUse("Delete already in progress")
+        case .list: Fprintd.ErrorName.alreadyInUse("Another operation is already in progress")
+        }
+    }
+
+    private func claim(_ call: BusCall, caller: PeerCredentials, user: String) {
+        // The daemon's own rule first: a user acts only for their own account, whatever polkit said.
+        if case .refused(let why) = Authorization.decide(.evaluate, caller: caller, target: user) {
+            return refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
+        }
+        session = Session(sender: call.sender, user: user, caller: caller)
+        audit.debug("D-Bus client \(call.sender) (\(caller)) claimed \(path) for \(user)")
+        call.reply()
+    }
+
+    private func release(_ call: BusCall) {
+        if running != nil {
+            stopCalls.append(call)
+            stopRunning?()
+            return
+        }
+        endSession()
+        call.reply()
+    }
+
+    private func endSession() {
+        session = nil
+        action = .none
+        statusReported = false
+    }
+
+    /// The claimer left the bus: stop what it started and release the device.
+    func clientVanished(_ name: String) {
+        guard session?.sender == name else { return }
+        stopRunning?()
+        if running == nil { endSession() } else { session = nil }
+    }
+
+    // MARK: Verify
+
+    private func verifyStart(_ call: BusCall, finger: Fprintd.FingerArgument) {
+        guard let session else { return refuse(call, Fprintd.ErrorName.claimDevice("Device was not claimed")) }
+        if let problem = busyProblem() { return refuse(call, problem) }
+        action = .verify
+        statusReported = false
+        let backend = self.backend
+        Task {
+            let listed = await backend.handle(.list(user: session.user), caller: session.caller, io: .silent)
+            let can = await backend.handle(
+                .canEvaluate(policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user),
+                caller: session.caller, io: .silent)
+            self.bus.queue.async {
+                self.verifyPrepared(call, session: session, finger: finger, listed: listed, can: can)
+            }
+        }
+    }
+
+    private func verifyPrepared(
+        _ call: BusCall, session: Session, finger: Fprintd.FingerArgument, listed: LocalAuthProtocol.Result,
+        can: LocalAuthProtocol.Result
+    ) {
+        let fingers = listed.isSuccess ? listed.fields.strings(.finger) : []
+        func fail(_ error: BusError) {
+            action = .none
+            refuse(call, error)
+        }
+        guard self.session?.sender == session.sender else {
+            return fail(Fprintd.ErrorName.claimDevice("Device was released"))
+        }
+        if !listed.isSuccess && listed.resultCode == .notAuthorized {
+            return fail(Fprintd.ErrorName.permissionDenied("Not Authorized: \(listed.message)"))
+        }
+        let selected: String
+        switch finger {
+        case .any, .invalid:
+            guard !fingers.isEmpty else { return fail(Fprintd.ErrorName.noEnrolledPrints("No fingerprints enrolled")) }
+            selected = fingers.count == 1 ? fingers[0] : (reader.supportsIdentify ? "any" : fingers[0])
+        case .finger(let name):
+            guard fingers.contains(name.rawValue) else {
+                return fail(Fprintd.ErrorName.noEnrolledPrints("No such print \(name.fingerNumber)"))
+            }
+            selected = name.rawValue
+        }
+        switch can.resultCode {
+        case .success: break
+        case .biometryNotEnrolled: return fail(Fprintd.ErrorName.noEnrolledPrints("No fingerprints enrolled"))
+        default: return fail(Fprintd.ErrorName.permissionDenied("Not Authorized: \(can.message)"))
+        }
+        call.reply()
+        bus.emitSignal(
+            path: path, interface: Fprintd.deviceInterface, member: "VerifyFingerSelected", [.string(selected)])
+        startVerification(session)
+    }
+
+    private func startVerification(_ session: Session) {
+        let (signals, feed) = AsyncStream.makeStream(of: ClientSignal.self)
+        let bus = self.bus
+        let io = RequestIO(
+            send: { [self] event in
+                guard event.kind == .retry else { return }
+                bus.queue.async { self.emitStatus("VerifyStatus", Fprintd.verifyRetryName(event.hint), done: false) }
+            }, signals: signals)
+        let options = EvaluateOptions(
+            policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user, service: "fprintd-compat",
+            tries: 1, timeoutMs: EvaluateOptions.maxTimeoutMs)
+        let backend = self.backend
+        let stopped = StopFlag()
+        stopRunning = {
+            stopped.value = true
+            feed.yield(.cancel)
+        }
+        running = Task {
+            var result: LocalAuthProtocol.Result
+            repeat {
+                // fprintd's verify waits for a finger until stopped: a daemon timeout starts a new one.
+                result = await backend.handle(.evaluate(options), caller: session.caller, io: io)
+            } while result.resultCode == .timedOut && !Task.isCancelled
+            let final = result
+            bus.queue.async { self.finished(kind: .verify, result: final, stopped: stopped.value) }
+        }
+    }
+
+    // MARK: Enrol
+
+    private func enrollStart(_ call: BusCall, finger: Fprintd.FingerArgument) {
+        guard let session else { return refuse(call, Fprintd.ErrorName.claimDevice("Device was not claimed")) }
+        guard case .finger(let name) = finger else {
+            return refuse(call, Fprintd.ErrorName.invalidFingername("Invalid finger name"))
+        }
+        if let problem = busyProblem() { return refuse(call, problem) }
+        action = .enroll
+        statusReported = false
+        let (signals, feed) = AsyncStream.makeStream(of: ClientSignal.self)
+        let bus = self.bus
+        let io = RequestIO(
+            send: { [self] event in
+                bus.queue.async { self.enrollEvent(event) }
+            }, signals: signals)
+        let backend = self.backend
+        // fprintd replaces a finger enrolled again: the old print goes first.
+        let replaced = Task {
+            await backend.handle(
+                .delete(user: session.user, finger: name, all: false), caller: session.caller, io: .silent)
+        }
+        call.reply()
+        let stopped = StopFlag()
+        let enrolment = Task {
+            _ = await replaced.value
+            return await backend.handle(.enroll(user: session.user, finger: name), caller: session.caller, io: io)
+        }
+        stopRunning = {
+            stopped.value = true
+            feed.yield(.cancel)
+            enrolment.cancel()
+        }
+        running = Task {
+            let result = await enrolment.value
+            bus.queue.async { self.finished(kind: .enroll, result: result, stopped: stopped.value) }
+        }
+    }
+
+    private func enrollEvent(_ event: Event) {
+        guard action == .enroll, !statusReported else { return }
+        switch event.kind {
+        case .enrollStage:
+            // The last stage is reported by the completion.
+            if let stage = event.stage, let stages = event.stages, stage < stages {
+                emitStatus("EnrollStatus", "enroll-stage-passed", done: false)
+            }
+        case .retry:
+            emitStatus("EnrollStatus", Fprintd.enrollRetryName(event.hint), done: false)
+        default:
+            break
+        }
+    }
+
+    // MARK: Stop
+
+    /// VerifyStop / EnrollStop (fprintd's `can_stop_action` and `stoppable_action_stop`).
+    private func stop(_ call: BusCall, kind: ActionKind) {
+        guard action == kind, stopCalls.isEmpty else {
+            if action != .none || !stopCalls.isEmpty {
+                return refuse(call, Fprintd.ErrorName.alreadyInUse("Another operation is already in progress"))
+            }
+            return refuse(
+                call,
+                Fprintd.ErrorName.noActionInProgress(
+                    kind == .enroll ? "No enrollment in progress" : "No verification in progress"))
+        }
+        if running != nil {
+            stopCalls.append(call)
+            stopRunning?()
+            return
+        }
+        action = .none
+        statusReported = false
+        call.reply()
+    }
+
+    /// A verify or enrol request ended: its final status (unless one was reported), then any Stop or
+    /// Release that waited for it.
+    private func finished(kind: ActionKind, result: LocalAuthProtocol.Result, stopped: Bool) {
+        running = nil
+        stopRunning = nil
+        if !statusReported {
+            if kind == .verify {
+                emitStatus("VerifyStatus", stopped ? "verify-no-match" : Fprintd.verifyResultName(result), done: true)
+            } else {
+                emitStatus("EnrollStatus", stopped ? "enroll-failed" : Fprintd.enrollResultName(result), done: true)
+            }
+        }
+        let waiting = stopCalls
+        stopCalls = []
+        if !waiting.isEmpty {
+            action = .none
+            statusReported = false
+        }
+        for call in waiting {
+            if call.member == "Release" { endSession() }
+            call.reply()
+        }
+        if session == nil { endSession() }
+    }
+
+    private func emitStatus(_ signal: String, _ name: String, done: Bool) {
+        guard !(statusReported && done) else { return }
+        if done { statusReported = true }
+        bus.emitSignal(path: path, interface: Fprintd.deviceInterface, member: signal, [.string(name), .bool(done)])
+    }
+
+    // MARK: List and delete
+
+    private func list(_ call: BusCall, caller: PeerCredentials, user: String) {
+        let backend = self.backend
+        Task {
+            let result = await backend.handle(.list(user: user), caller: caller, io: .silent)
+            self.bus.queue.async {
+                guard result.isSuccess else {
+                    return self.refuse(call, Self.error(for: result))
+                }
+                let fingers = result.fields.strings(.finger)
+                guard !fingers.isEmpty else {
+                    return call.fail(Fprintd.ErrorName.noEnrolledPrints("Failed to discover prints"))
+                }
+                call.reply([.strings(fingers)])
+            }
+        }
+    }
+
+    private func deleteOne(_ call: BusCall, finger: Fprintd.FingerArgument) {
+        guard let session else { return refuse(call, Fprintd.ErrorName.claimDevice("Device was not claimed")) }
+        guard case .finger(let name) = finger else {
+            return refuse(call, Fprintd.ErrorName.invalidFingername("Invalid finger name"))
+        }
+        delete(call, caller: session.caller, user: session.user, finger: name)
+    }
+
+    private func delete(_ call: BusCall, caller: PeerCredentials, user: String, finger: FingerName?) {
+        if let problem = busyProblem() { return refuse(call, problem) }
+        action = .delete
+        let backend = self.backend
+        Task {
+            let result = await backend.handle(
+                .delete(user: user, finger: finger, all: finger == nil), caller: caller, io: .silent)
+            self.bus.queue.async {
+                self.action = .none
+                switch result.resultCode {
+                case .success: call.reply()
+                case .notFound:
+                    call.fail(
+                        Fprintd.ErrorName.noEnrolledPrints(
+                            finger.map { "Fingerprint for finger \($0.rawValue) is not enrolled" }
+                                ?? "No fingerprint enrolled"))
+                case .internalError:
+                    call.fail(
+                        Fprintd.ErrorName.printsNotDeleted(
+                            "Impossible to delete fingerprint reference: \(result.message)"))
+                default: self.refuse(call, Self.error(for: result))
+                }
+            }
+        }
+    }
+
+    /// A refusal of the daemon as fprintd's error.
+    static func error(for result: LocalAuthProtocol.Result) -> BusError {
+        switch result.resultCode {
+        case .notAuthorized: Fprintd.ErrorName.permissionDenied("Not Authorized: \(result.message)")
+        case .biometryNotEnrolled, .notFound: Fprintd.ErrorName.noEnrolledPrints(result.message)
+        default: Fprintd.ErrorName.internal(result.message)
+        }
+    }
+
+    /// The account's primary group (`getpwuid_r`): D-Bus tells the uid only.
+    static func primaryGroup(of uid: UInt32) -> UInt32 {
+        var pwd = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(uid, &pwd, &buffer, buffer.count, &result) == 0, result != nil else { return UInt32.max }
+        return pwd.pw_gid
+    }
+}
+
+extension RequestIO {
+    /// No events wanted, no client signals to give.
+    static var silent: RequestIO {
+        RequestIO(send: { _ in }, signals: AsyncStream { $0.finish() })
+    }
+}
