@@ -395,6 +395,31 @@ final class FprintdDevice: @unchecked Sendable {
         if let problem = busyProblem() { return refuse(call, problem) }
         action = .enroll
         statusReported = false
+        let backend = self.backend
+        Task {
+            // fprintd replaces a finger enrolled again: the old print goes first.
+            let listed = await backend.handle(.list(user: session.user), caller: session.caller, io: .silent)
+            var replaced: LocalAuthProtocol.Result?
+            if listed.fields.strings(.finger).contains(name.rawValue) {
+                replaced = await backend.handle(
+                    .delete(user: session.user, finger: name, all: false), caller: session.caller, io: .silent)
+            }
+            self.bus.queue.async {
+                guard self.session?.sender == session.sender else {
+                    self.action = .none
+                    return self.refuse(call, Fprintd.ErrorName.claimDevice("Device was released"))
+                }
+                if let replaced, !replaced.isSuccess {
+                    self.action = .none
+                    return self.refuse(call, Self.error(for: replaced))
+                }
+                call.reply()
+                self.startEnrolment(session, finger: name)
+            }
+        }
+    }
+
+    private func startEnrolment(_ session: Session, finger: FingerName) {
         let (signals, feed) = AsyncStream.makeStream(of: ClientSignal.self)
         let bus = self.bus
         let io = RequestIO(
@@ -402,16 +427,9 @@ final class FprintdDevice: @unchecked Sendable {
                 bus.queue.async { self.enrollEvent(event) }
             }, signals: signals)
         let backend = self.backend
-        // fprintd replaces a finger enrolled again: the old print goes first.
-        let replaced = Task {
-            await backend.handle(
-                .delete(user: session.user, finger: name, all: false), caller: session.caller, io: .silent)
-        }
-        call.reply()
         let stopped = StopFlag()
         let enrolment = Task {
-            _ = await replaced.value
-            return await backend.handle(.enroll(user: session.user, finger: name), caller: session.caller, io: io)
+            await backend.handle(.enroll(user: session.user, finger: finger), caller: session.caller, io: io)
         }
         stopRunning = {
             stopped.value = true

@@ -1,0 +1,414 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""The fprintd door's contract: `localauthd --fprintd-compat` on the real system bus daemon with our
+bus policy, checked by the real polkitd with our polkit actions, driven by D-Bus clients running as
+root and as test users, on libfprint's virtual reader. Run through tests/fprintd/run.sh."""
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import DEVICE, Agent, Client, password  # noqa: E402
+
+ERR = "net.reactivated.Fprint.Error."
+WORLD = None
+
+
+def setUpModule():
+    global WORLD
+    WORLD = harness.World(BIN)
+    WORLD.setup()
+
+
+def tearDownModule():
+    WORLD.teardown()
+
+
+class DoorTest(unittest.TestCase):
+    """A fresh daemon (empty store) per test class; clients closed after each test."""
+
+    @classmethod
+    def setUpClass(cls):
+        WORLD.start_daemon()
+
+    def setUp(self):
+        self.clients = []
+        self.agents = []
+
+    def tearDown(self):
+        for agent in self.agents:
+            agent.close()
+        for client in self.clients:
+            client.close()
+
+    def client(self, user=None):
+        c = Client(WORLD, user)
+        self.clients.append(c)
+        return c
+
+    def agent(self, user, client, typed):
+        a = Agent(WORLD, user, client.pid, typed)
+        self.agents.append(a)
+        return a
+
+    def assertError(self, answer, name):
+        self.assertEqual(answer.get("error"), ERR + name, answer)
+
+    def enrolled(self, user):
+        r = WORLD.ctl("list", "--user", user)
+        return [line.strip() for line in r.stdout.splitlines() if line.strip().endswith("finger") or "thumb" in line]
+
+    def verify_over_dbus(self, client, print_id):
+        """Claimed device: VerifyStart("any"), a touch, the final status; VerifyStop."""
+        client.ok("VerifyStart", "any")
+        WORLD.virtual("SCAN " + print_id)
+        status = client.wait("VerifyStatus")
+        client.ok("VerifyStop")
+        return status
+
+
+class ManagerTests(DoorTest):
+    def test_getDevices_listsTheReaderAsDevice0(self):
+        self.assertEqual(self.client().send(manager="GetDevices"), {"ok": [[DEVICE]]})
+
+    def test_getDefaultDevice_answersTheFirstReader(self):
+        self.assertEqual(self.client().send(manager="GetDefaultDevice"), {"ok": [DEVICE]})
+
+    def test_manager_answersAnOrdinaryUserToo(self):
+        self.assertEqual(self.client("ladbus2").send(manager="GetDevices"), {"ok": [[DEVICE]]})
+
+
+class PropertyTests(DoorTest):
+    def test_properties_nameStagesScanTypeAndFingerFlags(self):
+        c = self.client("ladbus2")
+        self.assertEqual(c.send(get="name"), {"ok": "Virtual device for debugging"})
+        self.assertEqual(c.send(get="num-enroll-stages"), {"ok": 5})
+        self.assertEqual(c.send(get="scan-type"), {"ok": "swipe"})
+        self.assertEqual(c.send(get="finger-present"), {"ok": False})
+        self.assertEqual(c.send(get="finger-needed"), {"ok": False})
+
+    def test_fingerNeeded_whileAVerifyWaits_isTrueAndAnnounced(self):
+        WORLD.enrol_as_root("ladbus1")
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        c.ok("VerifyStart", "any")
+        harness.wait_for("finger-needed", lambda: c.send(get="finger-needed") == {"ok": True})
+        changed = [args for name, args in c.signals() if name == "PropertiesChanged"]
+        self.assertIn(("net.reactivated.Fprint.Device", {"finger-needed": True}, []),
+                      [tuple(a) for a in changed], changed)
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        harness.wait_for("finger-needed off", lambda: c.send(get="finger-needed") == {"ok": False})
+        c.ok("VerifyStop")
+        c.ok("Release")
+
+    def test_set_isRefusedAsReadOnly(self):
+        answer = self.client().send(set="finger-needed", value=True)
+        self.assertEqual(answer.get("error"), "org.freedesktop.DBus.Error.PropertyReadOnly", answer)
+
+
+class ClaimTests(DoorTest):
+    def test_claim_whenClaimedByAnotherClient_isAlreadyInUse(self):
+        a, b = self.client(), self.client()
+        a.ok("Claim", "")
+        self.assertError(b.call("Claim", ""), "AlreadyInUse")
+        a.ok("Release")
+        b.ok("Claim", "")
+        b.ok("Release")
+
+    def test_release_withoutClaim_isClaimDevice(self):
+        self.assertError(self.client().call("Release"), "ClaimDevice")
+
+    def test_release_byAnotherClient_isAlreadyInUse(self):
+        a, b = self.client(), self.client()
+        a.ok("Claim", "")
+        self.assertError(b.call("Release"), "AlreadyInUse")
+        a.ok("Release")
+
+    def test_claimer_whenItLeavesTheBus_releasesTheDevice(self):
+        a, b = self.client(), self.client()
+        a.ok("Claim", "")
+        a.close()
+        harness.wait_for("the claim to go", lambda: "ok" in b.call("Claim", ""))
+        b.ok("Release")
+
+    def test_claimOtherUser_byOrdinaryUserWhomPolkitAllowsIt_isPermissionDenied(self):
+        # polkit lets ladbus4 act for others (setusername): localauthd still lets a user act only
+        # for their own account, as on its socket.
+        answer = self.client("ladbus4").call("Claim", "ladbus1")
+        self.assertError(answer, "PermissionDenied")
+        self.assertIn("only for its own account", answer["message"])
+
+    def test_claimOtherUser_byOrdinaryUser_isPermissionDenied(self):
+        self.assertError(self.client("ladbus1").call("Claim", "ladbus2"), "PermissionDenied")
+
+    def test_claim_byUserPolkitRefuses_isPermissionDenied(self):
+        # ladbus2 has no active session: polkit's defaults say no to verify and enroll.
+        answer = self.client("ladbus2").call("Claim", "")
+        self.assertError(answer, "PermissionDenied")
+        self.assertIn("net.reactivated.fprint.device.enroll", answer["message"])
+
+    def test_claim_ownAccountByEmptyName_claimsForTheCaller(self):
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        self.assertError(c.call("VerifyStart", "any"), "NoEnrolledPrints")
+        c.ok("Release")
+
+    def test_claim_withAHugeOrBadUserName_isRefusedAndTheDaemonServesOn(self):
+        c = self.client()
+        for name in ["x" * 100_000, "../../etc", "a\nb"]:
+            answer = c.call("Claim", name)
+            self.assertIn("error", answer)
+        self.assertEqual(c.send(manager="GetDevices"), {"ok": [[DEVICE]]})
+
+    def test_wrongSignature_isInvalidArgs(self):
+        answer = self.client().call("Claim", 5, signature="(i)")
+        self.assertEqual(answer.get("error"), "org.freedesktop.DBus.Error.InvalidArgs", answer)
+
+
+class VerifyTests(DoorTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        WORLD.enrol_as_root("ladbus1")
+
+    def test_verifyStart_unclaimed_isClaimDevice(self):
+        self.assertError(self.client().call("VerifyStart", "any"), "ClaimDevice")
+
+    def test_verifyStart_withNoFingers_isNoEnrolledPrints(self):
+        c = self.client()
+        c.ok("Claim", "ladbus3")
+        self.assertError(c.call("VerifyStart", "any"), "NoEnrolledPrints")
+        c.ok("Release")
+
+    def test_verifyStart_ofAFingerNotEnrolled_isNoEnrolledPrints(self):
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        self.assertError(c.call("VerifyStart", "left-thumb"), "NoEnrolledPrints")
+        c.ok("Release")
+
+    def test_verify_whenTheFingerMatches_selectsItAndReportsAMatch(self):
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        c.ok("VerifyStart", "any")
+        self.assertEqual(c.wait("VerifyFingerSelected"), {"ok": ["right-index-finger"]})
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        c.ok("VerifyStop")
+        c.ok("Release")
+        self.assertIn('op=evaluate user="ladbus1"', WORLD.log())
+
+    def test_verify_whenAnotherFingerTouches_reportsNoMatch(self):
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        self.assertEqual(self.verify_over_dbus(c, "someone-else"), {"ok": ["verify-no-match", True]})
+        c.ok("Release")
+
+    def test_verify_afterABadSwipe_reportsRetryAndGoesOn(self):
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        c.ok("VerifyStart", "any")
+        WORLD.virtual("RETRY 1")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-swipe-too-short", False]})
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        c.ok("VerifyStop")
+        c.ok("Release")
+
+    def test_verifyStart_twice_isAlreadyInUse_untilVerifyStop(self):
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        c.ok("VerifyStart", "any")
+        self.assertError(c.call("VerifyStart", "any"), "AlreadyInUse")
+        c.ok("VerifyStop")
+        self.assertError(c.call("VerifyStop"), "NoActionInProgress")
+        c.ok("Release")
+
+    def test_verifyStop_whileWaiting_endsTheVerifyAndFreesTheReader(self):
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        c.ok("VerifyStart", "any")
+        harness.wait_for("finger-needed", lambda: c.send(get="finger-needed") == {"ok": True})
+        c.ok("VerifyStop")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-no-match", True]})
+        c.ok("Release")
+        # The socket's next request gets the reader at once.
+        proc = subprocess.Popen([os.path.join(WORLD.bin, "localauthctl"), "verify", "--user", "ladbus1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        out, _ = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 0, out)
+
+    def test_verifyStart_byAnotherClientOnAClaimedDevice_isAlreadyInUse(self):
+        owner, other = self.client("ladbus1"), self.client("ladbus4")
+        owner.ok("Claim", "")
+        self.assertError(other.call("VerifyStart", "any"), "AlreadyInUse")
+        owner.ok("Release")
+
+
+class LockoutTests(DoorTest):
+    def test_fiveMissesOverDBus_lockBiometricsForTheSocketToo(self):
+        WORLD.enrol_as_root("ladbus1")
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        for _ in range(5):
+            self.assertEqual(self.verify_over_dbus(c, "intruder"), {"ok": ["verify-no-match", True]})
+        # The door refuses to start a sixth…
+        answer = c.call("VerifyStart", "any")
+        self.assertError(answer, "PermissionDenied")
+        self.assertIn("lock", answer["message"].lower())
+        c.ok("Release")
+        # …and so does the socket, which sudo's pam_localauth asks.
+        r = WORLD.ctl("verify", "--user", "ladbus1")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("lock", (r.stdout + r.stderr).lower())
+        self.assertIn('op=lockout user="ladbus1"', WORLD.log())
+        WORLD.ctl("lockout", "reset", "--user", "ladbus1")
+
+
+class EnrollTests(DoorTest):
+    def test_enroll_byRoot_reportsEachStageAndCompletes(self):
+        c = self.client()
+        c.ok("Claim", "ladbus3")
+        c.ok("EnrollStart", "left-thumb")
+        for stage in range(4):
+            WORLD.virtual("SCAN ladbus3-thumb")
+            self.assertEqual(c.wait("EnrollStatus"), {"ok": ["enroll-stage-passed", False]})
+        WORLD.virtual("SCAN ladbus3-thumb")
+        self.assertEqual(c.wait("EnrollStatus"), {"ok": ["enroll-completed", True]})
+        c.ok("EnrollStop")
+        self.assertEqual(c.ok("ListEnrolledFingers", "ladbus3"), [["left-thumb"]])
+        c.ok("Release")
+
+    def test_enroll_afterARetry_reportsItAndGoesOn(self):
+        c = self.client()
+        c.ok("Claim", "ladbus3")
+        c.ok("EnrollStart", "right-thumb")
+        WORLD.virtual("RETRY 2")
+        self.assertEqual(c.wait("EnrollStatus"), {"ok": ["enroll-finger-not-centered", False]})
+        c.ok("EnrollStop")
+        self.assertEqual(c.wait("EnrollStatus"), {"ok": ["enroll-failed", True]})
+        c.ok("Release")
+
+    def test_enrollStart_withAnInvalidOrAnyFinger_isInvalidFingername(self):
+        c = self.client()
+        c.ok("Claim", "ladbus3")
+        self.assertError(c.call("EnrollStart", "sixth-finger"), "InvalidFingername")
+        self.assertError(c.call("EnrollStart", "any"), "InvalidFingername")
+        c.ok("Release")
+
+    def test_enrollStart_unclaimed_isClaimDevice(self):
+        self.assertError(self.client().call("EnrollStart", "left-thumb"), "ClaimDevice")
+
+    def test_enrollStop_withoutEnrolment_isNoActionInProgress(self):
+        c = self.client()
+        c.ok("Claim", "ladbus3")
+        self.assertError(c.call("EnrollStop"), "NoActionInProgress")
+        c.ok("Release")
+
+    def test_enrollStart_byUserPolkitRefuses_isPermissionDenied(self):
+        c = self.client("ladbus2")
+        self.assertError(c.call("Claim", ""), "PermissionDenied")
+        self.assertError(c.call("EnrollStart", "left-thumb"), "ClaimDevice")
+
+
+class FirstFingerTests(DoorTest):
+    """A user's own first finger over D-Bus: allowed only when polkit's answer proves that the
+    person typed the account password into the authentication agent (auth_self_keep)."""
+
+    def test_firstFinger_whenThePasswordIsTypedInThePolkitAgent_isEnrolled(self):
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        agent = self.agent("ladbus1", c, [password("ladbus1")])
+        self.assertEqual(c.call_with_agent(agent, "EnrollStart", "left-index-finger"), {"ok": []})
+        self.assertIn(b"AUTHENTICATING FOR net.reactivated.fprint.device.enroll", agent.output)
+        for _ in range(5):
+            WORLD.virtual("SCAN ladbus1-left-index")
+        self.assertEqual(c.wait("EnrollStatus", timeout=20), {"ok": ["enroll-stage-passed", False]})
+        harness.wait_for("the enrolment", lambda: ["enroll-completed", True] in
+                         [args for name, args in c.signals() if name == "EnrollStatus"])
+        c.ok("EnrollStop")
+        self.assertIn("left-index-finger", c.ok("ListEnrolledFingers", "")[0])
+        c.ok("Release")
+        self.assertIn("polkit", WORLD.log())
+
+    def test_firstFinger_whenTheWrongPasswordIsTyped_isPermissionDeniedAndNothingEnrolled(self):
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        agent = self.agent("ladbus1", c, ["wrong", "wrong", "wrong"])
+        self.assertError(c.call_with_agent(agent, "EnrollStart", "left-middle-finger"), "PermissionDenied")
+        c.ok("Release")
+        self.assertNotIn("left-middle-finger", WORLD.ctl("list", "--user", "ladbus1").stdout)
+
+    def test_firstFinger_whenPolkitSaysYesWithoutAPassword_isRefused(self):
+        # An administrator's rule lets ladbus3 enrol without authenticating: nobody proved presence.
+        c = self.client("ladbus3")
+        c.ok("Claim", "")
+        answer = c.call("EnrollStart", "left-thumb")
+        self.assertError(answer, "PermissionDenied")
+        self.assertIn("password", answer["message"])
+        c.ok("Release")
+        self.assertNotIn("left-thumb", WORLD.ctl("list", "--user", "ladbus3").stdout)
+
+    def test_enrol_byAnotherProcessOfTheUser_needsItsOwnPassword(self):
+        # The kept authorisation belongs to the process that typed the password, not to the user.
+        settings = self.client("ladbus1")
+        settings.ok("Claim", "")
+        agent = self.agent("ladbus1", settings, [password("ladbus1")])
+        self.assertEqual(settings.call_with_agent(agent, "EnrollStart", "right-little-finger"), {"ok": []})
+        settings.ok("EnrollStop")
+        settings.ok("Release")
+        malware = self.client("ladbus1")
+        malware.ok("Claim", "")
+        self.assertError(malware.call("EnrollStart", "right-little-finger"), "PermissionDenied")
+        malware.ok("Release")
+
+
+class ListDeleteTests(DoorTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        WORLD.enrol_as_root("ladbus1", "right-index-finger")
+        WORLD.enrol_as_root("ladbus1", "left-index-finger")
+
+    def test_list_ownFingers_byEmptyName(self):
+        self.assertEqual(sorted(self.client("ladbus1").ok("ListEnrolledFingers", "")[0]),
+                         ["left-index-finger", "right-index-finger"])
+
+    def test_list_ofAnotherUser_byOrdinaryUser_isPermissionDenied(self):
+        self.assertError(self.client("ladbus4").call("ListEnrolledFingers", "ladbus1"), "PermissionDenied")
+
+    def test_list_whenNoneEnrolled_isNoEnrolledPrints(self):
+        self.assertError(self.client().call("ListEnrolledFingers", "ladbus3"), "NoEnrolledPrints")
+
+    def test_deleteEnrolledFinger_invalidName_isInvalidFingername(self):
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        self.assertError(c.call("DeleteEnrolledFinger", "any"), "InvalidFingername")
+        self.assertError(c.call("DeleteEnrolledFinger", "left-thumb"), "NoEnrolledPrints")
+        c.ok("Release")
+
+    def test_deleteEnrolledFingers_ofAnotherUser_byOrdinaryUser_isPermissionDenied(self):
+        self.assertError(self.client("ladbus4").call("DeleteEnrolledFingers", "ladbus1"), "PermissionDenied")
+        self.assertIn("right-index-finger", WORLD.ctl("list", "--user", "ladbus1").stdout)
+
+    def test_deleteEnrolledFinger_thenDeleteEnrolledFingers2_removeThemAll(self):
+        WORLD.enrol_as_root("ladbus4", "right-thumb")
+        WORLD.enrol_as_root("ladbus4", "left-thumb")
+        c = self.client()
+        c.ok("Claim", "ladbus4")
+        c.ok("DeleteEnrolledFinger", "left-thumb")
+        self.assertEqual(c.ok("ListEnrolledFingers", "ladbus4"), [["right-thumb"]])
+        c.ok("DeleteEnrolledFingers2")
+        self.assertError(c.call("ListEnrolledFingers", "ladbus4"), "NoEnrolledPrints")
+        self.assertError(c.call("DeleteEnrolledFingers2"), "NoEnrolledPrints")
+        c.ok("Release")
+        self.assertIn('op=delete user="ladbus4"', WORLD.log())
+
+
+if __name__ == "__main__":
+    BIN = sys.argv[1]
+    unittest.main(argv=[sys.argv[0]] + sys.argv[2:], verbosity=2)
