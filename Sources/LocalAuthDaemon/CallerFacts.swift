@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import FingerprintReader
 import LocalAuthCore
+import LocalAuthProtocol
 import LocalAuthStore
 import LocalAuthSystemd
 
@@ -21,13 +22,15 @@ struct CallerFacts {
     /// The reader is there but built in and the lid is closed (Apple's `builtInSensorInaccessible`).
     var builtInSensorInaccessible = false
 
-    /// The reader, the store and logind, asked in that order; one hop to logind at most.
+    /// The reader, the store and logind, asked in that order; one hop to logind at most. A door may
+    /// name the reader (`readerID`) and the one finger that counts (`finger`).
     nonisolated(nonsending) static func gather(
-        user: String, caller: PeerCredentials, tty: String?, parts: DaemonParts
+        user: String, caller: PeerCredentials, tty: String?, parts: DaemonParts, readerID: String? = nil,
+        finger: FingerName? = nil
     ) async -> CallerFacts {
-        let device = await parts.currentDevice()
+        let device = await parts.currentDevice(readerID)
         let loaded = parts.loadState(user)
-        let prints = parts.enrolledPrints(user, on: device)
+        let prints = parts.enrolledPrints(user, on: device).filter { finger == nil || $0.finger == finger?.rawValue }
         let builtIn = device.map { !parts.configuration.externalReaderDrivers.contains($0.driver) } ?? false
         let session = await parts.sessions.view(of: caller.pid, uid: caller.uid, tty: tty, askLid: builtIn)
         // Checked after the lookups by pid: if the process that connected is gone, they may have

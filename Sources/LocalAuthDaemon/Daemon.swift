@@ -33,7 +33,14 @@ public actor Daemon {
 
     /// Handles one request to its RESULT. Cancelling the calling task ends it as `systemCancel`.
     public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO) async -> LocalAuthProtocol.Result {
-        let route = route(request, caller: caller, io: io)
+        await handle(request, caller: caller, io: io, door: DoorContext())
+    }
+
+    /// The same, for a door that names a reader or a finger, or proved presence itself (`DoorContext`).
+    public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
+        -> LocalAuthProtocol.Result
+    {
+        let route = route(request, caller: caller, io: io, door: door)
         let target: String?
         if case .machine = route.work { target = nil } else { target = request.user ?? caller.userName }
         if case .refused(let why) = Authorization.decide(route.operation, caller: caller, target: target) {
@@ -56,7 +63,7 @@ public actor Daemon {
         if route.audited {
             parts.audit.decision(
                 route.operation, user: target, caller: caller, result: result.resultCode ?? .internalError,
-                detail: result.message, fields: route.auditFields)
+                detail: result.message, fields: route.auditFields + (door.name.map { [("via", $0)] } ?? []))
         }
         return result
     }
@@ -79,7 +86,7 @@ public actor Daemon {
         var work: Work
     }
 
-    private func route(_ request: Request, caller: PeerCredentials, io: RequestIO) -> Route {
+    private func route(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) -> Route {
         let readers = ReaderRequests(parts: parts)
         let accounts = AccountRequests(parts: parts)
         switch request {
@@ -96,27 +103,36 @@ public actor Daemon {
         case .canEvaluate(let policy, _):
             return Route(
                 operation: .canEvaluate, audited: false,
-                work: .account { _, user in await readers.canEvaluate(policy: policy, user: user, caller: caller) })
+                work: .account { _, user in
+                    await readers.canEvaluate(policy: policy, user: user, caller: caller, door: door)
+                })
         case .evaluate(let options):
             return Route(
                 operation: .evaluate, audited: true,
                 auditFields: [("service", options.service ?? "-"), ("policy", String(options.policy.rawValue))],
-                work: .account { daemon, user in await daemon.evaluate(options, user: user, caller: caller, io: io) })
+                work: .account { daemon, user in
+                    await daemon.evaluate(options, user: user, caller: caller, io: io, door: door)
+                })
         case .enroll(_, let finger, let passcodeCapable):
             let enrollment = Enrollment(parts: parts)
             return Route(
                 operation: .enroll, audited: true,
                 work: .account { daemon, user in
                     await enrollment.enroll(
-                        user: user, finger: finger, passcodeCapable: passcodeCapable, caller: caller, io: io
-                    ) { proof in await daemon.evaluate(proof, user: user, caller: caller, io: io) }
+                        user: user, finger: finger, passcodeCapable: passcodeCapable, caller: caller, io: io,
+                        door: door
+                    ) { proof in await daemon.evaluate(proof, user: user, caller: caller, io: io, door: door) }
                 })
         case .list:
-            return Route(operation: .list, audited: true, work: .account { _, user in await accounts.list(user: user) })
+            return Route(
+                operation: .list, audited: true,
+                work: .account { _, user in await accounts.list(user: user, readerID: door.readerID) })
         case .delete(_, let finger, let all):
             return Route(
                 operation: .delete, audited: true,
-                work: .account { _, user in await accounts.delete(user: user, finger: finger, all: all) })
+                work: .account { _, user in
+                    await accounts.delete(user: user, finger: finger, all: all, readerID: door.readerID)
+                })
         case .passcodeSet(_, let passcode, let old):
             return Route(
                 operation: .passcodeSet, audited: true,
@@ -168,10 +184,12 @@ public actor Daemon {
 
     /// One evaluation for `user`: the facts it decides on, its reuse window, its run (which sleep
     /// can cancel). Also the proof of presence before a later finger is enrolled.
-    func evaluate(_ options: EvaluateOptions, user: String, caller: PeerCredentials, io: RequestIO) async
-        -> LocalAuthProtocol.Result
-    {
-        let facts = await CallerFacts.gather(user: user, caller: caller, tty: options.tty, parts: parts)
+    func evaluate(
+        _ options: EvaluateOptions, user: String, caller: PeerCredentials, io: RequestIO,
+        door: DoorContext = DoorContext()
+    ) async -> LocalAuthProtocol.Result {
+        let facts = await CallerFacts.gather(
+            user: user, caller: caller, tty: options.tty, parts: parts, readerID: door.readerID, finger: door.finger)
         let scope = ReuseScope(user: user, service: options.service ?? "", session: facts.reuseKey)
         let run = EvaluationRun(
             options, user: user, facts: facts, lastSuccessMs: reuseWindows[scope], io: io, parts: parts)

@@ -17,9 +17,12 @@ struct DaemonParts: Sendable {
     let clock: @Sendable () -> Int64
     let sessions: LoginSessions
 
-    /// The reader biometrics use: the first one libfprint reports.
-    nonisolated(nonsending) func currentDevice() async -> ReaderDeviceInfo? {
-        let device = await reader?.devices().first
+    /// The reader biometrics use: the one named (`ReaderDeviceInfo.id`, nil when it is not present),
+    /// else the first one libfprint reports.
+    nonisolated(nonsending) func currentDevice(_ named: String? = nil) async -> ReaderDeviceInfo? {
+        let present = await reader?.devices() ?? []
+        if let named { return present.first { $0.id == named } }
+        let device = present.first
         if device == nil { reader?.lookForReadersIfNone() }  // a replugged reader is found again
         return device
     }

@@ -16,18 +16,23 @@ struct Enrollment {
         .rightLittle, .leftLittle,
     ]
 
-    /// Enrols `requested` (else the first free finger of `order`) for `user`; `prove` runs the proof
-    /// of presence a non-root caller needs.
+    /// Enrols `requested` (else the first free finger of `order`) for `user` on the reader the door
+    /// names (else the current one); `prove` runs the proof of presence a non-root caller needs,
+    /// unless the door proved presence itself (`DoorContext.presence`).
     nonisolated(nonsending) func enroll(
         user: String, finger requested: FingerName?, passcodeCapable: Bool, caller: PeerCredentials, io: RequestIO,
-        prove: (EvaluateOptions) async -> LocalAuthProtocol.Result
+        door: DoorContext = DoorContext(), prove: (EvaluateOptions) async -> LocalAuthProtocol.Result
     ) async -> LocalAuthProtocol.Result {
-        guard let reader = parts.reader, let device = await parts.currentDevice() else {
+        guard let reader = parts.reader, let device = await parts.currentDevice(door.readerID) else {
             return Result(.biometryNotAvailable, "No fingerprint reader is connected")
         }
         let all = (try? parts.store.allPrints(user: user)) ?? []
         let onDevice = all.filter { $0.deviceKey == device.storageKey }
-        if !caller.isRoot {
+        if case .polkitAuthentication(let id) = door.presence, !caller.isRoot {
+            parts.audit.info(
+                "enrolment for \(user) by \(caller): presence proven by polkit (the account password, temporary authorisation \(id))"
+            )
+        } else if !caller.isRoot {
             guard !all.isEmpty else {
                 return Result(
                     .notAuthorized,

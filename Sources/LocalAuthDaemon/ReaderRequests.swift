@@ -42,10 +42,11 @@ struct ReaderRequests {
             .success, "\(reader); \(user): \(count) finger\(count == 1 ? "" : "s") enrolled", extra: extra.fields)
     }
 
-    nonisolated(nonsending) func canEvaluate(policy: PolicyKind, user: String, caller: PeerCredentials) async
-        -> LocalAuthProtocol.Result
-    {
-        let facts = await CallerFacts.gather(user: user, caller: caller, tty: nil, parts: parts)
+    nonisolated(nonsending) func canEvaluate(
+        policy: PolicyKind, user: String, caller: PeerCredentials, door: DoorContext = DoorContext()
+    ) async -> LocalAuthProtocol.Result {
+        let facts = await CallerFacts.gather(
+            user: user, caller: caller, tty: nil, parts: parts, readerID: door.readerID, finger: door.finger)
         var result = PolicyEvaluator.canEvaluate(
             policy: policy, state: facts.state, facts: facts.evaluation, config: parts.configuration.lockout,
             nowMs: parts.clock())

@@ -30,6 +30,32 @@ public struct RequestIO: Sendable {
     }
 }
 
+/// What a door other than the socket adds to a request: which reader and finger it names, and a
+/// proof of presence it obtained itself. The socket's requests carry none of these.
+public struct DoorContext: Sendable, Equatable {
+    /// Presence proven outside the daemon, accepted instead of root for a user's enrolment.
+    public enum Presence: Sendable, Equatable {
+        /// polkit answered the enrolment action with a temporary authorisation: the person typed the
+        /// account's password into the authentication agent for the calling process (`*_keep`).
+        case polkitAuthentication(temporaryAuthorization: String)
+    }
+
+    /// `ReaderDeviceInfo.id` of the reader to use; nil: the daemon chooses.
+    public var readerID: String?
+    /// For an evaluation: only this finger counts.
+    public var finger: FingerName?
+    public var presence: Presence?
+    /// Named in the audit record (`via=`): the door, e.g. "dbus".
+    public var name: String?
+
+    public init(readerID: String? = nil, finger: FingerName? = nil, presence: Presence? = nil, name: String? = nil) {
+        self.readerID = readerID
+        self.finger = finger
+        self.presence = presence
+        self.name = name
+    }
+}
+
 /// Wall-clock milliseconds; the policy core takes time as a parameter, the daemon reads it here.
 @Sendable public func wallClockMs() -> Int64 {
     var ts = timespec()

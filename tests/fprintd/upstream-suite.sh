@@ -8,9 +8,12 @@
 # The suite finds its daemon as $FPRINT_BUILD_DIR/fprintd and the CLI as $FPRINT_BUILD_DIR/../utils:
 # a scratch directory holds a wrapper named fprintd that starts localauthd with --fprintd-compat
 # (the suite's -t, "no idle exit", is what localauthd does anyway) and links to Debian's fprintd-*
-# tools. The suite sets STATE_DIRECTORY and RUNTIME_DIRECTORY, which localauthd honours. Prints the
-# suite's verbose output, then a summary: counts and every test that did not pass.
+# tools. The suite sets STATE_DIRECTORY and RUNTIME_DIRECTORY, which localauthd honours. Each test
+# gets at most UPSTREAM_TEST_SECONDS (120) (tests/fprintd/upstream_driver.py). Prints a summary:
+# counts and every test that did not pass, with the last line of its traceback; UPSTREAM_SUMMARY=FILE
+# keeps the JSON of every test's outcome, UPSTREAM_KEEP=1 the full output.
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "${1:?usage: $0 FPRINTD_SOURCE [LOCALAUTHD] [unittest args]}" && pwd)
 shift
 daemon=${1:-$(cd "$(dirname "$0")/../.." && pwd)/.build/debug/localauthd}
@@ -21,26 +24,39 @@ daemon=${1:-$(cd "$(dirname "$0")/../.." && pwd)/.build/debug/localauthd}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 mkdir "$scratch/src" "$scratch/utils"
+# A copy, so that rebuilding while the suite runs changes nothing.
+cp "$daemon" "$scratch/localauthd"
 cat > "$scratch/src/fprintd" <<WRAPPER
 #!/bin/sh
 # fprintd's test suite starts its daemon as "fprintd -t".
-exec "$daemon" --fprintd-compat
+exec "$scratch/localauthd" --fprintd-compat
 WRAPPER
 chmod 0755 "$scratch/src/fprintd"
 for tool in enroll verify list delete; do ln -s "/usr/bin/fprintd-$tool" "$scratch/utils/fprintd-$tool"; done
 
 log="$scratch/suite.log"
-started=$(date +%s)
+summary=${UPSTREAM_SUMMARY:-$scratch/summary.json}
 set +e
 (cd "$source_dir/tests" && FPRINT_BUILD_DIR="$scratch/src" TOPSRCDIR="$source_dir" G_DEBUG=fatal-criticals \
-    G_MESSAGES_DEBUG=all /usr/bin/python3 fprintd.py "$@") 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
+    G_MESSAGES_DEBUG=all /usr/bin/python3 "$here/upstream_driver.py" "$source_dir" "$summary" "$@") \
+    >"$log" 2>&1
+status=$?
 set -e
-elapsed=$(($(date +%s) - started))
-
-echo
-echo "=== fprintd's suite against $daemon: $(grep -cE ' \.\.\. ok$' "$log") passed," \
-    "$(grep -cE ' \.\.\. (FAIL|ERROR)$' "$log") failed, $(grep -cE ' \.\.\. skipped' "$log") skipped in ${elapsed} s" \
-    "(exit $status)"
-grep -E ' \.\.\. (FAIL|ERROR)$' "$log" | sed 's/^/  /' || true
+/usr/bin/python3 - "$summary" <<'SUMMARY'
+import json, sys
+data = json.load(open(sys.argv[1]))
+tests = data["tests"]
+counts = {}
+for name, t in tests.items():
+    counts[t["outcome"]] = counts.get(t["outcome"], 0) + 1
+print("fprintd's suite: %d tests, %d passed, %d failed, %d errors, %d skipped in %d s" % (
+    len(tests), counts.get("ok", 0), counts.get("FAIL", 0), counts.get("ERROR", 0), counts.get("skipped", 0),
+    data["seconds"]))
+for name, t in sorted(tests.items()):
+    if t["outcome"] != "ok":
+        last = [l for l in t["detail"].strip().splitlines() if l.strip()][-1:] or [""]
+        print("  %-7s %s: %s" % (t["outcome"], name.replace("fprintd.", ""), last[0][:160]))
+SUMMARY
+echo "(full output: $log; kept only with UPSTREAM_KEEP=1)"
+[ -n "${UPSTREAM_KEEP:-}" ] && cp "$log" "${UPSTREAM_KEEP_TO:-/tmp}/fprintd-suite.log"
 exit "$status"

@@ -2,6 +2,8 @@
 import Dispatch
 import FingerprintReader
 import LocalAuthProtocol
+import LocalAuthStore
+import LocalAuthSystemd
 
 #if canImport(Glibc)
     import Glibc
@@ -10,7 +12,8 @@ import LocalAuthProtocol
 /// What the door asks of the daemon: the socket's own entry point, so every D-Bus request meets the
 /// same authorisation, store, reader queue, lockouts and audit as a request on the socket.
 protocol FprintdBackend: Sendable {
-    func handle(_ request: Request, caller: PeerCredentials, io: RequestIO) async -> LocalAuthProtocol.Result
+    func handle(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
+        -> LocalAuthProtocol.Result
 }
 
 extension Daemon: FprintdBackend {}
@@ -239,13 +242,19 @@ final class FprintdDevice: @unchecked Sendable {
         call.fail(error)
     }
 
+    /// This device's requests to the daemon: on its reader, named as the D-Bus door in the audit.
+    private func door(finger: FingerName? = nil, presence: DoorContext.Presence? = nil) -> DoorContext {
+        DoorContext(readerID: reader.id, finger: finger, presence: presence, name: "dbus")
+    }
+
     private func perform(_ call: BusCall, caller: PeerCredentials, user: String?, enrollAnswer: PolkitAnswer) {
         switch call.member {
         case "Claim": claim(call, caller: caller, user: user!)
         case "Release": release(call)
         case "VerifyStart": verifyStart(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""))
         case "VerifyStop": stop(call, kind: .verify)
-        case "EnrollStart": enrollStart(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""))
+        case "EnrollStart":
+            enrollStart(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""), polkit: enrollAnswer)
         case "EnrollStop": stop(call, kind: .enroll)
         case "ListEnrolledFingers": list(call, caller: caller, user: user!)
         case "DeleteEnrolledFinger": deleteOne(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""))
@@ -269,6 +278,9 @@ final class FprintdDevice: @unchecked Sendable {
     }
 
     private func claim(_ call: BusCall, caller: PeerCredentials, user: String) {
+        guard EnrollmentStore.isValidUserName(user) else {
+            return refuse(call, Fprintd.ErrorName.internal("Not a valid user name (\(user.utf8.count) bytes)"))
+        }
         // The daemon's own rule first: a user acts only for their own account, whatever polkit said.
         if case .refused(let why) = Authorization.decide(.evaluate, caller: caller, target: user) {
             return refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
@@ -310,10 +322,11 @@ final class FprintdDevice: @unchecked Sendable {
         statusReported = false
         let backend = self.backend
         Task {
-            let listed = await backend.handle(.list(user: session.user), caller: session.caller, io: .silent)
+            let listed = await backend.handle(
+                .list(user: session.user), caller: session.caller, io: .silent, door: self.door())
             let can = await backend.handle(
                 .canEvaluate(policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user),
-                caller: session.caller, io: .silent)
+                caller: session.caller, io: .silent, door: self.door(finger: finger.name))
             self.bus.queue.async {
                 self.verifyPrepared(call, session: session, finger: finger, listed: listed, can: can)
             }
@@ -354,10 +367,10 @@ final class FprintdDevice: @unchecked Sendable {
         call.reply()
         bus.emitSignal(
             path: path, interface: Fprintd.deviceInterface, member: "VerifyFingerSelected", [.string(selected)])
-        startVerification(session)
+        startVerification(session, finger: finger.name)
     }
 
-    private func startVerification(_ session: Session) {
+    private func startVerification(_ session: Session, finger: FingerName?) {
         let (signals, feed) = AsyncStream.makeStream(of: ClientSignal.self)
         let bus = self.bus
         let io = RequestIO(
@@ -369,6 +382,7 @@ final class FprintdDevice: @unchecked Sendable {
             policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user, service: "fprintd-compat",
             tries: 1, timeoutMs: EvaluateOptions.maxTimeoutMs)
         let backend = self.backend
+        let door = self.door(finger: finger)
         let stopped = StopFlag()
         stopRunning = {
             stopped.value = true
@@ -378,7 +392,7 @@ final class FprintdDevice: @unchecked Sendable {
             var result: LocalAuthProtocol.Result
             repeat {
                 // fprintd's verify waits for a finger until stopped: a daemon timeout starts a new one.
-                result = await backend.handle(.evaluate(options), caller: session.caller, io: io)
+                result = await backend.handle(.evaluate(options), caller: session.caller, io: io, door: door)
             } while result.resultCode == .timedOut && !Task.isCancelled
             let final = result
             bus.queue.async { self.finished(kind: .verify, result: final, stopped: stopped.value) }
@@ -387,23 +401,40 @@ final class FprintdDevice: @unchecked Sendable {
 
     // MARK: Enrol
 
-    private func enrollStart(_ call: BusCall, finger: Fprintd.FingerArgument) {
+    private func enrollStart(_ call: BusCall, finger: Fprintd.FingerArgument, polkit: PolkitAnswer) {
         guard let session else { return refuse(call, Fprintd.ErrorName.claimDevice("Device was not claimed")) }
         guard case .finger(let name) = finger else {
             return refuse(call, Fprintd.ErrorName.invalidFingername("Invalid finger name"))
         }
         if let problem = busyProblem() { return refuse(call, problem) }
+        // Root may enrol any account's finger, as on the socket. A user's own enrolment needs proof
+        // that the person at the machine knows the account password: polkit's kept authorisation,
+        // which only a password typed into the authentication agent for this caller creates.
+        let presence: DoorContext.Presence?
+        if session.caller.isRoot {
+            presence = nil
+        } else {
+            guard polkit.provesAuthentication, let id = polkit.details["polkit.temporary_authorization_id"] else {
+                return refuse(
+                    call,
+                    Fprintd.ErrorName.permissionDenied(
+                        "Not Authorized: adding a finger needs the account password typed in the authentication dialog, and polkit allowed \(Fprintd.Action.enroll.rawValue) without one"
+                    ))
+            }
+            presence = .polkitAuthentication(temporaryAuthorization: id)
+        }
         action = .enroll
         statusReported = false
         let backend = self.backend
         Task {
             // fprintd replaces a finger enrolled again: the old print goes first.
-            let listed = await backend.handle(.list(user: session.user), caller: session.caller, io: .silent)
-            var replaced: LocalAuthProtocol.Result?
-            if listed.fields.strings(.finger).contains(name.rawValue) {
-                replaced = await backend.handle(
-                    .delete(user: session.user, finger: name, all: false), caller: session.caller, io: .silent)
-            }
+            let listed = await backend.handle(
+                .list(user: session.user), caller: session.caller, io: .silent, door: self.door())
+            let replaced: LocalAuthProtocol.Result? =
+                listed.fields.strings(.finger).contains(name.rawValue)
+                ? await backend.handle(
+                    .delete(user: session.user, finger: name, all: false), caller: session.caller, io: .silent,
+                    door: self.door()) : nil
             self.bus.queue.async {
                 guard self.session?.sender == session.sender else {
                     self.action = .none
@@ -414,12 +445,12 @@ final class FprintdDevice: @unchecked Sendable {
                     return self.refuse(call, Self.error(for: replaced))
                 }
                 call.reply()
-                self.startEnrolment(session, finger: name)
+                self.startEnrolment(session, finger: name, presence: presence)
             }
         }
     }
 
-    private func startEnrolment(_ session: Session, finger: FingerName) {
+    private func startEnrolment(_ session: Session, finger: FingerName, presence: DoorContext.Presence?) {
         let (signals, feed) = AsyncStream.makeStream(of: ClientSignal.self)
         let bus = self.bus
         let io = RequestIO(
@@ -428,8 +459,10 @@ final class FprintdDevice: @unchecked Sendable {
             }, signals: signals)
         let backend = self.backend
         let stopped = StopFlag()
+        let door = self.door(presence: presence)
         let enrolment = Task {
-            await backend.handle(.enroll(user: session.user, finger: finger), caller: session.caller, io: io)
+            await backend.handle(
+                .enroll(user: session.user, finger: finger), caller: session.caller, io: io, door: door)
         }
         stopRunning = {
             stopped.value = true
@@ -516,7 +549,7 @@ final class FprintdDevice: @unchecked Sendable {
     private func list(_ call: BusCall, caller: PeerCredentials, user: String) {
         let backend = self.backend
         Task {
-            let result = await backend.handle(.list(user: user), caller: caller, io: .silent)
+            let result = await backend.handle(.list(user: user), caller: caller, io: .silent, door: self.door())
             self.bus.queue.async {
                 guard result.isSuccess else {
                     return self.refuse(call, Self.error(for: result))
@@ -544,7 +577,7 @@ final class FprintdDevice: @unchecked Sendable {
         let backend = self.backend
         Task {
             let result = await backend.handle(
-                .delete(user: user, finger: finger, all: finger == nil), caller: caller, io: .silent)
+                .delete(user: user, finger: finger, all: finger == nil), caller: caller, io: .silent, door: self.door())
             self.bus.queue.async {
                 self.action = .none
                 switch result.resultCode {

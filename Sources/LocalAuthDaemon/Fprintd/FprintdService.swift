@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
 import FingerprintReader
+import LocalAuthSystemd
 
 /// fprintd's D-Bus API (`net.reactivated.Fprint`) as a second door into the daemon: the Manager at
 /// `/net/reactivated/Fprint/Manager`, one Device per reader at `/net/reactivated/Fprint/Device/N`

@@ -1,5 +1,6 @@
-// SPDX-License-Identifier: Apache-2.0
 import LocalAuthProtocol
+// SPDX-License-Identifier: Apache-2.0
+import LocalAuthSystemd
 
 /// fprintd's D-Bus names (its `src/net.reactivated.Fprint.*.xml` and `fprintd.h`), and the one place
 /// where the daemon's results and events become them.
@@ -42,6 +43,11 @@ enum Fprintd {
         case finger(FingerName)
         case invalid
 
+        /// The one finger named; nil for any.
+        var name: FingerName? {
+            if case .finger(let finger) = self { finger } else { nil }
+        }
+
         init(_ name: String) {
             if name.isEmpty || name == "any" {
                 self = .any
@@ -77,7 +83,8 @@ enum Fprintd {
     static func verifyResultName(_ result: LocalAuthProtocol.Result) -> String {
         switch result.resultCode {
         case .success: "verify-match"
-        case .authenticationFailed, .userCancel, .appCancel, .systemCancel, .timedOut: "verify-no-match"
+        // A miss that locked biometrics is still a miss for this scan.
+        case .authenticationFailed, .biometryLockout, .userCancel, .appCancel, .timedOut: "verify-no-match"
         case .biometryNotAvailable where result.message.contains("unplugged"): "verify-disconnected"
         default: "verify-unknown-error"
         }
@@ -89,8 +96,7 @@ enum Fprintd {
         case .success: "enroll-completed"
         case .biometryNotAvailable where result.message.contains("unplugged"): "enroll-disconnected"
         case .biometryNotAvailable where result.message.contains("storage is full"): "enroll-data-full"
-        case .systemCancel, .userCancel, .timedOut, .alreadyEnrolled, .internalError, .notAuthorized,
-            .authenticationFailed:
+        case .userCancel, .timedOut, .alreadyEnrolled, .internalError, .notAuthorized, .authenticationFailed:
             "enroll-failed"
         default: "enroll-unknown-error"
         }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// An sd-bus object server and client for the fprintd door: the only file of the door that calls sd-bus.
+// An sd-bus object server and client, for the fprintd door (LocalAuthDaemon/Fprintd) and anything else
+// the daemon serves on the system bus.
 import CSystemd
 import Dispatch
 
@@ -8,7 +9,7 @@ import Dispatch
 #endif
 
 /// A D-Bus value, as far as the fprintd and polkit APIs need them.
-indirect enum BusValue: Equatable, Sendable {
+public indirect enum BusValue: Equatable, Sendable {
     case string(String)
     case objectPath(String)
     case bool(Bool)
@@ -20,7 +21,7 @@ indirect enum BusValue: Equatable, Sendable {
     case variant(BusValue)
     case dictEntry(BusValue, BusValue)
 
-    var signature: String {
+    public var signature: String {
         switch self {
         case .string: "s"
         case .objectPath: "o"
@@ -34,48 +35,79 @@ indirect enum BusValue: Equatable, Sendable {
         }
     }
 
-    static func strings(_ values: [String]) -> BusValue { .array(element: "s", values.map { .string($0) }) }
-    static func objectPaths(_ values: [String]) -> BusValue { .array(element: "o", values.map { .objectPath($0) }) }
+    public static func strings(_ values: [String]) -> BusValue { .array(element: "s", values.map { .string($0) }) }
+    public static func objectPaths(_ values: [String]) -> BusValue {
+        .array(element: "o", values.map { .objectPath($0) })
+    }
 
-    var stringValue: String? {
+    public var stringValue: String? {
         switch self {
         case .string(let s), .objectPath(let s): s
         default: nil
         }
     }
-    var boolValue: Bool? {
+    public var boolValue: Bool? {
         if case .bool(let b) = self { b } else { nil }
     }
 }
 
 /// An error reply: a D-Bus error name and its message.
-struct BusError: Error, Equatable, Sendable {
-    let name: String
-    let message: String
+public struct BusError: Error, Equatable, Sendable {
+    public let name: String
+    public let message: String
+    public init(name: String, message: String) {
+        self.name = name
+        self.message = message
+    }
 }
 
 /// An interface to export on an object path: its members (for checking calls and for introspection),
 /// the method handler and the property getter. Everything runs on the connection's queue.
-struct BusInterface {
-    struct Method {
-        let member: String
-        let signature: String
-        let result: String
+public struct BusInterface {
+    public struct Method {
+        public let member: String
+        public let signature: String
+        public let result: String
+        public init(member: String, signature: String, result: String) {
+            self.member = member
+            self.signature = signature
+            self.result = result
+        }
     }
-    struct Signal {
-        let member: String
-        let signature: String
+    public struct Signal {
+        public let member: String
+        public let signature: String
+        public init(member: String, signature: String) {
+            self.member = member
+            self.signature = signature
+        }
     }
-    struct Property {
-        let member: String
-        let signature: String
+    public struct Property {
+        public let member: String
+        public let signature: String
+        public init(member: String, signature: String) {
+            self.member = member
+            self.signature = signature
+        }
     }
-    let name: String
-    let methods: [Method]
-    let signals: [Signal]
-    let properties: [Property]
-    let handle: (BusCall) -> Void
-    let property: (String) -> BusValue?
+    public let name: String
+    public let methods: [Method]
+    public let signals: [Signal]
+    public let properties: [Property]
+    public let handle: (BusCall) -> Void
+    public let property: (String) -> BusValue?
+
+    public init(
+        name: String, methods: [Method], signals: [Signal], properties: [Property],
+        handle: @escaping (BusCall) -> Void, property: @escaping (String) -> BusValue?
+    ) {
+        self.name = name
+        self.methods = methods
+        self.signals = signals
+        self.properties = properties
+        self.handle = handle
+        self.property = property
+    }
 
     /// `org.freedesktop.DBus.Introspectable.Introspect`'s XML for an object with this interface.
     var introspection: String {
@@ -139,11 +171,11 @@ struct BusInterface {
 
 /// One method call received, to be answered once with `reply` or `fail`, now or later (on the
 /// connection's queue). A call never answered is answered with an error when it is dropped.
-final class BusCall: @unchecked Sendable {
-    let member: String
+public final class BusCall: @unchecked Sendable {
+    public let member: String
     /// The sender's unique bus name (":1.42"), set by the bus daemon: it cannot be forged.
-    let sender: String
-    let arguments: [BusValue]
+    public let sender: String
+    public let arguments: [BusValue]
     private var message: OpaquePointer?
     private unowned let connection: BusConnection
 
@@ -159,13 +191,13 @@ final class BusCall: @unchecked Sendable {
         if message != nil { fail(BusError(name: "org.freedesktop.DBus.Error.Failed", message: "No answer")) }
     }
 
-    var isAnswered: Bool { message == nil }
+    public var isAnswered: Bool { message == nil }
 
-    func string(_ index: Int) -> String? { index < arguments.count ? arguments[index].stringValue : nil }
+    public func string(_ index: Int) -> String? { index < arguments.count ? arguments[index].stringValue : nil }
 
     /// The sender's uid and pid as the bus daemon knows them (`sd_bus_query_sender_creds`, which asks
     /// `GetConnectionCredentials`, never `/proc`); nil once answered or when the bus cannot tell.
-    func senderCredentials() -> (uid: UInt32, pid: Int32)? {
+    public func senderCredentials() -> (uid: UInt32, pid: Int32)? {
         guard let message else { return nil }
         var creds: OpaquePointer?
         let mask = UInt64(SD_BUS_CREDS_UID) | UInt64(SD_BUS_CREDS_EUID) | UInt64(SD_BUS_CREDS_PID)
@@ -180,7 +212,7 @@ final class BusCall: @unchecked Sendable {
     }
 
     /// `sd_bus_message_new_method_return` with `values`, sent.
-    func reply(_ values: [BusValue] = []) {
+    public func reply(_ values: [BusValue] = []) {
         guard let message else { return }
         self.message = nil
         defer { sd_bus_message_unref(message) }
@@ -194,7 +226,7 @@ final class BusCall: @unchecked Sendable {
     }
 
     /// `sd_bus_reply_method_error`.
-    func fail(_ error: BusError) {
+    public func fail(_ error: BusError) {
         guard let message else { return }
         self.message = nil
         defer { sd_bus_message_unref(message) }
@@ -211,17 +243,17 @@ final class BusCall: @unchecked Sendable {
 /// driven on one serial queue, as `Logind` drives its own: sd-bus is not thread-safe, so every use of
 /// the connection, every handler and every reply callback runs on `queue`. The queue waits on the
 /// bus's fd (read, and write while output is queued) and on sd-bus's next timeout.
-final class BusConnection: @unchecked Sendable {
-    enum OpenError: Error, CustomStringConvertible {
+public final class BusConnection: @unchecked Sendable {
+    public enum OpenError: Error, CustomStringConvertible {
         case failed(String, Int32)
-        var description: String {
+        public var description: String {
             switch self {
             case .failed(let what, let errno): "\(what): \(String(cString: strerror(errno)))"
             }
         }
     }
 
-    let queue: DispatchQueue
+    public let queue: DispatchQueue
     // On `queue` only.
     private var bus: OpaquePointer?
     private var readSource: DispatchSourceRead?
@@ -236,7 +268,7 @@ final class BusConnection: @unchecked Sendable {
     private var lost: ((String) -> Void)?
 
     /// Opens the system bus; the connection is served on `queue` from now on.
-    init(queue: DispatchQueue) throws {
+    public init(queue: DispatchQueue) throws {
         self.queue = queue
         var opened: OpaquePointer?
         let r = sd_bus_open_system(&opened)
@@ -251,10 +283,10 @@ final class BusConnection: @unchecked Sendable {
     }
 
     /// What to do when the connection is lost (the bus daemon went away).
-    func onLost(_ handler: @escaping (String) -> Void) { lost = handler }
+    public func onLost(_ handler: @escaping (String) -> Void) { lost = handler }
 
     /// `sd_bus_request_name`: the well-known name, or an error when another connection owns it.
-    func requestName(_ name: String) throws {
+    public func requestName(_ name: String) throws {
         try onQueue { bus in
             let r = sd_bus_request_name(bus, name, 0)
             if r < 0 { throw OpenError.failed("cannot own \(name)", -r) }
@@ -262,7 +294,7 @@ final class BusConnection: @unchecked Sendable {
     }
 
     /// Follows `NameOwnerChanged`: `handler(name)` when a unique name leaves the bus.
-    func onNameVanished(_ handler: @escaping (String) -> Void) throws {
+    public func onNameVanished(_ handler: @escaping (String) -> Void) throws {
         try onQueue { bus in
             self.vanished = handler
             let r = sd_bus_match_signal(
@@ -276,7 +308,7 @@ final class BusConnection: @unchecked Sendable {
     /// against their signatures), `org.freedesktop.DBus.Properties` and `Introspectable`. Not an sd-bus
     /// vtable, because fprintd's property names (`num-enroll-stages`) are not valid D-Bus member names
     /// and sd-bus refuses them there; GDBus, which fprintd and its clients use, accepts them.
-    func export(_ interface: BusInterface, at path: String) throws {
+    public func export(_ interface: BusInterface, at path: String) throws {
         try onQueue { bus in
             let entry = ExportedInterface(interface, path: path)
             entry.connection = self
@@ -288,7 +320,7 @@ final class BusConnection: @unchecked Sendable {
     }
 
     /// Removes what `export` put at `path` (`sd_bus_slot_unref`).
-    func unexport(path: String) {
+    public func unexport(path: String) {
         dispatchPrecondition(condition: .onQueue(queue))
         for entry in exported where entry.path == path {
             sd_bus_slot_unref(entry.slot)
@@ -298,7 +330,7 @@ final class BusConnection: @unchecked Sendable {
     }
 
     /// Emits a signal from `path` to every listener.
-    func emitSignal(path: String, interface: String, member: String, _ values: [BusValue]) {
+    public func emitSignal(path: String, interface: String, member: String, _ values: [BusValue]) {
         send { bus in
             var m: OpaquePointer?
             guard sd_bus_message_new_signal(bus, &m, path, interface, member) >= 0, let m else { return }
@@ -309,7 +341,7 @@ final class BusConnection: @unchecked Sendable {
     }
 
     /// `org.freedesktop.DBus.Properties.PropertiesChanged` with the new values of `names`.
-    func emitPropertiesChanged(path: String, interface: String, names: [String]) {
+    public func emitPropertiesChanged(path: String, interface: String, names: [String]) {
         guard !names.isEmpty else { return }
         send { _ in
             guard let entry = self.exported.first(where: { $0.path == path && $0.interface.name == interface })
@@ -325,7 +357,7 @@ final class BusConnection: @unchecked Sendable {
 
     /// Calls a method and hands its answer to `completion` on the queue; `timeoutUsec` 0 is sd-bus's
     /// default (25 s).
-    func call(
+    public func call(
         destination: String, path: String, interface: String, member: String, _ arguments: [BusValue],
         timeoutUsec: UInt64 = 0, completion: @escaping (Result<[BusValue], BusError>) -> Void
     ) {
@@ -354,7 +386,7 @@ final class BusConnection: @unchecked Sendable {
     }
 
     /// Closes the connection (`sd_bus_flush_close_unref`); pending calls are forgotten.
-    func close() {
+    public func close() {
         queue.sync {
             for entry in exported {
                 sd_bus_slot_unref(entry.slot)

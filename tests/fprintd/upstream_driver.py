@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Runs fprintd's tests/fprintd.py (from the fprintd source tree given as argv[1]) under unittest with
+a time limit per test: several of its tests wait for a D-Bus signal without limit, so a daemon that
+never sends it would stop the whole run. A GLib timeout wakes the default main context every 0.2 s so
+that the per-test SIGALRM can end a wait inside GLib. Writes a JSON summary to argv[2]."""
+import json
+import os
+import signal
+import sys
+import time
+import unittest
+
+source, summary_path = sys.argv[1], sys.argv[2]
+limit = int(os.environ.get("UPSTREAM_TEST_SECONDS", "120"))
+sys.path.insert(0, os.path.join(source, "tests"))
+sys.argv = [os.path.join(source, "tests", "fprintd.py")] + sys.argv[3:]
+
+import fprintd  # noqa: E402  (the upstream suite, from the fetched source tree)
+from gi.repository import GLib  # noqa: E402
+
+GLib.timeout_add(200, lambda: True)
+
+
+class TestTimeout(Exception):
+    pass
+
+
+def on_alarm(_signum, _frame):
+    raise TestTimeout("no result after %d s" % limit)
+
+
+signal.signal(signal.SIGALRM, on_alarm)
+
+
+class Result(unittest.TextTestResult):
+    outcomes = {}
+
+    def startTest(self, test):
+        self._started = time.monotonic()
+        signal.alarm(limit)
+        super().startTest(test)
+
+    def stopTest(self, test):
+        signal.alarm(0)
+        super().stopTest(test)
+
+    def _record(self, test, outcome, detail=""):
+        Result.outcomes[test.id()] = {"outcome": outcome, "seconds": round(time.monotonic() - self._started, 2),
+                                      "detail": detail[-4000:]}
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self._record(test, "ok")
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._record(test, "FAIL", self.failures[-1][1])
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._record(test, "ERROR", self.errors[-1][1])
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self._record(test, "skipped", reason)
+
+
+started = time.monotonic()
+loader = unittest.TestLoader()
+suite = loader.loadTestsFromNames(sys.argv[1:], fprintd) if len(sys.argv) > 1 else loader.loadTestsFromModule(fprintd)
+runner = unittest.TextTestRunner(verbosity=2, resultclass=Result)
+result = runner.run(suite)
+with open(summary_path, "w") as f:
+    json.dump({"seconds": round(time.monotonic() - started), "tests": Result.outcomes}, f, indent=1)
+sys.exit(0 if result.wasSuccessful() else 1)
