@@ -315,7 +315,8 @@ class World:
         return subprocess.run(cmd, capture_output=True, text=True, input=stdin, env=self.env(), timeout=60)
 
     def enrol_as_root(self, user, finger="right-index-finger", print_id=None):
-        """A first finger the way the README says: root enrols it over the socket."""
+        """A first finger the way the README says: root enrols it over the socket (again if it was)."""
+        self.ctl("delete", "--user", user, "--finger", finger)
         proc = subprocess.Popen([os.path.join(self.bin, "localauthctl"), "enroll", "--user", user, "--finger", finger],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self.env())
         for _ in range(5):

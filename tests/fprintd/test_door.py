@@ -261,11 +261,24 @@ class LockoutTests(DoorTest):
         self.assertError(answer, "PermissionDenied")
         self.assertIn("lock", answer["message"].lower())
         c.ok("Release")
-        # …and so does the socket, which sudo's pam_localauth asks.
+        # …and so does the socket: localauthctl, and sudo's pam_localauth.so through real libpam.
         r = WORLD.ctl("verify", "--user", "ladbus1")
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn("lock", (r.stdout + r.stderr).lower())
         self.assertIn('op=lockout user="ladbus1"', WORLD.log())
+        module = os.environ.get("LOCALAUTH_PAM_MODULE")
+        if module:
+            services = os.path.join(WORLD.tmp, "pam.d")
+            os.makedirs(services, exist_ok=True)
+            with open(os.path.join(services, "sudo-test"), "w") as f:
+                f.write("auth required %s socket=%s timeout=10\n" % (module, os.path.join(WORLD.tmp, "socket")))
+            open(os.path.join(services, "other"), "w").close()
+            env = dict(WORLD.env(), LD_PRELOAD="libpam_wrapper.so", PAM_WRAPPER="1",
+                       PAM_WRAPPER_SERVICE_DIR=services)
+            pam = subprocess.run(["pamtester", "-v", "sudo-test", "ladbus1", "authenticate"], capture_output=True,
+                                 text=True, env=env, timeout=30)
+            self.assertNotEqual(pam.returncode, 0, pam.stdout + pam.stderr)
+            self.assertRegex(WORLD.log(), r'op=evaluate user="ladbus1" [^\n]*service="sudo-test"[^\n]*result=biometryLockout')
         WORLD.ctl("lockout", "reset", "--user", "ladbus1")
 
 
@@ -407,6 +420,158 @@ class ListDeleteTests(DoorTest):
         self.assertError(c.call("DeleteEnrolledFingers2"), "NoEnrolledPrints")
         c.ok("Release")
         self.assertIn('op=delete user="ladbus4"', WORLD.log())
+
+
+class RealClientTests(DoorTest):
+    """fprintd's own programs (the fprintd package's CLI speaks only D-Bus) and pam_fprintd.so,
+    against localauthd with no fprintd anywhere."""
+
+    def tool(self, *args, user=None, scans=(), scan_on=()):
+        """Runs an fprintd-* tool; sends each of `scans` when a line contains one of `scan_on`."""
+        cmd = ["stdbuf", "-oL", *args]
+        if user:
+            uid = harness.USERS[user]
+            cmd = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups", *cmd]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        scans = list(scans)
+        lines = []
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+            if scans and any(word in line for word in scan_on):
+                WORLD.virtual(scans.pop(0))
+        proc.wait(timeout=60)
+        return proc.returncode, "\n".join(lines)
+
+    def test_fprintdEnroll_byRoot_enrolsInFiveStages(self):
+        code, out = self.tool("fprintd-enroll", "-f", "left-ring-finger", "ladbus3", scans=["SCAN ring"] * 5,
+                              scan_on=("Enrolling left-ring-finger", "enroll-stage-passed"))
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.count("Enroll result: enroll-stage-passed"), 4, out)
+        self.assertIn("Enroll result: enroll-completed", out)
+        self.assertIn("left-ring-finger", WORLD.ctl("list", "--user", "ladbus3").stdout)
+        self.assertIn('op=enroll user="ladbus3"', WORLD.log())
+
+    def test_fprintdList_byRootAndByTheUser_showsTheFingers(self):
+        WORLD.enrol_as_root("ladbus1", "right-index-finger")
+        code, out = self.tool("fprintd-list", "ladbus1")
+        self.assertEqual(code, 0, out)
+        self.assertIn(" - #0: right-index-finger", out)
+        code, out = self.tool("fprintd-list", "ladbus1", user="ladbus1")
+        self.assertIn(" - #0: right-index-finger", out)
+        code, out = self.tool("fprintd-list", "ladbus1", user="ladbus4")
+        self.assertNotIn("right-index-finger", out)
+        self.assertIn("PermissionDenied", out)
+
+    def test_fprintdVerify_aMatchAndAMiss(self):
+        WORLD.enrol_as_root("ladbus1", "right-index-finger")
+        code, out = self.tool("fprintd-verify", "-f", "right-index-finger", "ladbus1",
+                              scans=["SCAN ladbus1-right-index-finger"], scan_on=("Verify started",))
+        self.assertEqual(code, 0, out)
+        self.assertIn("Verify result: verify-match (done)", out)
+        code, out = self.tool("fprintd-verify", "ladbus1", scans=["SCAN stranger"], scan_on=("Verify started",))
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("Verify result: verify-no-match (done)", out)
+
+    def test_fprintdDelete_oneFingerThenAll(self):
+        WORLD.enrol_as_root("ladbus4", "right-thumb")
+        WORLD.enrol_as_root("ladbus4", "left-thumb")
+        code, out = self.tool("fprintd-delete", "ladbus4", "-f", "left-thumb")
+        self.assertEqual(code, 0, out)
+        listed = WORLD.ctl("list", "--user", "ladbus4").stdout
+        self.assertNotIn("left-thumb", listed)
+        self.assertIn("right-thumb", listed)
+        code, out = self.tool("fprintd-delete", "ladbus4")
+        self.assertEqual(code, 0, out)
+        self.assertNotIn("right-thumb", WORLD.ctl("list", "--user", "ladbus4").stdout)
+
+    def pam_fprintd(self, user, scan):
+        """pamtester through pam_wrapper with a service that has only pam_fprintd.so."""
+        module = [p for p in ("/lib/x86_64-linux-gnu/security/pam_fprintd.so",
+                              "/usr/lib/%s/security/pam_fprintd.so" % os.uname().machine + "-linux-gnu")
+                  if os.path.exists(p)][0]
+        services = os.path.join(WORLD.tmp, "pam.d")
+        os.makedirs(services, exist_ok=True)
+        with open(os.path.join(services, "fp-test"), "w") as f:
+            f.write("auth required %s max-tries=1 timeout=20\n" % module)
+        open(os.path.join(services, "other"), "w").close()
+        env = dict(WORLD.env(), LD_PRELOAD="libpam_wrapper.so", PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=services)
+        proc = subprocess.Popen(["pamtester", "-v", "fp-test", user, "authenticate"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, env=env)
+        WORLD.virtual("SCAN " + scan)
+        out, _ = proc.communicate(timeout=60)
+        return proc.returncode, out
+
+    def test_pamFprintd_aMatchAuthenticatesAndAMissFails(self):
+        WORLD.enrol_as_root("ladbus1", "right-index-finger")
+        code, out = self.pam_fprintd("ladbus1", "ladbus1-right-index-finger")
+        self.assertEqual(code, 0, out)
+        self.assertIn("successfully authenticated", out)
+        code, out = self.pam_fprintd("ladbus1", "stranger")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("Failed to match fingerprint", out)
+        self.assertIn('service="fprintd-compat"', WORLD.log())
+
+
+class ListeningClientTests(DoorTest):
+    """A screen locker's way (swaylock-fprintd, hyprlock): password keys and fingerprint signals in
+    one main loop (tests/fprintd/listening_client.py, run as the user)."""
+
+    def start_locker(self, user):
+        uid = harness.USERS[user]
+        proc = subprocess.Popen(["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups",
+                                 "/usr/bin/python3", os.path.join(harness.REPO, "tests", "fprintd", "listening_client.py")],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=WORLD.env())
+        self.addCleanup(proc.kill)
+        return proc
+
+    def read_until(self, proc, word):
+        lines = []
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                raise AssertionError("the locker ended before %r: %s" % (word, lines))
+            lines.append(line.strip())
+            if word in line:
+                return lines
+
+    def key(self, proc, key):
+        sent = time.monotonic()
+        proc.stdin.write(key + "\n")
+        proc.stdin.flush()
+        stamp, word, *_ = self.read_until(proc, "key " if key != "ENTER" else "unlocked")[-1].split()
+        return float(stamp) - sent
+
+    def test_locker_keepsTakingKeysWhileTheFingerIsReadAndAMissRestarts(self):
+        WORLD.enrol_as_root("ladbus1", "right-index-finger")
+        locker = self.start_locker("ladbus1")
+        self.read_until(locker, "verifying")
+        delays = [self.key(locker, c) for c in "hun"]
+        WORLD.virtual("SCAN stranger")
+        self.read_until(locker, "status verify-no-match")
+        self.read_until(locker, "verifying")  # the next verification, at once
+        delays += [self.key(locker, c) for c in "ter2"]
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        lines = self.read_until(locker, "unlocked")
+        self.assertIn("unlocked finger", lines[-1])
+        print("locker: a key reached the password field after %s ms (median of %d) while the finger was read"
+              % (round(sorted(delays)[len(delays) // 2] * 1000, 2), len(delays)))
+        self.assertLess(max(delays), 2.0, delays)
+
+    def test_locker_whenThePasswordComesFirst_stopsAndFreesTheReader(self):
+        WORLD.enrol_as_root("ladbus1", "right-index-finger")
+        locker = self.start_locker("ladbus1")
+        self.read_until(locker, "verifying")
+        for c in "hunter2":
+            self.key(locker, c)
+        self.key(locker, "ENTER")
+        locker.wait(timeout=10)
+        # The reader is free for the next request on the socket.
+        r = subprocess.Popen([os.path.join(WORLD.bin, "localauthctl"), "verify", "--user", "ladbus1"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        out, _ = r.communicate(timeout=30)
+        self.assertEqual(r.returncode, 0, out)
 
 
 if __name__ == "__main__":
