@@ -275,6 +275,17 @@ public final class FingerprintReader: Sendable {
         try await registry.slot(deviceID).ensureOpen().get()
     }
 
+    /// Opens the reader now and keeps it open until `releaseHold` (fprintd's Claim: the reader stays open
+    /// for its claimer). Holds are counted; the reader closes after the linger time once none remains.
+    public func hold(deviceID: String) async throws(ReaderError) {
+        try await registry.slot(deviceID).hold().get()
+    }
+
+    /// Ends one `hold` of the reader; nothing when it is not present.
+    public func releaseHold(deviceID: String) {
+        try? registry.slot(deviceID).releaseHold()
+    }
+
     /// Prepares open readers for system suspend (`fp_device_suspend`); best effort, errors are ignored.
     public func suspend() async {
         for slot in registry.allSlots { await slot.suspend() }

@@ -40,6 +40,9 @@ final class FprintdDevice: @unchecked Sendable {
     private let bus: BusConnection
     private let polkit: Polkit
     private let backend: FprintdBackend
+    /// The reader layer, held open while the device is claimed (fprintd opens it on Claim).
+    private let readers: FingerprintReader?
+    private var holding = false
     private let audit: AuditLog
     private(set) var session: Session?
     private(set) var action: ActionKind = .none
@@ -57,8 +60,9 @@ final class FprintdDevice: @unchecked Sendable {
 
     init(
         index: Int, reader: ReaderDeviceInfo, bus: BusConnection, polkit: Polkit, backend: FprintdBackend,
-        audit: AuditLog
+        readers: FingerprintReader?, audit: AuditLog
     ) {
+        self.readers = readers
         self.index = index
         self.path = Fprintd.devicePath(index)
         self.reader = reader
@@ -285,9 +289,31 @@ final class FprintdDevice: @unchecked Sendable {
         if case .refused(let why) = Authorization.decide(.evaluate, caller: caller, target: user) {
             return refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
         }
-        session = Session(sender: call.sender, user: user, caller: caller)
+        let session = Session(sender: call.sender, user: user, caller: caller)
+        self.session = session
         audit.debug("D-Bus client \(call.sender) (\(caller)) claimed \(path) for \(user)")
-        call.reply()
+        // fprintd opens the reader on Claim and keeps it open until Release; so do we.
+        guard let readers, !holding else { return call.reply() }
+        holding = true
+        let id = reader.id
+        Task {
+            var failure: ReaderError?
+            do throws(ReaderError) { try await readers.hold(deviceID: id) } catch { failure = error }
+            let opened = failure
+            self.bus.queue.async {
+                guard let opened else { return call.reply() }
+                self.letGo()
+                if self.session?.sender == session.sender { self.endSession() }
+                call.fail(Fprintd.ErrorName.internal("Open failed with error: \(ReaderError.describe(opened))"))
+            }
+        }
+    }
+
+    /// Lets the reader close again after a claim.
+    private func letGo() {
+        guard holding else { return }
+        holding = false
+        readers?.releaseHold(deviceID: reader.id)
     }
 
     private func release(_ call: BusCall) {
@@ -304,6 +330,7 @@ final class FprintdDevice: @unchecked Sendable {
         session = nil
         action = .none
         statusReported = false
+        letGo()
     }
 
     /// The claimer left the bus: stop what it started and release the device.

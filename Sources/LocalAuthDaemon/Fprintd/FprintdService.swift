@@ -11,6 +11,7 @@ public final class FprintdService: @unchecked Sendable {
     private let bus: BusConnection
     private let polkit: Polkit
     private let backend: FprintdBackend
+    private let readers: FingerprintReader?
     private let audit: AuditLog
     // On the bus queue.
     private var devices: [FprintdDevice] = []
@@ -25,6 +26,7 @@ public final class FprintdService: @unchecked Sendable {
         self.bus = bus
         self.polkit = Polkit(bus: bus)
         self.backend = daemon
+        self.readers = reader
         self.audit = audit
         bus.onLost { why in audit.notice("fprintd door: \(why); net.reactivated.Fprint is no longer served") }
         try bus.export(managerInterface, at: Fprintd.managerPath)
@@ -99,7 +101,7 @@ public final class FprintdService: @unchecked Sendable {
     private func add(_ info: ReaderDeviceInfo) throws {
         guard !devices.contains(where: { $0.reader.id == info.id }) else { return }
         let device = FprintdDevice(
-            index: nextIndex, reader: info, bus: bus, polkit: polkit, backend: backend, audit: audit)
+            index: nextIndex, reader: info, bus: bus, polkit: polkit, backend: backend, readers: readers, audit: audit)
         nextIndex += 1
         try bus.export(device.interface, at: device.path)
         devices.append(device)
