@@ -109,6 +109,30 @@ uninstall:
 	$(MAKE) pam-uninstall PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	if [ -d $(DESTDIR)$(DOCDIR) ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(DOCDIR); fi
 
+# fprintd's D-Bus API (the localauth-fprintd-compat package): the bus policy, the D-Bus activation
+# file, fprintd's polkit actions, and the drop-in that starts localauthd with --fprintd-compat.
+DBUSDIR ?= $(PREFIX)/share/dbus-1
+POLKITDIR ?= $(PREFIX)/share/polkit-1/actions
+COMPAT_FILES := $(DESTDIR)$(DBUSDIR)/system.d/net.reactivated.Fprint.conf \
+	$(DESTDIR)$(DBUSDIR)/system-services/net.reactivated.Fprint.service \
+	$(DESTDIR)$(POLKITDIR)/net.reactivated.fprint.device.policy \
+	$(DESTDIR)$(UNITDIR)/localauthd.service.d/fprintd-compat.conf
+.PHONY: install-fprintd-compat uninstall-fprintd-compat
+install-fprintd-compat:
+	install -d -m 0755 $(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(POLKITDIR) \
+		$(DESTDIR)$(UNITDIR)/localauthd.service.d
+	install -m 0644 packaging/fprintd-compat/net.reactivated.Fprint.conf $(DESTDIR)$(DBUSDIR)/system.d/
+	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/fprintd-compat/net.reactivated.Fprint.service \
+		> $(DESTDIR)$(DBUSDIR)/system-services/net.reactivated.Fprint.service
+	install -m 0644 packaging/fprintd-compat/net.reactivated.fprint.device.policy $(DESTDIR)$(POLKITDIR)/
+	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/fprintd-compat/fprintd-compat.conf \
+		> $(DESTDIR)$(UNITDIR)/localauthd.service.d/fprintd-compat.conf
+	chmod 0644 $(COMPAT_FILES)
+
+uninstall-fprintd-compat:
+	rm -f $(COMPAT_FILES)
+	-rmdir $(DESTDIR)$(UNITDIR)/localauthd.service.d 2>/dev/null
+
 # A Debian package of the release build: dist/localauth_VERSION_ARCH.deb (scripts/make-deb.sh).
 # test-deb installs it with dpkg -i on this machine, checks it and removes it (tests/system/deb.sh);
 # it changes the machine while it runs, so it is not part of `make test`.

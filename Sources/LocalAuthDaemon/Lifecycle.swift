@@ -225,7 +225,10 @@ public enum DaemonMain {
         let devices = await reader?.devices() ?? []
         let readers = devices.isEmpty ? "no reader" : devices.map(\.name).joined(separator: ", ")
         let place = adopted != nil ? "the socket from systemd" : options.socketPath
-        let idleExit = adopted != nil ? config.idleExitSeconds : 0
+        // A D-Bus client's claim is invisible to the socket's idle count: with fprintd's API the
+        // daemon stays, as fprintd -t does.
+        let fprintdCompat = options.fprintdCompat || config.fprintdCompat
+        let idleExit = adopted != nil && !fprintdCompat ? config.idleExitSeconds : 0
         let serving =
             "Serving on \(place); reader: \(readers)"
             + (idleExit > 0 ? "; exits after \(idleExit) s without a connection" : "")
@@ -252,7 +255,7 @@ public enum DaemonMain {
             return 1
         }
         var fprintd: FprintdService?
-        if options.fprintdCompat || config.fprintdCompat {
+        if fprintdCompat {
             do {
                 fprintd = try await FprintdService(daemon: daemon, reader: reader, audit: audit)
             } catch {
