@@ -81,6 +81,26 @@ class ManagerTests(DoorTest):
         self.assertEqual(self.client("ladbus2").send(manager="GetDevices"), {"ok": [[DEVICE]]})
 
 
+class BusPolicyTests(DoorTest):
+    """The bus policy we ship (packaging/fprintd-compat/net.reactivated.Fprint.conf), enforced by the
+    real dbus-daemon: malware running as a user cannot pose as the fingerprint service."""
+
+    def test_ownTheName_asAnOrdinaryUser_isAccessDenied(self):
+        uid = harness.USERS["ladbus2"]
+        r = subprocess.run(["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups", "busctl", "--system",
+                            "call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                            "RequestName", "su", "net.reactivated.Fprint", "4"],
+                           capture_output=True, text=True, env=WORLD.env())
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("Access denied", r.stderr)
+
+    def test_ownTheName_asRootWhileLocalauthdHasIt_isRefusedAsTaken(self):
+        r = subprocess.run(["busctl", "--system", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                            "org.freedesktop.DBus", "RequestName", "su", "net.reactivated.Fprint", "4"],
+                           capture_output=True, text=True, env=WORLD.env())
+        self.assertEqual(r.stdout.strip(), "u 3", r.stderr)  # DBUS_REQUEST_NAME_REPLY_EXISTS
+
+
 class PropertyTests(DoorTest):
     def test_properties_nameStagesScanTypeAndFingerFlags(self):
         c = self.client("ladbus2")
