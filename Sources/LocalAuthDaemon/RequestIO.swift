@@ -45,13 +45,20 @@ public struct DoorContext: Sendable, Equatable {
     /// For an evaluation: only this finger counts.
     public var finger: FingerName?
     public var presence: Presence?
+    /// For an enrolment on a reader that can identify: first a scan that must match no enrolled
+    /// print of any account (fprintd's duplicate check), reported as one more enrol stage.
+    public var refuseDuplicates: Bool
     /// Named in the audit record (`via=`): the door, e.g. "dbus".
     public var name: String?
 
-    public init(readerID: String? = nil, finger: FingerName? = nil, presence: Presence? = nil, name: String? = nil) {
+    public init(
+        readerID: String? = nil, finger: FingerName? = nil, presence: Presence? = nil, refuseDuplicates: Bool = false,
+        name: String? = nil
+    ) {
         self.readerID = readerID
         self.finger = finger
         self.presence = presence
+        self.refuseDuplicates = refuseDuplicates
         self.name = name
     }
 }

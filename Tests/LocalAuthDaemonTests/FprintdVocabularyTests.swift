@@ -35,6 +35,7 @@ import Testing
         (.userCancel, "enroll-failed"),
         (.timedOut, "enroll-failed"),
         (.internalError, "enroll-failed"),
+        (.alreadyEnrolled, "enroll-duplicate"),
         (.systemCancel, "enroll-unknown-error"),
         (.busy, "enroll-unknown-error"),
     ])

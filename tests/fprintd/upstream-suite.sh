@@ -22,7 +22,17 @@ daemon=${1:-$(cd "$(dirname "$0")/../.." && pwd)/.build/debug/localauthd}
 [ -f "$source_dir/tests/fprintd.py" ] || { echo "no tests/fprintd.py in $source_dir" >&2; exit 2; }
 
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+# The suite's own helpers (its private bus, dbusmock's polkitd) may outlive a test that timed out:
+# at the end, every process that carries this run's FPRINT_BUILD_DIR goes, and only those.
+cleanup() {
+    for environ in /proc/[0-9]*/environ; do
+        pid=${environ#/proc/}; pid=${pid%/environ}
+        [ "$pid" = "$$" ] && continue
+        tr '\0' '\n' < "$environ" 2>/dev/null | grep -qx "FPRINT_BUILD_DIR=$scratch/src" && kill "$pid" 2>/dev/null
+    done
+    rm -rf "$scratch"
+}
+trap cleanup EXIT
 mkdir "$scratch/src" "$scratch/utils"
 # A copy, so that rebuilding while the suite runs changes nothing.
 cp "$daemon" "$scratch/localauthd"

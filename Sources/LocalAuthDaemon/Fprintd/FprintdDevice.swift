@@ -70,7 +70,7 @@ final class FprintdDevice: @unchecked Sendable {
         self.polkit = polkit
         self.backend = backend
         self.audit = audit
-        self.enrollStages = reader.enrollStages
+        self.enrollStages = Self.stages(reader.enrollStages, identify: reader.supportsIdentify)
     }
 
     var interface: BusInterface {
@@ -104,6 +104,10 @@ final class FprintdDevice: @unchecked Sendable {
             property: { [unowned self] name in self.property(name) })
     }
 
+    /// fprintd's `num-enroll-stages`: the reader's stages, and one more for the duplicate check on a
+    /// reader that can identify.
+    static func stages(_ readerStages: Int, identify: Bool) -> Int { readerStages + (identify ? 1 : 0) }
+
     func property(_ name: String) -> BusValue? {
         switch name {
         case "name": .string(reader.name)
@@ -126,7 +130,7 @@ final class FprintdDevice: @unchecked Sendable {
             fingerNeeded = needed
             changed.append("finger-needed")
         }
-        if let stages, stages != enrollStages {
+        if let stages = stages.map({ Self.stages($0, identify: reader.supportsIdentify) }), stages != enrollStages {
             enrollStages = stages
             changed.append("num-enroll-stages")
         }
@@ -486,7 +490,8 @@ final class FprintdDevice: @unchecked Sendable {
             }, signals: signals)
         let backend = self.backend
         let stopped = StopFlag()
-        let door = self.door(presence: presence)
+        var door = self.door(presence: presence)
+        door.refuseDuplicates = true
         let enrolment = Task {
             await backend.handle(
                 .enroll(user: session.user, finger: finger), caller: session.caller, io: io, door: door)

@@ -96,7 +96,9 @@ enum Fprintd {
         case .success: "enroll-completed"
         case .biometryNotAvailable where result.message.contains("unplugged"): "enroll-disconnected"
         case .biometryNotAvailable where result.message.contains("storage is full"): "enroll-data-full"
-        case .userCancel, .timedOut, .alreadyEnrolled, .internalError, .notAuthorized, .authenticationFailed:
+        // The door replaces a finger enrolled again, so only the duplicate check answers this.
+        case .alreadyEnrolled: "enroll-duplicate"
+        case .userCancel, .timedOut, .internalError, .notAuthorized, .authenticationFailed:
             "enroll-failed"
         default: "enroll-unknown-error"
         }
