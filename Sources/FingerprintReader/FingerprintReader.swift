@@ -275,6 +275,12 @@ public final class FingerprintReader: Sendable {
         try await registry.slot(deviceID).ensureOpen().get()
     }
 
+    /// What a serialised print says about itself (`fp_print_deserialize`): its driver, device id, finger
+    /// and user. Bytes that are not a libfprint print are `.dataInvalid`; no reader is involved.
+    public func describePrint(_ bytes: [UInt8]) async throws(ReaderError) -> PrintFacts {
+        try await thread.run { describe(bytes) }.get()
+    }
+
     /// Opens the reader now and keeps it open until `releaseHold` (fprintd's Claim: the reader stays open
     /// for its claimer). Holds are counted; the reader closes after the linger time once none remains.
     public func hold(deviceID: String) async throws(ReaderError) {

@@ -248,13 +248,52 @@ private func serialize(_ print: OpaquePointer) -> Result<[UInt8], ReaderError> {
     return .success(Array(UnsafeBufferPointer(start: data, count: Int(length))))
 }
 
+/// Whether `bytes` are a print libfprint can deserialise without aborting the process.
+///
+/// `fp_print_deserialize` (libfprint 1.94) checks the outer GVariant, but then reads the print's
+/// payload with `g_variant_get_child_value`, which calls `g_error` (abort) on a payload of the wrong
+/// shape: a truncated or damaged file takes the daemon down. So the bytes are checked first, with
+/// GLib's own untrusted-data functions: the "FP3" magic, a GVariant of libfprint's print type in
+/// normal form (`g_variant_is_normal_form` checks every nested value), and a payload of the type
+/// `fp_print_serialize` writes: a variant for a raw print (type 1), `(a(aiaiai))` for an image
+/// print (NBIS, type 2).
+func isWellFormedPrint(_ bytes: [UInt8]) -> Bool {
+    guard bytes.count > 3, bytes[0] == 0x46, bytes[1] == 0x50, bytes[2] == 0x33 else { return false }
+    let type = g_variant_type_new("(issbymsmsia{sv}v)")
+    defer { g_variant_type_free(type) }
+    // A copy of our own: GVariant needs aligned memory, and the variant must not outlive it.
+    let body = Array(bytes[3...])
+    return body.withUnsafeBytes { buffer -> Bool in
+        guard let outer = g_variant_new_from_data(type, buffer.baseAddress, gsize(buffer.count), 0, nil, nil) else {
+            return false
+        }
+        g_variant_ref_sink(outer)
+        defer { g_variant_unref(outer) }
+        guard g_variant_is_normal_form(outer) != 0, g_variant_n_children(outer) == 10 else { return false }
+        let kind = g_variant_get_child_value(outer, 0)
+        let boxed = g_variant_get_child_value(outer, 9)
+        defer {
+            g_variant_unref(kind)
+            g_variant_unref(boxed)
+        }
+        let payload = g_variant_get_variant(boxed)
+        defer { g_variant_unref(payload) }
+        let payloadType = String(cString: g_variant_get_type_string(payload))
+        switch g_variant_get_int32(kind) {
+        case 1: return payloadType == "v"  // FPI_PRINT_RAW
+        case 2: return payloadType == "(a(aiaiai))"  // FPI_PRINT_NBIS
+        default: return false
+        }
+    }
+}
+
 /// Wraps `fp_print_deserialize` and `fp_print_compatible`; returns a full reference the caller must unref.
 /// A print made by another reader is refused as `.dataInvalid`, so it is never offered to this one.
 private func deserialize(_ bytes: [UInt8], for device: UnsafeMutablePointer<FpDevice>) -> Result<
     OpaquePointer, ReaderError
 > {
-    // fp_print_deserialize g_asserts (aborting the process) on fewer than 4 bytes; anything longer it checks itself.
-    guard bytes.count > 3 else { return .failure(.dataInvalid) }
+    // fp_print_deserialize aborts the process on fewer than 4 bytes and on a damaged payload.
+    guard isWellFormedPrint(bytes) else { return .failure(.dataInvalid) }
     var error: UnsafeMutablePointer<GError>?
     let print = bytes.withUnsafeBufferPointer { buffer in
         fp_print_deserialize(buffer.baseAddress, gsize(buffer.count), &error)
@@ -265,6 +304,23 @@ private func deserialize(_ bytes: [UInt8], for device: UnsafeMutablePointer<FpDe
         return .failure(.dataInvalid)
     }
     return .success(print)
+}
+
+/// Wraps `fp_print_deserialize` and the `fp_print_get_*` getters: what a serialised print says
+/// about itself, without any reader. GLib thread.
+func describe(_ bytes: [UInt8]) -> Result<PrintFacts, ReaderError> {
+    guard isWellFormedPrint(bytes) else { return .failure(.dataInvalid) }
+    var error: UnsafeMutablePointer<GError>?
+    let print = bytes.withUnsafeBufferPointer { buffer in
+        fp_print_deserialize(buffer.baseAddress, gsize(buffer.count), &error)
+    }
+    guard let print else { return .failure(readerError(consuming: error)) }
+    defer { g_object_unref(UnsafeMutableRawPointer(print)) }
+    func text(_ value: UnsafePointer<gchar>?) -> String? { value.map { String(cString: $0) } }
+    return .success(
+        PrintFacts(
+            driver: text(fp_print_get_driver(print)) ?? "", deviceID: text(fp_print_get_device_id(print)) ?? "",
+            finger: Int(fp_print_get_finger(print).rawValue), username: text(fp_print_get_username(print))))
 }
 
 // MARK: - Devices

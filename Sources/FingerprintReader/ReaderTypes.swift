@@ -120,6 +120,26 @@ public struct ReaderStatusEvent: Sendable, Equatable {
     }
 }
 
+/// What a serialised print says about itself (`fp_print_get_driver`, `_device_id`, `_finger`,
+/// `_username`): the reader it was made on and whose finger it is.
+public struct PrintFacts: Sendable, Equatable {
+    public let driver: String
+    public let deviceID: String
+    /// libfprint's `FpFinger`: 1 (left thumb) … 10 (right little finger), 0 unknown.
+    public let finger: Int
+    public let username: String?
+
+    public init(driver: String, deviceID: String, finger: Int, username: String?) {
+        self.driver = driver
+        self.deviceID = deviceID
+        self.finger = finger
+        self.username = username
+    }
+
+    /// The store's key for the reader this print belongs to.
+    public var storageKey: String { ReaderDeviceInfo.storageKey(driver: driver, deviceID: deviceID) }
+}
+
 /// A reader appeared or went away.
 public enum HotplugEvent: Sendable, Equatable {
     case added(ReaderDeviceInfo)

@@ -27,6 +27,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var sealing = SealingConfiguration()
     /// Serve fprintd's D-Bus API (`net.reactivated.Fprint`) on the system bus too.
     public var fprintdCompat = false
+    /// Where fprintd kept its prints: imported at first start and by `localauthctl import-fprintd`.
+    public var fprintdStateDir = FprintdImport.defaultRoot
 
     public init() {}
 
@@ -72,6 +74,12 @@ public struct DaemonConfiguration: Equatable, Sendable {
             c.sealing.tpm2Device = v
         },
         "fprintd-compat": { c, v throws(ValueError) in c.fprintdCompat = try yesNo(v) },
+        "fprintd-state-dir": { c, v throws(ValueError) in
+            guard v.hasPrefix("/"), !v.contains("\0") else {
+                throw ValueError(reason: "'\(v)' is not an absolute path")
+            }
+            c.fprintdStateDir = v
+        },
     ]
 
     struct ValueError: Error { var reason: String }

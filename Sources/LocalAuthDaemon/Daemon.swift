@@ -179,6 +179,16 @@ public actor Daemon {
                         await daemon.evaluate(evaluation, user: user, caller: caller, io: io)
                     }
                 })
+        case .importFprintd(let from):
+            let importer = FprintdImport(parts: parts)
+            let root = from ?? parts.configuration.fprintdStateDir
+            return Route(
+                operation: .importFprintd, audited: true,
+                work: .machine { daemon in
+                    await importer.run(from: root, caller: caller) { user, body in
+                        await daemon.userQueue.serialize(user, body)
+                    }
+                })
         }
     }
 

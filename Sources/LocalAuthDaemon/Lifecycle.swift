@@ -221,6 +221,8 @@ public enum DaemonMain {
         logind.watchSleep { goingToSleep in
             if goingToSleep { await daemon.prepareForSleep() } else { await daemon.resumedFromSleep() }
         }
+        await importFprintdPrints(
+            daemon: daemon, from: config.fprintdStateDir, stateDirectory: options.stateDirectory, audit: audit)
         let adopted = SocketActivation.adoptedSocket()
         let devices = await reader?.devices() ?? []
         let readers = devices.isEmpty ? "no reader" : devices.map(\.name).joined(separator: ", ")
@@ -299,6 +301,25 @@ public enum DaemonMain {
         if adopted == nil { unlink(options.socketPath) }
         _ = sources
         return 0
+    }
+
+    /// At first start, the prints fprintd left in `from` (when it exists) come along, once: a marker
+    /// in the state directory says it was done, so a finger deleted later never comes back.
+    static func importFprintdPrints(daemon: Daemon, from root: String, stateDirectory: String, audit: AuditLog) async {
+        let marker = stateDirectory + "/" + FprintdImport.doneMarker
+        var st = stat()
+        guard lstat(marker, &st) != 0, lstat(root, &st) == 0 else { return }
+        let me = PeerCredentials(pid: getpid(), uid: 0, gid: 0, userName: "root")
+        let result = await daemon.handle(.importFprintd(from: root), caller: me, io: .silent)
+        audit.info("first start: \(result.message)")
+        let fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        } else {
+            audit.notice(
+                "cannot write \(marker) (\(String(cString: strerror(errno)))); the import runs again next start")
+        }
     }
 
     /// Runs `body` in a task of its own; false when it has not finished after `limit` (it runs on).

@@ -83,6 +83,8 @@ public enum Request: Equatable, Sendable {
     case rightRemove(user: String?, identifier: String?)
     /// Evaluates a right's requirement and uses the right in the same request.
     case rightUse(RightUseOptions)
+    /// Imports the prints fprintd stored under `from` (the daemon's `fprintd-state-dir` when nil).
+    case importFprintd(from: String?)
 
     /// The account the request is about, when it names one.
     public var user: String? {
@@ -94,7 +96,7 @@ public enum Request: Equatable, Sendable {
         case .lockoutReset(let u): u
         case .rightSave(let u, _, _, _), .rightGet(let u, _), .rightRemove(let u, _): u
         case .rightUse(let o): o.user
-        case .devices, .simulate: nil
+        case .devices, .simulate, .importFprintd: nil
         }
     }
 
@@ -164,6 +166,10 @@ public enum Request: Equatable, Sendable {
             return f
         case .rightSave, .rightGet, .rightRemove, .rightUse:
             return rightFrame!
+        case .importFprintd(let from):
+            var f = Frame(.importFprintd)
+            f.append(.argument, optionalString: from)
+            return f
         }
     }
 
@@ -215,6 +221,7 @@ public enum Request: Equatable, Sendable {
         case .passcodeRemove: self = .passcodeRemove(user: f.string(.user), oldPasscode: f.string(.oldPasscode))
         case .lockoutReset: self = .lockoutReset(user: try required(.user))
         case .rightSave, .rightGet, .rightRemove, .rightUse: self = try Self.rightRequest(f)
+        case .importFprintd: self = .importFprintd(from: f.string(.argument))
         default: throw .notARequest(f.type)
         }
     }

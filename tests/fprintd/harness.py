@@ -199,6 +199,7 @@ class World:
             raise SystemExit("run through tests/fprintd/run.sh (root, own mount and pid namespace)")
         self.bin = bin_dir
         self.tmp = tempfile.mkdtemp(prefix="la-dbus-")
+        os.chmod(self.tmp, 0o755)  # the test users reach the daemon's socket in it
         self.procs = []
         self.daemon = None
 
@@ -268,16 +269,25 @@ class World:
 
     # --- localauthd ------------------------------------------------------------------------------
 
-    def start_daemon(self, extra=()):
+    def start_daemon(self, extra=(), keep_state=False, config=None):
         self.stop_daemon()
         self.state = os.path.join(self.tmp, "state")
-        shutil.rmtree(self.state, ignore_errors=True)
+        if not keep_state:
+            shutil.rmtree(self.state, ignore_errors=True)
+        if config is not None:
+            path = os.path.join(self.tmp, "localauthd.conf")
+            with open(path, "w") as f:
+                f.write(config)
+            extra = ("--config", path, *extra)
         self.daemon_log = os.path.join(self.tmp, "localauthd.log")
         open(self.daemon_log, "w").close()
         self.daemon = self.start([os.path.join(self.bin, "localauthd"), "--socket", os.path.join(self.tmp, "socket"),
                                   "--state-dir", self.state, "--virtual-reader", "--fprintd-compat", *extra],
                                  "localauthd.log")
-        wait_for("localauthd on the bus", lambda: self.owner("net.reactivated.Fprint"), timeout=30)
+        try:
+            wait_for("localauthd on the bus", lambda: self.owner("net.reactivated.Fprint"), timeout=30)
+        except AssertionError:
+            raise AssertionError("localauthd did not take the bus name; its log:\n" + self.log())
 
     def stop_daemon(self):
         if self.daemon and self.daemon.poll() is None:
@@ -288,9 +298,9 @@ class World:
     def log(self):
         return open(self.daemon_log).read()
 
-    def virtual(self, command, patience=10.0):
+    def virtual(self, command, patience=10.0, path=None):
         """One command to libfprint's virtual device (bound while the reader is open)."""
-        path = os.path.join(self.state, "virtual-reader.socket")
+        path = path or os.path.join(self.state, "virtual-reader.socket")
         deadline = time.monotonic() + patience
         while True:
             s = socket.socket(socket.AF_UNIX)

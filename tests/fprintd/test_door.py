@@ -4,6 +4,8 @@
 bus policy, checked by the real polkitd with our polkit actions, driven by D-Bus clients running as
 root and as test users, on libfprint's virtual reader. Run through tests/fprintd/run.sh."""
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -592,6 +594,95 @@ class ListeningClientTests(DoorTest):
         WORLD.virtual("SCAN ladbus1-right-index-finger")
         out, _ = r.communicate(timeout=30)
         self.assertEqual(r.returncode, 0, out)
+
+
+class FprintdImportTests(DoorTest):
+    """Switching from fprintd: Debian's fprintd enrols fingers on the same virtual reader into its
+    own tree; localauthd's first start imports them, checks each, skips what does not pass, and
+    never changes fprintd's files."""
+
+    @classmethod
+    def setUpClass(cls):
+        WORLD.stop_daemon()
+        cls.tree = os.path.join(WORLD.tmp, "fprint")
+        shutil.rmtree(cls.tree, ignore_errors=True)
+        os.mkdir(cls.tree, 0o700)
+        vdev = os.path.join(WORLD.tmp, "fprintd-virtual.socket")
+        env = dict(WORLD.env(), STATE_DIRECTORY=cls.tree, FP_VIRTUAL_DEVICE=vdev)
+        fprintd = WORLD.start(["/usr/libexec/fprintd", "-t"], "fprintd.log", env=env)
+        harness.wait_for("fprintd on the bus", lambda: WORLD.owner("net.reactivated.Fprint"))
+        for user, finger in [("ladbus1", "right-index-finger"), ("ladbus4", "left-thumb")]:
+            proc = subprocess.Popen(["stdbuf", "-oL", "fprintd-enroll", "-f", finger, user], stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+            for line in proc.stdout:
+                if "Enrolling" in line or "enroll-stage-passed" in line:
+                    WORLD.virtual("SCAN fp-" + user, path=vdev)
+            assert proc.wait(timeout=30) == 0, "fprintd-enroll failed"
+        fprintd.terminate()
+        fprintd.wait(timeout=10)
+        harness.wait_for("fprintd to leave the bus", lambda: not WORLD.owner("net.reactivated.Fprint"))
+        good = os.path.join(cls.tree, "ladbus1", "virtual_device", "0", "7")
+        data = open(good, "rb").read()
+        bad = os.path.join(cls.tree, "ladbus3", "virtual_device", "0")
+        os.makedirs(bad, 0o700)
+        cls.write(os.path.join(bad, "2"), data[:20])  # truncated
+        cls.write(os.path.join(bad, "3"), b"\0" * (2 << 20))  # too large for a print
+        os.symlink(good, os.path.join(bad, "4"))  # a link is never followed
+        cls.write(os.path.join(bad, "7"), data)  # ladbus1's print filed under ladbus3
+        cls.write(os.path.join(bad, "11"), data)  # no such finger
+        other = os.path.join(cls.tree, "ladbus3", "other_driver", "0")
+        os.makedirs(other, 0o700)
+        cls.write(os.path.join(other, "7"), data)  # made on another reader than its path says
+        cls.before = cls.digest(cls.tree)
+        cls.config = "fprintd-state-dir = %s\nlog-level = debug\n" % cls.tree
+        WORLD.start_daemon(config=cls.config)
+
+    @staticmethod
+    def write(path, data):
+        with open(path, "wb") as f:
+            f.write(data)
+
+    @staticmethod
+    def digest(tree):
+        out = subprocess.run("find . -printf '%p %y %m %s %l\\n' | sort; find . -type f -print0 | sort -z | "
+                             "xargs -0 sha256sum", shell=True, cwd=tree, capture_output=True, text=True)
+        return out.stdout
+
+    def test_firstStart_importsFprintdsFingersAndTheyVerify(self):
+        self.assertIn("right-index-finger", WORLD.ctl("list", "--user", "ladbus1").stdout)
+        self.assertIn("left-thumb", WORLD.ctl("list", "--user", "ladbus4").stdout)
+        self.assertRegex(WORLD.log(), r'op=importFprintd user="ladbus1"[^\n]*result=success')
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        self.assertEqual(self.verify_over_dbus(c, "fp-ladbus1"), {"ok": ["verify-match", True]})
+        self.assertEqual(self.verify_over_dbus(c, "fp-ladbus4"), {"ok": ["verify-no-match", True]})
+        c.ok("Release")
+
+    def test_firstStart_skipsEveryPrintThatFailsACheckAndSaysWhy(self):
+        self.assertIn("No fingers enrolled for ladbus3", WORLD.ctl("list", "--user", "ladbus3").stdout)
+        log = WORLD.log()
+        for file, why in [("ladbus3/virtual_device/0/2", "libfprint cannot read it"),
+                          ("ladbus3/virtual_device/0/3", "is not a print's size"),
+                          ("ladbus3/virtual_device/0/4", "cannot open it"),
+                          ("ladbus3/virtual_device/0/7", "belongs to ladbus1"),
+                          ("ladbus3/virtual_device/0/11", "not a finger's file"),
+                          ("ladbus3/other_driver/0/7", "not the reader its path names")]:
+            self.assertRegex(log, "skipped [^\\n]*%s: [^\\n]*%s" % (re.escape(file), re.escape(why)), log)
+
+    def test_import_neverChangesFprintdsTree(self):
+        self.assertEqual(self.digest(self.tree), self.before)
+
+    def test_restart_doesNotImportAgain_andImportFprintdDoesAsRootOnly(self):
+        WORLD.ctl("delete", "--user", "ladbus4", "--all")
+        WORLD.start_daemon(keep_state=True, config=self.config)
+        self.assertNotIn("left-thumb", WORLD.ctl("list", "--user", "ladbus4").stdout)
+        refused = WORLD.ctl("import-fprintd", "--from", self.tree, user="ladbus4")
+        self.assertEqual(refused.returncode, 3, refused.stdout + refused.stderr)
+        r = WORLD.ctl("import-fprintd", "--from", self.tree)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("Imported 1 print", r.stdout + r.stderr)
+        self.assertIn("left-thumb", WORLD.ctl("list", "--user", "ladbus4").stdout)
+        self.assertEqual(self.digest(self.tree), self.before)
 
 
 if __name__ == "__main__":
