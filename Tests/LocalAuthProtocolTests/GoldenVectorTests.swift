@@ -182,7 +182,7 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         .enroll(user: "a", finger: .leftThumb), .list(user: nil), .delete(user: "a", finger: .rightRing, all: false),
         .devices, .passcodeSet(user: nil, passcode: "1234", oldPasscode: "4321"),
         .passcodeRemove(user: "a", oldPasscode: nil),
-        .lockoutReset(user: "a"),
+        .lockoutReset(user: "a"), .importFprintd(from: nil), .importFprintd(from: "/var/lib/fprint"),
     ])
     func request_roundTripsThroughItsFrame(_ request: Request) throws {
         var reader = FrameReader()
