@@ -14,16 +14,21 @@ public struct EvaluationFacts: Sendable, Equatable {
     public var stateReadable: Bool
     /// The last successful evaluation in the same (user, service, session) scope, for the reuse window.
     public var lastSuccessMs: Int64?
+    /// The user's fingers are enrolled only on readers that are not connected (a USB reader
+    /// unplugged), none on a present one; the daemon sets it only when nothing else (a remote
+    /// session, a closed lid) already keeps biometrics away.
+    public var enrolledOnlyOnAbsentReaders: Bool
 
     public init(
         readerAvailable: Bool, readerUnavailableReason: String? = nil, enrolledFingers: [String],
-        stateReadable: Bool = true, lastSuccessMs: Int64? = nil
+        stateReadable: Bool = true, lastSuccessMs: Int64? = nil, enrolledOnlyOnAbsentReaders: Bool = false
     ) {
         self.readerAvailable = readerAvailable
         self.readerUnavailableReason = readerUnavailableReason
         self.enrolledFingers = enrolledFingers
         self.stateReadable = stateReadable
         self.lastSuccessMs = lastSuccessMs
+        self.enrolledOnlyOnAbsentReaders = enrolledOnlyOnAbsentReaders
     }
 }
 
@@ -427,8 +432,13 @@ public struct PolicyEvaluator: Sendable {
         return text
     }
 
-    /// Why biometrics cannot be used now, in Apple's order: no reader, nothing enrolled, lockout.
+    /// Why biometrics cannot be used now, in Apple's order: no reader, nothing enrolled, lockout. A
+    /// user whose fingers are only on a reader that is not connected is told so (`biometryDisconnected`,
+    /// Apple's code for a removable accessory that is not there), whether or not another reader is.
     static func biometryProblem(state: UserAuthState, facts: EvaluationFacts) -> Result? {
+        if facts.enrolledOnlyOnAbsentReaders && facts.enrolledFingers.isEmpty {
+            return Result(.biometryDisconnected, PolicyMessages.disconnected)
+        }
         if !facts.readerAvailable {
             return Result(.biometryNotAvailable, PolicyMessages.notAvailable(facts.readerUnavailableReason))
         }
@@ -447,6 +457,7 @@ enum PolicyMessages {
     /// The most of a caller's cancel or fallback title a prompt repeats.
     static let maxTitleBytes = 64
     static let stateUnreadable = "Stored authentication state is unreadable; ask an administrator"
+    static let disconnected = "The fingerprint reader your fingers are enrolled on is not connected"
     static let reused = "Authenticated by a recent success"
     static let notInteractive = "Interaction is not allowed"
     static let passcodeNotAnswerable = "A passcode is needed but this client cannot ask for one"

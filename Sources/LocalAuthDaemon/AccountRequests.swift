@@ -9,13 +9,13 @@ import LocalAuthStore
 struct AccountRequests {
     let parts: DaemonParts
 
-    /// The user's fingers on the reader `readerID` names (none when it is not present), else on the
-    /// current reader, else anywhere.
+    /// The user's fingers on the reader `readerID` names (none when it is not present), else on
+    /// every reader, present or not.
     nonisolated(nonsending) func list(user: String, readerID: String? = nil) async -> LocalAuthProtocol.Result {
-        let device = await parts.currentDevice(readerID)
         let prints =
-            device != nil || readerID != nil
-            ? parts.enrolledPrints(user, on: device) : ((try? parts.store.allPrints(user: user)) ?? [])
+            readerID != nil
+            ? parts.enrolledPrints(user, on: await parts.currentDevice(readerID))
+            : ((try? parts.store.allPrints(user: user)) ?? [])
         var extra = Frame(.result)
         var seen = Set<String>()
         for p in prints where seen.insert(p.finger).inserted { extra.append(.finger, string: p.finger) }

@@ -28,7 +28,7 @@ struct CallerFacts {
         user: String, caller: PeerCredentials, tty: String?, parts: DaemonParts, readerID: String? = nil,
         finger: FingerName? = nil
     ) async -> CallerFacts {
-        let device = await parts.currentDevice(readerID)
+        let (device, onlyOnAbsentReaders) = await parts.device(forUser: user, named: readerID)
         let loaded = parts.loadState(user)
         let prints = parts.enrolledPrints(user, on: device).filter { finger == nil || $0.finger == finger?.rawValue }
         let builtIn = device.map { !parts.configuration.externalReaderDrivers.contains($0.driver) } ?? false
@@ -48,9 +48,12 @@ struct CallerFacts {
         } else {
             unavailable = nil
         }
+        // An unplugged USB reader is named as such, unless something else keeps biometrics away anyway.
+        let disconnected = onlyOnAbsentReaders && !session.isRemote && !(device != nil && session.lidClosed)
         let evaluation = EvaluationFacts(
             readerAvailable: unavailable == nil, readerUnavailableReason: unavailable,
-            enrolledFingers: prints.map(\.finger), stateReadable: loaded.readable)
+            enrolledFingers: prints.map(\.finger), stateReadable: loaded.readable,
+            enrolledOnlyOnAbsentReaders: disconnected)
         return CallerFacts(
             evaluation: evaluation, state: loaded.state, device: unavailable == nil ? device : nil, prints: prints,
             session: session, reuseKey: orphaned ? "orphaned:\(caller.pid):\(parts.clock())" : session.key,

@@ -20,8 +20,8 @@ enum Exit {
         switch ResultCode(rawValue: result) {
         case .success: success
         case .authenticationFailed, .userCancel, .userFallback, .systemCancel, .appCancel: failed
-        case .biometryNotAvailable, .biometryNotEnrolled, .biometryLockout, .passcodeNotSet, .notInteractive,
-            .invalidContext:
+        case .biometryNotAvailable, .biometryNotEnrolled, .biometryLockout, .biometryDisconnected, .passcodeNotSet,
+            .notInteractive, .invalidContext:
             unavailable
         case .notAuthorized: notAuthorized
         case .invalidRequest, .notFound, .busy, .alreadyEnrolled, .internalError, .notSupported, .timedOut, nil: refused

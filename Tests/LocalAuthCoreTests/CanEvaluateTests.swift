@@ -34,6 +34,11 @@ import Testing
         #expect(result.fields.int(.biometryType) == BiometryKind.touchID.rawValue)
     }
 
+    @Test func canEvaluate_biometrics_whenFingersAreOnlyOnAnUnpluggedReader_failsDisconnected() {
+        let facts = EvaluationFacts(readerAvailable: true, enrolledFingers: [], enrolledOnlyOnAbsentReaders: true)
+        #expect(check(.deviceOwnerAuthenticationWithBiometrics, facts: facts).resultCode == .biometryDisconnected)
+    }
+
     @Test func canEvaluate_biometrics_whenLocked_failsLockout() {
         var state = withPasscode
         state.biometryLocked = true

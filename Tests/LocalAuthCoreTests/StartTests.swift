@@ -41,6 +41,28 @@ import Testing
         #expect(out == [.finish(Result(.biometryNotEnrolled, "No fingerprint is enrolled for this user"))])
     }
 
+    @Test(arguments: [
+        EvaluationFacts(readerAvailable: true, enrolledFingers: [], enrolledOnlyOnAbsentReaders: true),
+        EvaluationFacts(
+            readerAvailable: false, readerUnavailableReason: "no fingerprint reader is connected", enrolledFingers: [],
+            enrolledOnlyOnAbsentReaders: true),
+    ])
+    func evaluate_biometrics_whenFingersAreOnlyOnAnUnpluggedReader_failsDisconnected(facts: EvaluationFacts) {
+        let (_, out) = started(options(), facts: facts)
+        #expect(
+            out == [
+                .finish(
+                    Result(
+                        .biometryDisconnected, "The fingerprint reader your fingers are enrolled on is not connected"))
+            ])
+    }
+
+    @Test func evaluate_deviceOwner_whenFingersAreOnlyOnAnUnpluggedReader_asksPasscode() {
+        let facts = EvaluationFacts(readerAvailable: true, enrolledFingers: [], enrolledOnlyOnAbsentReaders: true)
+        let (_, out) = started(options(.deviceOwnerAuthentication), facts: facts)
+        #expect(out == [.requestPasscode, .event(Event(.passcodeNeeded, "Enter your passcode"))])
+    }
+
     @Test func evaluate_biometrics_whenLocked_failsLockout() {
         var state = withPasscode
         state.biometryLocked = true

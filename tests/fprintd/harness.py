@@ -269,7 +269,7 @@ class World:
 
     # --- localauthd ------------------------------------------------------------------------------
 
-    def start_daemon(self, extra=(), keep_state=False, config=None):
+    def start_daemon(self, extra=(), keep_state=False, config=None, env=None):
         self.stop_daemon()
         self.state = os.path.join(self.tmp, "state")
         if not keep_state:
@@ -283,7 +283,7 @@ class World:
         open(self.daemon_log, "w").close()
         self.daemon = self.start([os.path.join(self.bin, "localauthd"), "--socket", os.path.join(self.tmp, "socket"),
                                   "--state-dir", self.state, "--virtual-reader", "--fprintd-compat", *extra],
-                                 "localauthd.log")
+                                 "localauthd.log", env=dict(self.env(), **(env or {})))
         try:
             wait_for("localauthd on the bus", lambda: self.owner("net.reactivated.Fprint"), timeout=30)
         except AssertionError:

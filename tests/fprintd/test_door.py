@@ -596,6 +596,96 @@ class ListeningClientTests(DoorTest):
         self.assertEqual(r.returncode, 0, out)
 
 
+class SeveralReadersTests(DoorTest):
+    """Two readers (libfprint's virtual_device and virtual_device_storage, which can identify): both
+    are devices, prints remember their reader, and an unplugged reader answers biometryDisconnected."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.storage = os.path.join(WORLD.tmp, "storage-reader.socket")
+        WORLD.start_daemon(env={"FP_VIRTUAL_DEVICE_STORAGE": cls.storage})
+
+    def second(self, user=None):
+        c = Client(WORLD, user, path="/net/reactivated/Fprint/Device/1")
+        self.clients.append(c)
+        return c
+
+    def enrol_on_second(self, client, finger, print_id, expect="enroll-completed"):
+        client.ok("EnrollStart", finger)
+        stages = client.send(get="num-enroll-stages")["ok"]
+        last = None
+        for _ in range(stages):
+            WORLD.virtual("SCAN " + print_id, path=self.storage)
+            last = client.wait("EnrollStatus")["ok"]
+            if last[1]:
+                break
+        client.ok("EnrollStop")
+        self.assertEqual(last, [expect, True])
+
+    def test_everyReaderIsADevice_andLocalauthctlListsThemAll(self):
+        devices = self.client().send(manager="GetDevices")["ok"][0]
+        self.assertEqual(devices, [DEVICE, "/net/reactivated/Fprint/Device/1"])
+        names = [Client(WORLD, None, path=p).send(get="name")["ok"] for p in devices]
+        self.assertEqual(names, ["Virtual device for debugging",
+                                 "Virtual device with storage and identification for debugging"])
+        listed = WORLD.ctl("devices")
+        self.assertIn("Virtual device for debugging", listed.stdout)
+        self.assertIn("Virtual device with storage and identification for debugging", listed.stdout)
+        # A reader that identifies gets fprintd's extra stage for the duplicate check.
+        self.assertEqual(self.second().send(get="num-enroll-stages")["ok"],
+                         self.client().send(get="num-enroll-stages")["ok"] + 1)
+
+    def test_printsRememberTheirReader_andTheSocketUsesTheReaderThatHoldsThem(self):
+        c = self.second()
+        c.ok("Claim", "ladbus1")
+        self.enrol_on_second(c, "left-index-finger", "ladbus1-on-storage")
+        self.assertEqual(c.ok("ListEnrolledFingers", "ladbus1"), [["left-index-finger"]])
+        self.assertEqual(self.client().call("ListEnrolledFingers", "ladbus1")["error"], ERR + "NoEnrolledPrints")
+        c.ok("VerifyStart", "any")
+        WORLD.virtual("SCAN ladbus1-on-storage", path=self.storage)
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        c.ok("VerifyStop")
+        c.ok("Release")
+        proc = subprocess.Popen([os.path.join(WORLD.bin, "localauthctl"), "verify", "--user", "ladbus1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        WORLD.virtual("SCAN ladbus1-on-storage", path=self.storage)
+        out, _ = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 0, out)
+
+    def test_aFingerEnrolledForOneAccount_isRefusedForAnotherAsDuplicate(self):
+        c = self.second()
+        c.ok("Claim", "ladbus3")
+        self.enrol_on_second(c, "right-thumb", "shared-finger")
+        c.ok("Release")
+        c.ok("Claim", "ladbus4")
+        c.ok("EnrollStart", "right-thumb")
+        WORLD.virtual("SCAN shared-finger", path=self.storage)
+        self.assertEqual(c.wait("EnrollStatus"), {"ok": ["enroll-duplicate", True]})
+        c.ok("EnrollStop")
+        self.assertError(c.call("ListEnrolledFingers", "ladbus4"), "NoEnrolledPrints")
+        c.ok("Release")
+
+    def test_zz_unpluggedReader_isGoneFromTheBus_andItsFingersAnswerBiometryDisconnected(self):
+        c = self.second()
+        c.ok("Claim", "ladbus1")
+        self.enrol_on_second(c, "right-index-finger", "ladbus1-unplugged")
+        c.ok("Release")
+        WORLD.virtual("UNPLUG", path=self.storage)
+        harness.wait_for("the reader to leave the bus",
+                         lambda: self.client().send(manager="GetDevices") == {"ok": [[DEVICE]]})
+        r = WORLD.ctl("verify", "--user", "ladbus1")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("not connected", r.stdout + r.stderr)
+        self.assertRegex(WORLD.log(), r'op=evaluate user="ladbus1"[^\n]*result=biometryDisconnected')
+        # Fingers on the reader still present are not affected.
+        WORLD.enrol_as_root("ladbus4", "right-index-finger")
+        proc = subprocess.Popen([os.path.join(WORLD.bin, "localauthctl"), "verify", "--user", "ladbus4"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        WORLD.virtual("SCAN ladbus4-right-index-finger")
+        out, _ = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 0, out)
+
+
 class FprintdImportTests(DoorTest):
     """Switching from fprintd: Debian's fprintd enrols fingers on the same virtual reader into its
     own tree; localauthd's first start imports them, checks each, skips what does not pass, and
