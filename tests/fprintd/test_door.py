@@ -430,6 +430,25 @@ class ListDeleteTests(DoorTest):
         self.assertError(self.client("ladbus4").call("DeleteEnrolledFingers", "ladbus1"), "PermissionDenied")
         self.assertIn("right-index-finger", WORLD.ctl("list", "--user", "ladbus1").stdout)
 
+    def test_deleteOwnFinger_withoutThePassword_isPermissionDeniedAndKeepsIt(self):
+        # A passer-by at the unlocked desk (or malware) in the owner's session: deleting needs
+        # polkit's enroll action, auth_self_keep, and nobody types the password.
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        self.assertError(c.call("DeleteEnrolledFinger", "left-index-finger"), "PermissionDenied")
+        self.assertError(c.call("DeleteEnrolledFingers2"), "PermissionDenied")
+        c.ok("Release")
+        self.assertIn("left-index-finger", WORLD.ctl("list", "--user", "ladbus1").stdout)
+
+    def test_deleteOwnFinger_withThePasswordTypedInTheAgent_deletesIt(self):
+        WORLD.enrol_as_root("ladbus1", "right-thumb")
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        agent = self.agent("ladbus1", c, [password("ladbus1")])
+        self.assertEqual(c.call_with_agent(agent, "DeleteEnrolledFinger", "right-thumb"), {"ok": []})
+        c.ok("Release")
+        self.assertNotIn("right-thumb", WORLD.ctl("list", "--user", "ladbus1").stdout)
+
     def test_deleteEnrolledFinger_thenDeleteEnrolledFingers2_removeThemAll(self):
         WORLD.enrol_as_root("ladbus4", "right-thumb")
         WORLD.enrol_as_root("ladbus4", "left-thumb")
