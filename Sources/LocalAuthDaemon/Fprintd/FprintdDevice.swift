@@ -36,7 +36,7 @@ final class FprintdDevice: @unchecked Sendable {
 
     let index: Int
     let path: String
-    private(set) var reader: ReaderDeviceInfo
+    let reader: ReaderDeviceInfo
     private let bus: BusConnection
     private let polkit: Polkit
     private let backend: FprintdBackend
@@ -54,6 +54,9 @@ final class FprintdDevice: @unchecked Sendable {
     /// The VerifyStop / EnrollStop / Release waiting for the running request to end.
     private var stopCalls: [BusCall] = []
     private var statusReported = false
+    /// Counts starts and stops: a start whose preparation (the daemon's list, canEvaluate, the
+    /// replaced print) outlived a Stop or Release of the same action does not begin.
+    private var startGeneration = 0
     var fingerPresent = false
     var fingerNeeded = false
     var enrollStages: Int
@@ -334,6 +337,7 @@ final class FprintdDevice: @unchecked Sendable {
         session = nil
         action = .none
         statusReported = false
+        startGeneration += 1
         letGo()
     }
 
@@ -351,6 +355,8 @@ final class FprintdDevice: @unchecked Sendable {
         if let problem = busyProblem() { return refuse(call, problem) }
         action = .verify
         statusReported = false
+        startGeneration += 1
+        let generation = startGeneration
         let backend = self.backend
         Task {
             let listed = await backend.handle(
@@ -359,6 +365,9 @@ final class FprintdDevice: @unchecked Sendable {
                 .canEvaluate(policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user),
                 caller: session.caller, io: .silent, door: self.door(finger: finger.name))
             self.bus.queue.async {
+                guard self.startGeneration == generation, self.action == .verify else {
+                    return call.fail(Fprintd.ErrorName.internal("The verification was stopped before it began"))
+                }
                 self.verifyPrepared(call, session: session, finger: finger, listed: listed, can: can)
             }
         }
@@ -456,6 +465,8 @@ final class FprintdDevice: @unchecked Sendable {
         }
         action = .enroll
         statusReported = false
+        startGeneration += 1
+        let generation = startGeneration
         let backend = self.backend
         Task {
             // fprintd replaces a finger enrolled again: the old print goes first.
@@ -467,6 +478,9 @@ final class FprintdDevice: @unchecked Sendable {
                     .delete(user: session.user, finger: name, all: false), caller: session.caller, io: .silent,
                     door: self.door()) : nil
             self.bus.queue.async {
+                guard self.startGeneration == generation, self.action == .enroll else {
+                    return call.fail(Fprintd.ErrorName.internal("The enrolment was stopped before it began"))
+                }
                 guard self.session?.sender == session.sender else {
                     self.action = .none
                     return self.refuse(call, Fprintd.ErrorName.claimDevice("Device was released"))
@@ -542,6 +556,7 @@ final class FprintdDevice: @unchecked Sendable {
         }
         action = .none
         statusReported = false
+        startGeneration += 1
         call.reply()
     }
 
