@@ -30,6 +30,13 @@ public struct RequestIO: Sendable {
     }
 }
 
+extension RequestIO {
+    /// No events wanted, no client signals to give (the daemon's own requests, a door's questions).
+    static var silent: RequestIO {
+        RequestIO(send: { _ in }, signals: AsyncStream { $0.finish() })
+    }
+}
+
 /// What a door other than the socket adds to a request: which reader and finger it names, and a
 /// proof of presence it obtained itself. The socket's requests carry none of these.
 public struct DoorContext: Sendable, Equatable {

@@ -662,10 +662,3 @@ final class FprintdDevice: @unchecked Sendable {
         return pwd.pw_gid
     }
 }
-
-extension RequestIO {
-    /// No events wanted, no client signals to give.
-    static var silent: RequestIO {
-        RequestIO(send: { _ in }, signals: AsyncStream { $0.finish() })
-    }
-}
