@@ -51,10 +51,11 @@ private final class ReaderRegistry: Sendable {
             let slot = ReaderSlot(info: info, device: device, lingerMs: lingerMs)
             device.onRemoved { [weak slot] in slot?.deviceRemoved() }
             let key = id
-            device.onStatus { [weak self] present, needed, stages in
+            device.onStatus { [weak self] present, needed, stages, swipe in
                 self?.publish(
-                    ReaderStatusEvent(deviceID: key, fingerPresent: present, fingerNeeded: needed, enrollStages: stages)
-                )
+                    ReaderStatusEvent(
+                        deviceID: key, fingerPresent: present, fingerNeeded: needed, enrollStages: stages,
+                        isSwipe: swipe))
             }
             state.slots[id] = slot
             state.order.append(id)

@@ -129,7 +129,8 @@ private func readerError(consuming error: UnsafeMutablePointer<GError>?) -> Read
         case FP_DEVICE_ERROR_DATA_INVALID: return .dataInvalid
         case FP_DEVICE_ERROR_DATA_NOT_FOUND: return .dataNotFound
         case FP_DEVICE_ERROR_DATA_FULL: return .dataFull
-        default: return .failed(message)  // GENERAL, PROTO, NOT_OPEN, ALREADY_OPEN, DATA_DUPLICATE, TOO_HOT
+        case FP_DEVICE_ERROR_PROTO: return .communication
+        default: return .failed(message)  // GENERAL, NOT_OPEN, ALREADY_OPEN, DATA_DUPLICATE, TOO_HOT
         }
     }
     if domain == clibfprint_io_error_quark() {
@@ -215,12 +216,15 @@ private let asyncReady: GAsyncReadyCallback = { _, result, data in
 private let releaseCall: GDestroyNotify = { data in Unmanaged<AsyncCall>.fromOpaque(data!).release() }
 
 /// `FpEnrollProgress`: a completed stage, or a retry hint when `error` is set.
-private let enrollProgress: FpEnrollProgress = { _, completed, _, data, error in
+/// The stage count is read at each stage (`fp_device_get_nr_enroll_stages`): a driver may change it
+/// while an enrolment runs (libfprint's virtual devices do on SET_ENROLL_STAGES).
+private let enrollProgress: FpEnrollProgress = { device, completed, _, data, error in
     let call = Unmanaged<AsyncCall>.fromOpaque(data!).takeUnretainedValue()
     if let error {
         if let retry = readerRetry(error) { call.progress?(.retry(retry)) }
     } else {
-        call.progress?(.enrollStage(done: Int(completed), of: call.stages))
+        let stages = device.map { Int(fp_device_get_nr_enroll_stages($0)) } ?? call.stages
+        call.progress?(.enrollStage(done: Int(completed), of: stages))
     }
 }
 
@@ -351,8 +355,8 @@ final class FprintDevice: @unchecked Sendable {
     /// Called on the GLib thread once libfprint emits FpDevice::removed (no operation pending any more); the owner
     /// must then close the device so the context can drop it.
     private let removedHandler: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
-    /// Called on the GLib thread with (finger present, finger needed, enrol stages) when one changes.
-    private let statusHandler: Mutex<(@Sendable (Bool, Bool, Int) -> Void)?> = Mutex(nil)
+    /// Called on the GLib thread with (finger present, finger needed, enrol stages, swipe) when one changes.
+    private let statusHandler: Mutex<(@Sendable (Bool, Bool, Int, Bool) -> Void)?> = Mutex(nil)
 
     /// Wraps `g_object_ref` and the `fp_device_get_*` getters; GLib thread only.
     fileprivate init(_ device: UnsafeMutablePointer<FpDevice>, thread: GLibThread) {
@@ -382,10 +386,13 @@ final class FprintDevice: @unchecked Sendable {
         clibfprint_connect_notify(
             device, "notify::nr-enroll-stages",
             { _, _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().reportStatus() }, me)
+        clibfprint_connect_notify(
+            device, "notify::scan-type",
+            { _, _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().reportStatus() }, me)
     }
 
     /// Sets the closure told of finger-status and stage-count changes.
-    func onStatus(_ handler: @escaping @Sendable (Bool, Bool, Int) -> Void) {
+    func onStatus(_ handler: @escaping @Sendable (Bool, Bool, Int, Bool) -> Void) {
         statusHandler.withLock { $0 = handler }
     }
 
@@ -395,7 +402,7 @@ final class FprintDevice: @unchecked Sendable {
         let status = fp_device_get_finger_status(device).rawValue
         handler(
             status & FP_FINGER_STATUS_PRESENT.rawValue != 0, status & FP_FINGER_STATUS_NEEDED.rawValue != 0,
-            Int(fp_device_get_nr_enroll_stages(device)))
+            Int(fp_device_get_nr_enroll_stages(device)), fp_device_get_scan_type(device) == FP_SCAN_TYPE_SWIPE)
     }
 
     /// Sets the closure run when libfprint reports the device removed.

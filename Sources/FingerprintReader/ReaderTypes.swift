@@ -96,12 +96,14 @@ public enum ReaderError: Error, Sendable, Equatable {
     case dataFull
     /// The reader cannot do this (`FP_DEVICE_ERROR_NOT_SUPPORTED`, or no identify support).
     case notSupported
+    /// The reader stopped talking sense (`FP_DEVICE_ERROR_PROTO`): fprintd calls this "disconnected".
+    case communication
     /// Anything else, with GError's message.
     case failed(String)
 }
 
-/// What a reader reports between operations' results: libfprint's `finger-status` flags and its
-/// `nr-enroll-stages` (which libfprint's virtual devices let a test change).
+/// What a reader reports between operations' results: libfprint's `finger-status` flags, its
+/// `nr-enroll-stages` and `scan-type` (which libfprint's virtual devices let a test change).
 public struct ReaderStatusEvent: Sendable, Equatable {
     /// `ReaderDeviceInfo.id` of the reader.
     public let deviceID: String
@@ -111,12 +113,15 @@ public struct ReaderStatusEvent: Sendable, Equatable {
     public let fingerNeeded: Bool
     /// `fp_device_get_nr_enroll_stages`.
     public let enrollStages: Int
+    /// `fp_device_get_scan_type` is `FP_SCAN_TYPE_SWIPE`.
+    public let isSwipe: Bool
 
-    public init(deviceID: String, fingerPresent: Bool, fingerNeeded: Bool, enrollStages: Int) {
+    public init(deviceID: String, fingerPresent: Bool, fingerNeeded: Bool, enrollStages: Int, isSwipe: Bool) {
         self.deviceID = deviceID
         self.fingerPresent = fingerPresent
         self.fingerNeeded = fingerNeeded
         self.enrollStages = enrollStages
+        self.isSwipe = isSwipe
     }
 }
 

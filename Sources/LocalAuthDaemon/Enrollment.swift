@@ -123,6 +123,8 @@ struct Enrollment {
             if match != nil {
                 return Result(.alreadyEnrolled, "This finger is enrolled already; enrol another finger")
             }
+        } catch ReaderError.dataNotFound {
+            // A match-on-chip reader's own answer for "none of these prints is stored here": no duplicate.
         } catch {
             if Task.isCancelled { return Result(.systemCancel, "Enrolment cancelled") }
             if ReaderError.cancelled == error as? ReaderError {

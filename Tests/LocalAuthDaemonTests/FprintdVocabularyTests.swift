@@ -24,10 +24,17 @@ import Testing
         #expect(Fprintd.verifyResultName(Result(code, "")) == name)
     }
 
-    @Test func verifyResultName_whenTheReaderWasUnplugged_isDisconnected() {
-        let unplugged = Result(.biometryNotAvailable, ReaderError.failureMessage(ReaderError.removed))
-        #expect(Fprintd.verifyResultName(unplugged) == "verify-disconnected")
-        #expect(Fprintd.enrollResultName(unplugged) == "enroll-disconnected")
+    /// fprintd's `verify_result_to_name`: a protocol error is "disconnected", an unplugged reader an
+    /// unknown error, a print the reader does not hold a no-match, a full storage "data-full".
+    @Test func resultNames_forReaderFailures_areFprintds() {
+        func failed(_ error: ReaderError) -> Result { Result(.biometryNotAvailable, ReaderError.failureMessage(error)) }
+        #expect(Fprintd.verifyResultName(failed(.communication)) == "verify-disconnected")
+        #expect(Fprintd.enrollResultName(failed(.communication)) == "enroll-disconnected")
+        #expect(Fprintd.verifyResultName(failed(.removed)) == "verify-unknown-error")
+        #expect(Fprintd.enrollResultName(failed(.removed)) == "enroll-unknown-error")
+        #expect(Fprintd.verifyResultName(failed(.dataNotFound)) == "verify-no-match")
+        #expect(Fprintd.enrollResultName(failed(.dataFull)) == "enroll-data-full")
+        #expect(Fprintd.verifyResultName(failed(.failed("GENERAL"))) == "verify-unknown-error")
     }
 
     @Test(arguments: [

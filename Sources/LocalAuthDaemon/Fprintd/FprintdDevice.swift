@@ -60,6 +60,7 @@ final class FprintdDevice: @unchecked Sendable {
     var fingerPresent = false
     var fingerNeeded = false
     var enrollStages: Int
+    var isSwipe: Bool
 
     init(
         index: Int, reader: ReaderDeviceInfo, bus: BusConnection, polkit: Polkit, backend: FprintdBackend,
@@ -74,6 +75,7 @@ final class FprintdDevice: @unchecked Sendable {
         self.backend = backend
         self.audit = audit
         self.enrollStages = Self.stages(reader.enrollStages, identify: reader.supportsIdentify)
+        self.isSwipe = reader.isSwipe
     }
 
     var interface: BusInterface {
@@ -115,7 +117,7 @@ final class FprintdDevice: @unchecked Sendable {
         switch name {
         case "name": .string(reader.name)
         case "num-enroll-stages": .int32(Int32(clamping: enrollStages))
-        case "scan-type": .string(reader.isSwipe ? "swipe" : "press")
+        case "scan-type": .string(isSwipe ? "swipe" : "press")
         case "finger-present": .bool(fingerPresent)
         case "finger-needed": .bool(fingerNeeded)
         default: nil
@@ -123,8 +125,15 @@ final class FprintdDevice: @unchecked Sendable {
     }
 
     /// The reader reported a new finger status or stage count: updates the properties, tells listeners.
-    func update(fingerPresent present: Bool? = nil, fingerNeeded needed: Bool? = nil, enrollStages stages: Int? = nil) {
+    func update(
+        fingerPresent present: Bool? = nil, fingerNeeded needed: Bool? = nil, enrollStages stages: Int? = nil,
+        isSwipe swipe: Bool? = nil
+    ) {
         var changed: [String] = []
+        if let swipe, swipe != isSwipe {
+            isSwipe = swipe
+            changed.append("scan-type")
+        }
         if let present, present != fingerPresent {
             fingerPresent = present
             changed.append("finger-present")
@@ -334,7 +343,27 @@ final class FprintdDevice: @unchecked Sendable {
             return
         }
         endSession()
-        call.reply()
+        if unplugged {
+            // As fprintd: the claimer learns the reader is gone, then the device leaves the bus.
+            call.fail(
+                Fprintd.ErrorName.internal("Release failed with error: \(ReaderError.describe(ReaderError.removed))"))
+            gone?()
+        } else {
+            call.reply()
+        }
+    }
+
+    /// Set when the reader was unplugged while claimed: the device stays on the bus until Release.
+    private(set) var unplugged = false
+    /// Called once an unplugged device's claim ends (the service then unexports it).
+    var gone: (() -> Void)?
+
+    /// The reader went away. Unclaimed: true (remove the device now). Claimed: the device stays
+    /// until its claimer releases it, as fprintd keeps it; its running request ends by itself.
+    func readerRemoved() -> Bool {
+        guard session != nil else { return true }
+        unplugged = true
+        return false
     }
 
     private func endSession() {
@@ -350,6 +379,7 @@ final class FprintdDevice: @unchecked Sendable {
         guard session?.sender == name else { return }
         stopRunning?()
         if running == nil { endSession() } else { session = nil }
+        if unplugged { gone?() }
     }
 
     // MARK: Verify
@@ -529,8 +559,9 @@ final class FprintdDevice: @unchecked Sendable {
         guard action == .enroll, !statusReported else { return }
         switch event.kind {
         case .enrollStage:
-            // The last stage is reported by the completion.
-            if let stage = event.stage, let stages = event.stages, stage < stages {
+            // The last stage is reported by the completion; the count is the device's as it is now
+            // (it may change while an enrolment runs), as fprintd compares.
+            if let stage = event.stage, stage < Int64(enrollStages) {
                 emitStatus("EnrollStatus", "enroll-stage-passed", done: false)
             }
         case .retry:
@@ -569,6 +600,8 @@ final class FprintdDevice: @unchecked Sendable {
     private func finished(kind: ActionKind, result: LocalAuthProtocol.Result, stopped: Bool) {
         running = nil
         stopRunning = nil
+        // The reader's own word comes before libfprint's hot-plug event: the claim ends as unplugged.
+        if Fprintd.says(result, .removed) { unplugged = true }
         if !statusReported {
             if kind == .verify {
                 emitStatus("VerifyStatus", stopped ? "verify-no-match" : Fprintd.verifyResultName(result), done: true)
@@ -622,7 +655,14 @@ final class FprintdDevice: @unchecked Sendable {
         delete(call, caller: session.caller, user: session.user, finger: name)
     }
 
+    /// Deletes that arrive while one runs wait for it (fprintd answers them one after the other).
+    private var waitingDeletes: [() -> Void] = []
+
     private func delete(_ call: BusCall, caller: PeerCredentials, user: String, finger: FingerName?) {
+        if action == .delete {
+            waitingDeletes.append { [self] in delete(call, caller: caller, user: user, finger: finger) }
+            return
+        }
         if let problem = busyProblem() { return refuse(call, problem) }
         action = .delete
         let backend = self.backend
@@ -631,6 +671,9 @@ final class FprintdDevice: @unchecked Sendable {
                 .delete(user: user, finger: finger, all: finger == nil), caller: caller, io: .silent, door: self.door())
             self.bus.queue.async {
                 self.action = .none
+                defer {
+                    if !self.waitingDeletes.isEmpty { self.waitingDeletes.removeFirst()() }
+                }
                 switch result.resultCode {
                 case .success: call.reply()
                 case .notFound:

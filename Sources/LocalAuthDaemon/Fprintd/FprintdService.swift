@@ -58,7 +58,7 @@ public final class FprintdService: @unchecked Sendable {
                             for device in self.devices where device.reader.id == event.deviceID {
                                 device.update(
                                     fingerPresent: event.fingerPresent, fingerNeeded: event.fingerNeeded,
-                                    enrollStages: event.enrollStages)
+                                    enrollStages: event.enrollStages, isSwipe: event.isSwipe)
                             }
                         }
                     }
@@ -99,18 +99,24 @@ public final class FprintdService: @unchecked Sendable {
     }
 
     private func add(_ info: ReaderDeviceInfo) throws {
-        guard !devices.contains(where: { $0.reader.id == info.id }) else { return }
+        guard !devices.contains(where: { $0.reader.id == info.id && !$0.unplugged }) else { return }
         let device = FprintdDevice(
             index: nextIndex, reader: info, bus: bus, polkit: polkit, backend: backend, readers: readers, audit: audit)
         nextIndex += 1
         try bus.export(device.interface, at: device.path)
+        device.gone = { [unowned self, unowned device] in self.unexport(device) }
         devices.append(device)
         audit.debug("fprintd door: \(info.name) is \(device.path)")
     }
 
     private func remove(_ info: ReaderDeviceInfo) {
-        guard let index = devices.firstIndex(where: { $0.reader.id == info.id }) else { return }
-        let device = devices.remove(at: index)
+        guard let device = devices.first(where: { $0.reader.id == info.id && !$0.unplugged }) else { return }
+        if device.readerRemoved() { unexport(device) }
+    }
+
+    private func unexport(_ device: FprintdDevice) {
+        guard let index = devices.firstIndex(where: { $0 === device }) else { return }
+        devices.remove(at: index)
         bus.unexport(path: device.path)
     }
 }

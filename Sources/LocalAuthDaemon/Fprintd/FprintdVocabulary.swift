@@ -1,5 +1,6 @@
-import LocalAuthProtocol
 // SPDX-License-Identifier: Apache-2.0
+import FingerprintReader
+import LocalAuthProtocol
 import LocalAuthSystemd
 
 /// fprintd's D-Bus names (its `src/net.reactivated.Fprint.*.xml` and `fprintd.h`), and the one place
@@ -79,28 +80,35 @@ enum Fprintd {
         }
     }
 
-    /// The final `VerifyStatus` of a finished evaluation (fprintd's `verify_result_to_name`).
+    /// Whether a reader failure's RESULT names `error` (the daemon words them in one place,
+    /// `ReaderError.describe`).
+    static func says(_ result: LocalAuthProtocol.Result, _ error: ReaderError) -> Bool {
+        result.resultCode == .biometryNotAvailable && result.message.contains(ReaderError.describe(error))
+    }
+
+    /// The final `VerifyStatus` of a finished evaluation (fprintd's `verify_result_to_name`: a
+    /// protocol error is "disconnected", a print the reader does not hold a no-match).
     static func verifyResultName(_ result: LocalAuthProtocol.Result) -> String {
+        if says(result, .communication) { return "verify-disconnected" }
+        if says(result, .dataNotFound) { return "verify-no-match" }
         switch result.resultCode {
-        case .success: "verify-match"
+        case .success: return "verify-match"
         // A miss that locked biometrics is still a miss for this scan.
-        case .authenticationFailed, .biometryLockout, .userCancel, .appCancel, .timedOut: "verify-no-match"
-        case .biometryNotAvailable where result.message.contains("unplugged"): "verify-disconnected"
-        default: "verify-unknown-error"
+        case .authenticationFailed, .biometryLockout, .userCancel, .appCancel, .timedOut: return "verify-no-match"
+        default: return "verify-unknown-error"
         }
     }
 
     /// The final `EnrollStatus` of a finished enrolment (fprintd's `enroll_result_to_name`).
     static func enrollResultName(_ result: LocalAuthProtocol.Result) -> String {
+        if says(result, .communication) { return "enroll-disconnected" }
+        if says(result, .dataFull) { return "enroll-data-full" }
         switch result.resultCode {
-        case .success: "enroll-completed"
-        case .biometryNotAvailable where result.message.contains("unplugged"): "enroll-disconnected"
-        case .biometryNotAvailable where result.message.contains("storage is full"): "enroll-data-full"
+        case .success: return "enroll-completed"
         // The door replaces a finger enrolled again, so only the duplicate check answers this.
-        case .alreadyEnrolled: "enroll-duplicate"
-        case .userCancel, .timedOut, .internalError, .notAuthorized, .authenticationFailed:
-            "enroll-failed"
-        default: "enroll-unknown-error"
+        case .alreadyEnrolled: return "enroll-duplicate"
+        case .userCancel, .timedOut, .internalError, .notAuthorized, .authenticationFailed: return "enroll-failed"
+        default: return "enroll-unknown-error"
         }
     }
 }
