@@ -186,6 +186,8 @@ private final class AsyncCall: @unchecked Sendable {
     var stages = 0
     /// Cancelled because the device went away, not by the caller.
     var cancelledByRemoval = false
+    /// An identify's gallery, to tell which print the match callback names (empty for a verify).
+    var gallery: [OpaquePointer] = []
     /// Reads the `GAsyncResult`; set by the operation before it calls libfprint, cleared once it ran.
     var onReady: ((OpaquePointer?) -> Void)?
 
@@ -228,11 +230,19 @@ private let enrollProgress: FpEnrollProgress = { device, completed, _, data, err
     }
 }
 
-/// `FpMatchCb`: only retry hints matter here; the match itself arrives through the finish call.
-private let matchProgress: FpMatchCb = { _, _, _, data, error in
-    guard let error else { return }
+/// `FpMatchCb`: a retry hint, or the answer as soon as libfprint knows it (the finish call may come
+/// later: a reader can wait for the finger to be lifted first).
+private let matchProgress: FpMatchCb = { _, match, _, data, error in
     let call = Unmanaged<AsyncCall>.fromOpaque(data!).takeUnretainedValue()
-    if let retry = readerRetry(error) { call.progress?(.retry(retry)) }
+    if let error {
+        if let retry = readerRetry(error) { call.progress?(.retry(retry)) }
+        return
+    }
+    guard let match else { return call.progress?(.matched(index: nil)) ?? () }
+    if call.gallery.isEmpty { return call.progress?(.matched(index: 0)) ?? () }
+    // libfprint names the gallery's own object; fp_print_equal covers a driver that copies it.
+    let index = call.gallery.firstIndex(of: match) ?? call.gallery.firstIndex { fp_print_equal($0, match) != 0 }
+    call.progress?(.matched(index: index))
 }
 
 /// `GDestroyNotify` that drops a GObject reference (`g_object_unref`), for `GPtrArray`s of prints.
@@ -619,6 +629,7 @@ final class FprintDevice: @unchecked Sendable {
                     g_ptr_array_add(gallery, UnsafeMutableRawPointer(print))
                 }
             }
+            call.gallery = members
             call.onReady = { [members] result in
                 defer { g_ptr_array_unref(gallery) }
                 var match: OpaquePointer?

@@ -154,7 +154,7 @@ struct Enrollment {
                 case .retry(let r):
                     let hint = RetryHint(r)
                     io.send(Event(.retry, hint.message, hint: hint))
-                case .fingerNeeded:
+                case .fingerNeeded, .matched:
                     break
                 }
             }

@@ -3,6 +3,7 @@ import FingerprintReader
 import LocalAuthCore
 import LocalAuthProtocol
 import LocalAuthStore
+import Synchronization
 
 /// One evaluation from start to RESULT: the policy evaluator fed by the reader, the client's
 /// signals and a deadline, its outputs executed in order (a state is persisted before anything
@@ -138,7 +139,12 @@ struct EvaluationRun {
                 input = await check(passcode, evaluator: evaluator)
             }
             switch input {
-            case .fingerMatched, .fingerNotMatched, .readerFailed: scan = nil  // that scan has ended
+            case .fingerMatched, .fingerNotMatched, .readerFailed:
+                // That scan has answered. A reader that answered at libfprint's match callback may
+                // still be finishing the operation (waiting for the finger to lift): let it go, so
+                // the reader is free for the next scan or request at once.
+                scan?.cancel()
+                scan = nil
             default: break
             }
             outputs = evaluator.handle(input, nowMs: parts.clock())
@@ -171,22 +177,32 @@ struct EvaluationRun {
                 report(.readerFailed("no fingerprint reader is connected"))
                 return
             }
+            // The answer counts once: at libfprint's match callback when it gives one (the reader may
+            // finish the operation later), else when the operation finishes.
+            let answered = Mutex(false)
+            let answer: @Sendable (Int?) -> Void = { index in
+                guard
+                    answered.withLock({ done in
+                        defer { done = true }; return !done
+                    })
+                else { return }
+                report(index.map { .fingerMatched(finger: prints[$0].finger) } ?? .fingerNotMatched)
+            }
             let progress: @Sendable (ReaderProgress) -> Void = { p in
-                if case .retry(let r) = p { report(.fingerRetry(RetryHint(r))) }
+                switch p {
+                case .retry(let r): report(.fingerRetry(RetryHint(r)))
+                case .matched(let index) where index.map({ prints.indices.contains($0) }) ?? true: answer(index)
+                default: break
+                }
             }
             do {
                 if prints.count > 1 && device.supportsIdentify {
-                    if let index = try await reader.identify(
-                        deviceID: device.id, prints: prints.map(\.data), progress: progress)
-                    {
-                        report(.fingerMatched(finger: prints[index].finger))
-                    } else {
-                        report(.fingerNotMatched)
-                    }
+                    answer(
+                        try await reader.identify(deviceID: device.id, prints: prints.map(\.data), progress: progress))
                 } else {
                     switch try await reader.verify(deviceID: device.id, print: prints[0].data, progress: progress) {
-                    case .match: report(.fingerMatched(finger: prints[0].finger))
-                    case .noMatch: report(.fingerNotMatched)
+                    case .match: answer(0)
+                    case .noMatch: answer(nil)
                     }
                 }
             } catch ReaderError.cancelled {

@@ -68,6 +68,26 @@ struct FingerprintReaderTests {
         #expect(try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) == .match)
     }
 
+    @Test func verifyAndIdentify_reportTheAnswerAtLibfprintsMatchCallback() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "early")
+        for (scan, expected) in [("early", 0 as Int?), ("someone", nil)] {
+            let log = EventLog<ReaderProgress>()
+            try sendCommand("SCAN \(scan)", to: sockets.device)
+            _ = try await reader.verify(deviceID: device.id, print: print, progress: log.record)
+            #expect(log.events.contains(.matched(index: expected)), "\(scan)")
+        }
+        let storage = try await Shared.device("virtual_device_storage")
+        let first = try await enrollVirtual(reader, storage, socket: sockets.storage, scanID: "gallery-a")
+        let second = try await enrollVirtual(reader, storage, socket: sockets.storage, scanID: "gallery-b")
+        let log = EventLog<ReaderProgress>()
+        try sendCommand("SCAN gallery-b", to: sockets.storage)
+        let index = try await reader.identify(deviceID: storage.id, prints: [first, second], progress: log.record)
+        #expect(index == 1)
+        #expect(log.events.contains(.matched(index: 1)))
+    }
+
     @Test func verify_whenScanDiffers_returnsNoMatch() async throws {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")

@@ -240,6 +240,24 @@ class VerifyTests(DoorTest):
         c.ok("VerifyStop")
         c.ok("Release")
 
+    def test_verify_answersAtTheMatchEvenWhenTheReaderFinishesLater(self):
+        # A reader may report the match and only then finish (waiting for the finger to lift):
+        # the answer goes out at libfprint's match callback, and the reader is freed at once.
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        c.ok("VerifyStart", "any")
+        WORLD.virtual("SLEEP 50")
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        WORLD.virtual("SLEEP 60000")
+        self.assertEqual(c.wait("VerifyStatus", timeout=10), {"ok": ["verify-match", True]})
+        c.ok("VerifyStop")
+        c.ok("Release")
+        proc = subprocess.Popen([os.path.join(WORLD.bin, "localauthctl"), "verify", "--user", "ladbus1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        out, _ = proc.communicate(timeout=20)
+        self.assertEqual(proc.returncode, 0, out)
+
     def test_verifyStart_twice_isAlreadyInUse_untilVerifyStop(self):
         c = self.client()
         c.ok("Claim", "ladbus1")
