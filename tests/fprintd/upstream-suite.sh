@@ -28,7 +28,7 @@ cleanup() {
     for environ in /proc/[0-9]*/environ; do
         pid=${environ#/proc/}; pid=${pid%/environ}
         [ "$pid" = "$$" ] && continue
-        tr '\0' '\n' < "$environ" 2>/dev/null | grep -qx "FPRINT_BUILD_DIR=$scratch/src" && kill "$pid" 2>/dev/null
+        { tr '\0' '\n' < "$environ"; } 2>/dev/null | grep -qx "FPRINT_BUILD_DIR=$scratch/src" && kill "$pid" 2>/dev/null
     done
     rm -rf "$scratch"
 }
