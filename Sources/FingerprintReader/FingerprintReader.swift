@@ -293,6 +293,12 @@ public final class FingerprintReader: Sendable {
         try? registry.slot(deviceID).releaseHold()
     }
 
+    /// Ends one `hold` and, when it was the last, closes the reader now (`fp_device_close`, after the
+    /// operations queued before), reporting the close's error, as fprintd's Release does.
+    public func releaseHoldAndClose(deviceID: String) async throws(ReaderError) {
+        try await registry.slot(deviceID).releaseHoldAndClose().get()
+    }
+
     /// Prepares open readers for system suspend (`fp_device_suspend`); best effort, errors are ignored.
     public func suspend() async {
         for slot in registry.allSlots { await slot.suspend() }

@@ -493,8 +493,11 @@ final class FprintDevice: @unchecked Sendable {
                     if unplugged || cancelling { call.cancel() }
                 }
             }
-        } onCancel: {
-            call.cancel()
+        } onCancel: { [thread] in
+            // On the GLib thread, between libfprint's callbacks: a driver reads its cancellable's
+            // state in the middle of one (virtual_device asserts in should_wait_to_sleep when the
+            // flag flips there from another thread), so it must never change under its feet.
+            thread.post { call.cancel() }
         }
     }
 

@@ -64,6 +64,28 @@ final class ReaderSlot: Sendable {
         if let generation { scheduleLinger(after: generation) }
     }
 
+    /// Ends one `hold`, and when none remains closes the device now, after any operation queued
+    /// before (fprintd's Release closes the reader and reports the close's error).
+    func releaseHoldAndClose() async -> Result<Void, ReaderError> {
+        let last: Bool = state.withLock { state in
+            guard state.holds > 0 else { return false }
+            state.holds -= 1
+            return state.holds == 0
+        }
+        guard last else { return .success(()) }
+        do {
+            try await queue.acquire()
+        } catch {
+            return .failure(error)
+        }
+        defer { queue.release() }
+        guard state.withLock({ $0.isOpen && !$0.closing && $0.holds == 0 }) else { return .success(()) }
+        let closed = await device.close()
+        // libfprint considers a device closed after close, even when close reports an error.
+        state.withLock { $0.isOpen = false }
+        return closed
+    }
+
     /// Runs `body` with the device open, after every operation queued before it.
     func withOpenDevice<T: Sendable>(_ body: (FprintDevice) async -> Result<T, ReaderError>) async -> Result<
         T, ReaderError

@@ -274,11 +274,12 @@ class World:
         self.state = os.path.join(self.tmp, "state")
         if not keep_state:
             shutil.rmtree(self.state, ignore_errors=True)
-        if config is not None:
-            path = os.path.join(self.tmp, "localauthd.conf")
-            with open(path, "w") as f:
-                f.write(config)
-            extra = ("--config", path, *extra)
+        # Never the machine's own /var/lib/fprint: only what a test puts there is imported.
+        config = config if config is not None else "fprintd-state-dir = %s/no-fprintd\n" % self.tmp
+        path = os.path.join(self.tmp, "localauthd.conf")
+        with open(path, "w") as f:
+            f.write(config)
+        extra = ("--config", path, *extra)
         self.daemon_log = os.path.join(self.tmp, "localauthd.log")
         open(self.daemon_log, "w").close()
         self.daemon = self.start([os.path.join(self.bin, "localauthd"), "--socket", os.path.join(self.tmp, "socket"),

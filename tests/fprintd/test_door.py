@@ -41,6 +41,8 @@ class DoorTest(unittest.TestCase):
         self.agents = []
 
     def tearDown(self):
+        if os.environ.get("DOOR_DEBUG"):
+            print(WORLD.log()[-4000:])
         for agent in self.agents:
             agent.close()
         for client in self.clients:
@@ -706,8 +708,12 @@ class SeveralReadersTests(DoorTest):
         c = self.second()
         c.ok("Claim", "ladbus1")
         self.enrol_on_second(c, "right-index-finger", "ladbus1-unplugged")
-        c.ok("Release")
+        c.ok("VerifyStart", "any")
         WORLD.virtual("UNPLUG", path=self.storage)
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-unknown-error", True]})
+        # As fprintd: the claimed device stays until its Release, which says the reader is gone.
+        self.assertEqual(self.client().send(manager="GetDevices"), {"ok": [[DEVICE, "/net/reactivated/Fprint/Device/1"]]})
+        self.assertError(c.call("Release"), "Internal")
         harness.wait_for("the reader to leave the bus",
                          lambda: self.client().send(manager="GetDevices") == {"ok": [[DEVICE]]})
         r = WORLD.ctl("verify", "--user", "ladbus1")

@@ -43,6 +43,8 @@ final class FprintdDevice: @unchecked Sendable {
     /// The reader layer, held open while the device is claimed (fprintd opens it on Claim).
     private let readers: FingerprintReader?
     private var holding = false
+    /// A Release is closing the reader.
+    private var closing = false
     private let audit: AuditLog
     private(set) var session: Session?
     private(set) var action: ActionKind = .none
@@ -185,7 +187,7 @@ final class FprintdDevice: @unchecked Sendable {
             return session == nil ? nil : Fprintd.ErrorName.alreadyInUse("Device was already claimed")
         }
         guard let session else { return Fprintd.ErrorName.claimDevice("Device was not claimed before use") }
-        return session.sender == call.sender
+        return session.sender == call.sender && !closing
             ? nil : Fprintd.ErrorName.alreadyInUse("Device already in use by another user")
     }
 
@@ -340,6 +342,26 @@ final class FprintdDevice: @unchecked Sendable {
         if running != nil {
             stopCalls.append(call)
             stopRunning?()
+            return
+        }
+        if holding, !unplugged, let readers {
+            // fprintd closes the reader on Release and answers with the close's error; a second
+            // Release meanwhile is AlreadyInUse.
+            holding = false
+            closing = true
+            let id = reader.id
+            Task {
+                var failure: ReaderError?
+                do throws(ReaderError) { try await readers.releaseHoldAndClose(deviceID: id) } catch { failure = error }
+                let closeError = failure
+                self.bus.queue.async {
+                    self.closing = false
+                    self.endSession()
+                    guard let closeError else { return call.reply() }
+                    call.fail(
+                        Fprintd.ErrorName.internal("Release failed with error: \(ReaderError.describe(closeError))"))
+                }
+            }
             return
         }
         endSession()

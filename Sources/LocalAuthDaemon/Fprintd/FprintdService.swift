@@ -110,12 +110,14 @@ public final class FprintdService: @unchecked Sendable {
     }
 
     private func remove(_ info: ReaderDeviceInfo) {
+        audit.info("fprintd door: \(info.name) went away")
         guard let device = devices.first(where: { $0.reader.id == info.id && !$0.unplugged }) else { return }
         if device.readerRemoved() { unexport(device) }
     }
 
     private func unexport(_ device: FprintdDevice) {
         guard let index = devices.firstIndex(where: { $0 === device }) else { return }
+        audit.info("fprintd door: \(device.path) leaves the bus")
         devices.remove(at: index)
         bus.unexport(path: device.path)
     }
