@@ -35,7 +35,8 @@ DEVICE = "/net/reactivated/Fprint/Device/0"
 # enroll=auth_self_keep, and everyone else no: ladbus1 is such a person at the machine, ladbus2
 # is a user with no active session (ssh, another seat), ladbus3 is a user for whom an
 # administrator's rule allows enrolment without authentication, ladbus4 may, by polkit, act for
-# other users (setusername), which localauthd must not honour.
+# other users (setusername), which localauthd must not honour; for ladbus1 that takes an
+# administrator's password, as the defaults say for an active session.
 USERS = {
     "ladbus1": 64201,
     "ladbus2": 64202,
@@ -51,6 +52,7 @@ polkit.addRule(function(action, subject) {
     if (action.id == verify) return polkit.Result.YES;
     if (action.id == enroll) return polkit.Result.AUTH_SELF_KEEP;
     if (action.id == setusername && subject.user == "ladbus4") return polkit.Result.YES;
+    if (action.id == setusername) return polkit.Result.AUTH_ADMIN_KEEP;
   }
   if (subject.user == "ladbus3") {
     if (action.id == verify || action.id == enroll) return polkit.Result.YES;

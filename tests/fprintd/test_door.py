@@ -169,6 +169,14 @@ class ClaimTests(DoorTest):
     def test_claimOtherUser_byOrdinaryUser_isPermissionDenied(self):
         self.assertError(self.client("ladbus1").call("Claim", "ladbus2"), "PermissionDenied")
 
+    def test_claimOtherUser_byOrdinaryUser_asksNobodyForAPassword(self):
+        # polkit would have an administrator's password typed for setusername; localauthd refuses
+        # the request anyway, so it answers before polkit puts a password dialog up.
+        c = self.client("ladbus1")
+        agent = self.agent("ladbus1", c, [])
+        self.assertError(c.call_with_agent(agent, "Claim", "ladbus2", timeout=20), "PermissionDenied")
+        self.assertEqual(agent.prompts, 0, agent.output)
+
     def test_claim_byUserPolkitRefuses_isPermissionDenied(self):
         # ladbus2 has no active session: polkit's defaults say no to verify and enroll.
         answer = self.client("ladbus2").call("Claim", "")

@@ -217,6 +217,13 @@ final class FprintdDevice: @unchecked Sendable {
             user = requested.isEmpty ? own : requested
         }
         let needsOtherUser = user.map { $0 != own } ?? false
+        // The daemon's rule before polkit's: a user acts only for their own account, so polkit is not
+        // even asked (no administrator's password dialog for a request that is refused anyway).
+        if needsOtherUser, let user,
+            case .refused(let why) = Authorization.decide(.list, caller: caller, target: user)
+        {
+            return refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
+        }
         authorize(call, sender: call.sender, actions: needsOtherUser ? [.setUsername] : []) { [self] setUsername in
             guard setUsername != nil else { return }
             authorize(call, sender: call.sender, actions: Self.actions(for: call.member)) { [self] answer in
