@@ -61,6 +61,11 @@ polkit.addRule(function(action, subject) {
 """
 
 
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
 def password(user):
     return "pw-" + user
 
@@ -139,6 +144,11 @@ class Client:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except BrokenPipeError:
+                pass
 
 
 class Agent:
@@ -223,14 +233,14 @@ class World:
 
         subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/run/dbus"], check=True)
         system_d = self.folder("system.d", {
-            "org.freedesktop.PolicyKit1.conf": open("/usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf").read(),
-            "net.reactivated.Fprint.conf": open(os.path.join(PACKAGING, "net.reactivated.Fprint.conf")).read(),
+            "org.freedesktop.PolicyKit1.conf": read("/usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf"),
+            "net.reactivated.Fprint.conf": read(os.path.join(PACKAGING, "net.reactivated.Fprint.conf")),
         })
         self.bind(system_d, "/usr/share/dbus-1/system.d")
         self.bind(self.folder("etc-system.d", {}), "/etc/dbus-1/system.d")
         self.bind(self.folder("actions", {
             "net.reactivated.fprint.device.policy":
-                open(os.path.join(PACKAGING, "net.reactivated.fprint.device.policy")).read(),
+                read(os.path.join(PACKAGING, "net.reactivated.fprint.device.policy")),
         }), "/usr/share/polkit-1/actions")
         self.bind(self.folder("rules", {"50-localauth-test.rules": RULES}), "/etc/polkit-1/rules.d")
 
@@ -259,8 +269,8 @@ class World:
         return env
 
     def start(self, cmd, log, env=None):
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.tmp, log), "a"),
-                                env=env or self.env())
+        with open(os.path.join(self.tmp, log), "a") as stderr:
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, env=env or self.env())
         self.procs.append(proc)
         return proc
 
@@ -299,7 +309,7 @@ class World:
         self.daemon = None
 
     def log(self):
-        return open(self.daemon_log).read()
+        return read(self.daemon_log)
 
     def virtual(self, command, patience=10.0, path=None):
         """One command to libfprint's virtual device (bound while the reader is open)."""

@@ -501,14 +501,14 @@ class RealClientTests(DoorTest):
         if user:
             uid = harness.USERS[user]
             cmd = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups", *cmd]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
         scans = list(scans)
         lines = []
-        for line in proc.stdout:
-            lines.append(line.rstrip())
-            if scans and any(word in line for word in scan_on):
-                WORLD.virtual(scans.pop(0))
-        proc.wait(timeout=60)
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env()) as proc:
+            for line in proc.stdout:
+                lines.append(line.rstrip())
+                if scans and any(word in line for word in scan_on):
+                    WORLD.virtual(scans.pop(0))
+            proc.wait(timeout=60)
         return proc.returncode, "\n".join(lines)
 
     def test_fprintdEnroll_byRoot_enrolsInFiveStages(self):
@@ -591,8 +591,14 @@ class ListeningClientTests(DoorTest):
                                  "/usr/bin/python3", os.path.join(harness.REPO, "tests", "fprintd", "listening_client.py")],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=WORLD.env())
-        self.addCleanup(proc.kill)
+        self.addCleanup(self.stop_locker, proc)
         return proc
+
+    def stop_locker(self, proc):
+        proc.kill()
+        proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
 
     def read_until(self, proc, word):
         lines = []
@@ -653,7 +659,10 @@ class SeveralReadersTests(DoorTest):
         WORLD.start_daemon(env={"FP_VIRTUAL_DEVICE_STORAGE": cls.storage})
 
     def second(self, user=None):
-        c = Client(WORLD, user, path="/net/reactivated/Fprint/Device/1")
+        return self.client_of("/net/reactivated/Fprint/Device/1", user)
+
+    def client_of(self, path, user=None):
+        c = Client(WORLD, user, path=path)
         self.clients.append(c)
         return c
 
@@ -672,7 +681,7 @@ class SeveralReadersTests(DoorTest):
     def test_everyReaderIsADevice_andLocalauthctlListsThemAll(self):
         devices = self.client().send(manager="GetDevices")["ok"][0]
         self.assertEqual(devices, [DEVICE, "/net/reactivated/Fprint/Device/1"])
-        names = [Client(WORLD, None, path=p).send(get="name")["ok"] for p in devices]
+        names = [self.client_of(p).send(get="name")["ok"] for p in devices]
         self.assertEqual(names, ["Virtual device for debugging",
                                  "Virtual device with storage and identification for debugging"])
         listed = WORLD.ctl("devices")
@@ -753,17 +762,18 @@ class FprintdImportTests(DoorTest):
         fprintd = WORLD.start(["/usr/libexec/fprintd", "-t"], "fprintd.log", env=env)
         harness.wait_for("fprintd on the bus", lambda: WORLD.owner("net.reactivated.Fprint"))
         for user, finger in [("ladbus1", "right-index-finger"), ("ladbus4", "left-thumb")]:
-            proc = subprocess.Popen(["stdbuf", "-oL", "fprintd-enroll", "-f", finger, user], stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True, env=WORLD.env())
-            for line in proc.stdout:
-                if "Enrolling" in line or "enroll-stage-passed" in line:
-                    WORLD.virtual("SCAN fp-" + user, path=vdev)
-            assert proc.wait(timeout=30) == 0, "fprintd-enroll failed"
+            with subprocess.Popen(["stdbuf", "-oL", "fprintd-enroll", "-f", finger, user], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, env=WORLD.env()) as proc:
+                for line in proc.stdout:
+                    if "Enrolling" in line or "enroll-stage-passed" in line:
+                        WORLD.virtual("SCAN fp-" + user, path=vdev)
+                assert proc.wait(timeout=30) == 0, "fprintd-enroll failed"
         fprintd.terminate()
         fprintd.wait(timeout=10)
         harness.wait_for("fprintd to leave the bus", lambda: not WORLD.owner("net.reactivated.Fprint"))
         good = os.path.join(cls.tree, "ladbus1", "virtual_device", "0", "7")
-        data = open(good, "rb").read()
+        with open(good, "rb") as f:
+            data = f.read()
         bad = os.path.join(cls.tree, "ladbus3", "virtual_device", "0")
         os.makedirs(bad, 0o700)
         cls.write(os.path.join(bad, "2"), data[:20])  # truncated
