@@ -107,7 +107,9 @@ struct EvaluationRun {
                     // "Make sure a scan runs": a retry hint leaves the reader's scan running.
                     if scan == nil {
                         let feed = self.feed
-                        scan = startScan { feed.yield(.policy($0)) }
+                        let started = startScan { feed.yield(.policy($0)) }
+                        io.scanStarted?(started)
+                        scan = started
                     }
                 case .stopScan:
                     scan?.cancel()
@@ -141,9 +143,10 @@ struct EvaluationRun {
             switch input {
             case .fingerMatched, .fingerNotMatched, .readerFailed:
                 // That scan has answered. A reader that answered at libfprint's match callback may
-                // still be finishing the operation (waiting for the finger to lift): let it go, so
-                // the reader is free for the next scan or request at once.
-                scan?.cancel()
+                // still be finishing the operation (waiting for the finger to lift, or reporting a
+                // late error that no longer counts): as fprintd, it gets a moment to finish on its
+                // own before it is cancelled. The reader's next operation waits for it meanwhile.
+                if let scan { Self.cancel(scan, afterMs: Self.finishGraceMs) }
                 scan = nil
             default: break
             }
@@ -165,6 +168,19 @@ struct EvaluationRun {
                 correct: PasscodeHasher.verify(passcode, hash: hash),
                 attemptToken: PasscodeHasher.attemptToken(passcode, hash: hash))
         }.value
+    }
+
+    /// How long a scan that has answered may go on before it is cancelled (fprintd's
+    /// `VERIFY_STOP_DEVICE_WAIT`, one second).
+    static let finishGraceMs: Int64 = 1000
+
+    /// Cancels `scan` unless it ends within `ms`.
+    static func cancel(_ scan: Task<Void, Never>, afterMs ms: Int64) {
+        let timer = DeadlineTimer(ms: ms) { scan.cancel() }
+        Task {
+            await scan.value
+            timer.cancel()
+        }
     }
 
     /// Verifies (one print) or identifies (several) on the reader; the outcome becomes policy input.

@@ -24,9 +24,18 @@ public enum ClientSignal: Sendable, Equatable {
 public struct RequestIO: Sendable {
     public let send: @Sendable (Event) -> Void
     public let signals: AsyncStream<ClientSignal>
-    public init(send: @escaping @Sendable (Event) -> Void, signals: AsyncStream<ClientSignal>) {
+    /// Receives each reader scan the request starts. An evaluation answers at libfprint's match
+    /// callback, and the reader may still be finishing that scan (waiting for the finger to lift) for
+    /// up to `EvaluationRun.finishGraceMs`: a door that must know when the reader is free again
+    /// (fprintd's VerifyStop waits for it) awaits these.
+    public let scanStarted: (@Sendable (Task<Void, Never>) -> Void)?
+    public init(
+        send: @escaping @Sendable (Event) -> Void, signals: AsyncStream<ClientSignal>,
+        scanStarted: (@Sendable (Task<Void, Never>) -> Void)? = nil
+    ) {
         self.send = send
         self.signals = signals
+        self.scanStarted = scanStarted
     }
 }
 

@@ -4,6 +4,7 @@ import FingerprintReader
 import LocalAuthProtocol
 import LocalAuthStore
 import LocalAuthSystemd
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -53,8 +54,21 @@ final class FprintdDevice: @unchecked Sendable {
     private var stopRunning: (() -> Void)?
     /// Set when the door itself stopped the running request (Stop, Release, the claimer left).
     private final class StopFlag: @unchecked Sendable { var value = false }
-    /// The VerifyStop / EnrollStop / Release waiting for the running request to end.
+    /// The VerifyStop / EnrollStop / Release waiting for the running request to end and, after a
+    /// verification, for the reader to finish its scan.
     private var stopCalls: [BusCall] = []
+    /// The reader scans of a verification: after its status the reader may still be finishing the
+    /// last one (until the finger lifts, at most `EvaluationRun.finishGraceMs`), and fprintd's
+    /// VerifyStop waits for that.
+    private final class Scans: Sendable {
+        private let tasks = Mutex<[Task<Void, Never>]>([])
+        func add(_ task: Task<Void, Never>) { tasks.withLock { $0.append(task) } }
+        func cancel() { for task in tasks.withLock({ $0 }) { task.cancel() } }
+        func ended() async { for task in tasks.withLock({ $0 }) { await task.value } }
+    }
+    private var scans: Scans?
+    /// Verifications whose reader scans have not all ended.
+    private var scanning = 0
     private var statusReported = false
     /// Counts starts and stops: a start whose preparation (the daemon's list, canEvaluate, the
     /// replaced print) outlived a Stop or Release of the same action does not begin.
@@ -346,7 +360,9 @@ final class FprintdDevice: @unchecked Sendable {
     }
 
     private func release(_ call: BusCall) {
-        if running != nil {
+        // Release stops the action at once, also a scan the reader is still finishing.
+        scans?.cancel()
+        if running != nil || !stopCalls.isEmpty {
             stopCalls.append(call)
             stopRunning?()
             return
@@ -407,6 +423,7 @@ final class FprintdDevice: @unchecked Sendable {
     func clientVanished(_ name: String) {
         guard session?.sender == name else { return }
         stopRunning?()
+        scans?.cancel()
         if running == nil { endSession() } else { session = nil }
         if unplugged { gone?() }
     }
@@ -476,11 +493,14 @@ final class FprintdDevice: @unchecked Sendable {
     private func startVerification(_ session: Session, finger: FingerName?) {
         let (signals, feed) = AsyncStream.makeStream(of: ClientSignal.self)
         let bus = self.bus
+        let scans = Scans()
+        self.scans = scans
+        scanning += 1
         let io = RequestIO(
             send: { [self] event in
                 guard event.kind == .retry else { return }
                 bus.queue.async { self.emitStatus("VerifyStatus", Fprintd.verifyRetryName(event.hint), done: false) }
-            }, signals: signals)
+            }, signals: signals, scanStarted: scans.add)
         let options = EvaluateOptions(
             policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user, service: "fprintd-compat",
             tries: 1, timeoutMs: EvaluateOptions.maxTimeoutMs)
@@ -499,7 +519,16 @@ final class FprintdDevice: @unchecked Sendable {
             } while result.resultCode == .timedOut && !Task.isCancelled
             let final = result
             bus.queue.async { self.finished(kind: .verify, result: final, stopped: stopped.value) }
+            await scans.ended()
+            bus.queue.async { self.readerFinished(scans) }
         }
+    }
+
+    /// A verification's reader scans have all ended: the Stop or Release that waited for them.
+    private func readerFinished(_ ended: Scans) {
+        scanning -= 1
+        if scans === ended { scans = nil }
+        answerStops()
     }
 
     // MARK: Enrol
@@ -613,7 +642,9 @@ final class FprintdDevice: @unchecked Sendable {
                 Fprintd.ErrorName.noActionInProgress(
                     kind == .enroll ? "No enrollment in progress" : "No verification in progress"))
         }
-        if running != nil {
+        if running != nil || scanning > 0 {
+            // Before the status the request is stopped; after it, the reader gets its moment to
+            // finish the scan (fprintd's VERIFY_STOP_DEVICE_WAIT) before the answer.
             stopCalls.append(call)
             stopRunning?()
             return
@@ -638,17 +669,22 @@ final class FprintdDevice: @unchecked Sendable {
                 emitStatus("EnrollStatus", stopped ? "enroll-failed" : Fprintd.enrollResultName(result), done: true)
             }
         }
+        answerStops()
+        if session == nil { endSession() }
+    }
+
+    /// Answers the Stop and Release calls that waited, once the request has ended and the reader
+    /// has finished its scans (fprintd's VerifyStop lets a reader that reported finish).
+    private func answerStops() {
+        guard running == nil, scanning == 0, !stopCalls.isEmpty else { return }
         let waiting = stopCalls
         stopCalls = []
-        if !waiting.isEmpty {
-            action = .none
-            statusReported = false
-        }
+        action = .none
+        statusReported = false
         for call in waiting {
             if call.member == "Release" { endSession() }
             call.reply()
         }
-        if session == nil { endSession() }
     }
 
     private func emitStatus(_ signal: String, _ name: String, done: Bool) {
