@@ -29,6 +29,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var fprintdCompat = false
     /// Where fprintd kept its prints: imported at first start and by `localauthctl import-fprintd`.
     public var fprintdStateDir = FprintdImport.defaultRoot
+    /// Whether the configuration names `fprintd-state-dir` (see `DaemonMain.importsFprintdPrintsAtFirstStart`).
+    public var fprintdStateDirGiven = false
 
     public init() {}
 
@@ -79,6 +81,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
                 throw ValueError(reason: "'\(v)' is not an absolute path")
             }
             c.fprintdStateDir = v
+            c.fprintdStateDirGiven = true
         },
     ]
 

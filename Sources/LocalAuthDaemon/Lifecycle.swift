@@ -11,7 +11,9 @@ import LocalAuthSystemd
 /// The daemon's command line: `localauthd --socket PATH --state-dir DIR [--config FILE] [--virtual-reader]`.
 public struct DaemonOptions: Sendable, Equatable {
     public var socketPath = "/run/localauthd/socket"
-    public var stateDirectory = "/var/lib/localauthd"
+    public var stateDirectory = DaemonOptions.systemStateDirectory
+    /// The system instance's state directory (systemd's `StateDirectory=localauthd`).
+    public static let systemStateDirectory = "/var/lib/localauthd"
     public var configPath: String?
     public var virtualReader = false
     /// `--linger-ms`, overriding the configuration; -1: never close.
@@ -221,8 +223,10 @@ public enum DaemonMain {
         logind.watchSleep { goingToSleep in
             if goingToSleep { await daemon.prepareForSleep() } else { await daemon.resumedFromSleep() }
         }
-        await importFprintdPrints(
-            daemon: daemon, from: config.fprintdStateDir, stateDirectory: options.stateDirectory, audit: audit)
+        if importsFprintdPrintsAtFirstStart(options, config) {
+            await importFprintdPrints(
+                daemon: daemon, from: config.fprintdStateDir, stateDirectory: options.stateDirectory, audit: audit)
+        }
         let adopted = SocketActivation.adoptedSocket()
         let devices = await reader?.devices() ?? []
         let readers = devices.isEmpty ? "no reader" : devices.map(\.name).joined(separator: ", ")
@@ -301,6 +305,13 @@ public enum DaemonMain {
         if adopted == nil { unlink(options.socketPath) }
         _ = sources
         return 0
+    }
+
+    /// The system instance takes the machine's fprintd prints at its first start; a daemon on a
+    /// state directory of its own (a test's, a second instance) only when its configuration names
+    /// `fprintd-state-dir`, so that it never reads the machine's prints by default.
+    static func importsFprintdPrintsAtFirstStart(_ options: DaemonOptions, _ config: DaemonConfiguration) -> Bool {
+        options.stateDirectory == DaemonOptions.systemStateDirectory || config.fprintdStateDirGiven
     }
 
     /// At first start, the prints fprintd left in `from` (when it exists) come along, once: a marker

@@ -136,6 +136,23 @@ import Testing
         #expect(relative.stateDirectory == "/var/lib/localauthd")
     }
 
+    @Test func firstStartImport_isTheSystemInstances_orNamedByTheConfiguration() throws {
+        // A test's or a second instance's daemon never reads the machine's /var/lib/fprint unasked.
+        let system = try DaemonOptions(arguments: []).withSystemdDirectories { _ in nil }
+        let unit = try DaemonOptions(arguments: []).withSystemdDirectories {
+            ["STATE_DIRECTORY": "/var/lib/localauthd"][$0]
+        }
+        let own = try DaemonOptions(arguments: ["--state-dir", "/tmp/t"])
+        let suite = try DaemonOptions(arguments: []).withSystemdDirectories { ["STATE_DIRECTORY": "/tmp/fprint"][$0] }
+        let plain = DaemonConfiguration()
+        let named = try DaemonConfiguration.parse("fprintd-state-dir = /tmp/old", file: "f").0
+        #expect(DaemonMain.importsFprintdPrintsAtFirstStart(system, plain))
+        #expect(DaemonMain.importsFprintdPrintsAtFirstStart(unit, plain))
+        #expect(!DaemonMain.importsFprintdPrintsAtFirstStart(own, plain))
+        #expect(!DaemonMain.importsFprintdPrintsAtFirstStart(suite, plain))
+        #expect(DaemonMain.importsFprintdPrintsAtFirstStart(own, named))
+    }
+
     @Test func configuration_fprintdCompat_isYesOrNo() throws {
         #expect(try DaemonConfiguration.parse("fprintd-compat = yes", file: "f").0.fprintdCompat)
         #expect(!(try DaemonConfiguration.parse("fprintd-compat = no", file: "f").0.fprintdCompat))
