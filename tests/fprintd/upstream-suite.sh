@@ -11,7 +11,8 @@
 # tools. The suite sets STATE_DIRECTORY and RUNTIME_DIRECTORY, which localauthd honours. Each test
 # gets at most UPSTREAM_TEST_SECONDS (120) (tests/fprintd/upstream_driver.py). Prints a summary:
 # counts and every test that did not pass, with the last line of its traceback; UPSTREAM_SUMMARY=FILE
-# keeps the JSON of every test's outcome, UPSTREAM_KEEP=1 the full output.
+# keeps the JSON of every test's outcome, UPSTREAM_KEEP=1 the full output; UPSTREAM_STORAGE_VIA_LIST=1
+# checks "is the print stored" through ListEnrolledFingers instead of fprintd's files.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "${1:?usage: $0 FPRINTD_SOURCE [LOCALAUTHD] [unittest args]}" && pwd)
@@ -36,10 +37,12 @@ trap cleanup EXIT
 mkdir "$scratch/src" "$scratch/utils"
 # A copy, so that rebuilding while the suite runs changes nothing.
 cp "$daemon" "$scratch/localauthd"
+# UPSTREAM_LOG_LEVEL=debug: the daemon's own debug records in the output too.
+printf 'log-level = %s\n' "${UPSTREAM_LOG_LEVEL:-info}" > "$scratch/localauthd.conf"
 cat > "$scratch/src/fprintd" <<WRAPPER
 #!/bin/sh
 # fprintd's test suite starts its daemon as "fprintd -t".
-exec "$scratch/localauthd" --fprintd-compat
+exec "$scratch/localauthd" --fprintd-compat --config "$scratch/localauthd.conf"
 WRAPPER
 chmod 0755 "$scratch/src/fprintd"
 for tool in enroll verify list delete; do ln -s "/usr/bin/fprintd-$tool" "$scratch/utils/fprintd-$tool"; done

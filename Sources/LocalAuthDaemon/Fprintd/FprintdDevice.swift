@@ -208,6 +208,7 @@ final class FprintdDevice: @unchecked Sendable {
     /// Every method call: the claim, the account, polkit, then the method (fprintd's
     /// `action_authorization_handler` followed by the handler, which checks the claim again).
     func receive(_ call: BusCall) {
+        audit.debug("D-Bus client \(call.sender) calls \(call.member) on \(path)")
         if let problem = claimProblem(call) {
             refuse(call, problem)
             return
@@ -295,6 +296,9 @@ final class FprintdDevice: @unchecked Sendable {
     }
 
     private func perform(_ call: BusCall, caller: PeerCredentials, user: String?, enrollAnswer: PolkitAnswer) {
+        audit.debug(
+            "\(path): \(call.member) of \(call.sender) authorised; action \(action), running \(running != nil), scanning \(scanning)"
+        )
         switch call.member {
         case "Claim": claim(call, caller: caller, user: user!)
         case "Release": release(call)
@@ -491,6 +495,7 @@ final class FprintdDevice: @unchecked Sendable {
     }
 
     private func startVerification(_ session: Session, finger: FingerName?) {
+        audit.debug("\(path): verification for \(session.user) starts")
         let (signals, feed) = AsyncStream.makeStream(of: ClientSignal.self)
         let bus = self.bus
         let scans = Scans()
@@ -658,6 +663,7 @@ final class FprintdDevice: @unchecked Sendable {
     /// A verify or enrol request ended: its final status (unless one was reported), then any Stop or
     /// Release that waited for it.
     private func finished(kind: ActionKind, result: LocalAuthProtocol.Result, stopped: Bool) {
+        audit.debug("\(path): \(kind) ended: \(result.resultCode) \(result.message)\(stopped ? " (stopped)" : "")")
         running = nil
         stopRunning = nil
         // The reader's own word comes before libfprint's hot-plug event: the claim ends as unplugged.
