@@ -24,7 +24,8 @@ Figures (docs/performance.md explains each):
      authentications
   8  1000 concurrent status clients while verifies run (ours): a) all at once, b) Poisson
      arrivals at 1000 requests per second in all
-  9  fprintd's clients through localauthd's D-Bus door (--fprintd-compat, a private bus of its
+  9  LASecret.loadData after a finger, beside evaluatePolicy (ours)
+  10 fprintd's clients through localauthd's D-Bus door (--fprintd-compat, a private bus of its
      own with the real polkitd) beside fprintd: pam_fprintd.so pam_authenticate with a matching
      finger (the same bench_client, service line and reader driver), fprintd-list as a process
 
@@ -538,7 +539,7 @@ class Theirs(Stack):
 class OursOverDBus(Theirs):
     """localauthd --fprintd-compat on a private system bus of its own with the real polkitd, reached
     by fprintd's clients (pam_fprintd.so, fprintd-enroll, fprintd-list) exactly as Theirs is: the
-    same client code, the other daemon. Figure 9 sets the two side by side."""
+    same client code, the other daemon. Figure 10 sets the two side by side."""
     name = "localauth (D-Bus)"
 
     def __init__(self, bench, tmp):
@@ -674,10 +675,10 @@ class Bench:
         self.record("6 list (warm)", "localauth", out["localauth"][1:])
         self.record("6 list (warm)", "fprintd", out["fprintd"][1:])
 
-        # 9: fprintd's clients against both daemons: pam_fprintd.so (the same bench_client, PAM
+        # 10: fprintd's clients against both daemons: pam_fprintd.so (the same bench_client, PAM
         # service and reader driver) and fprintd-list, through fprintd and through localauthd's
         # D-Bus door, interleaved.
-        log("figure 9: pam_fprintd.so and fprintd-list through localauthd's D-Bus door and fprintd ...")
+        log("figure 10: pam_fprintd.so and fprintd-list through localauthd's D-Bus door and fprintd ...")
         dbus = self.over_dbus
         dbus.start()
         dbus.enrol()
@@ -696,10 +697,10 @@ class Bench:
                 sys.exit("%s: pam_fprintd matching runs failed: %s" % (side.name, r[0]))
             for key, part in (("total_ns", "total"), ("prompt_ns", "start_to_prompt"),
                               ("result_ns", "prompt_to_result")):
-                self.record("9 pam_fprintd match " + part, label, [x[key] for x in r])
+                self.record("10 pam_fprintd match " + part, label, [x[key] for x in r])
         out = alternate(a.process_runs + 1, lambda s: timed(s.list_cmd(), s.env(), "fprintd-list")[0])
-        self.record("9 fprintd-list (warm)", "localauth", out[dbus.name][1:])
-        self.record("9 fprintd-list (warm)", "fprintd", out[self.theirs.name][1:])
+        self.record("10 fprintd-list (warm)", "localauth", out[dbus.name][1:])
+        self.record("10 fprintd-list (warm)", "fprintd", out[self.theirs.name][1:])
 
         # 4 and 8: the Swift client against our daemon.
         log("figure 4: canEvaluatePolicy / status through the Swift client ...")
