@@ -36,7 +36,8 @@ let package = Package(
         .target(name: "FingerprintReader", dependencies: ["CLibfprint"]),
         // swift-crypto, confined: sealing at rest and the rights' P-256 keys (ADR 0006).
         .target(name: "LocalAuthCrypto", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
-        .target(name: "LocalAuthStore", dependencies: ["LocalAuthCore", "LocalAuthCrypto", "CCrypt"]),
+        .target(
+            name: "LocalAuthStore", dependencies: ["LocalAuthProtocol", "LocalAuthCore", "LocalAuthCrypto", "CCrypt"]),
         // libsystemd (sd-daemon, sd-journal, sd-login, sd-bus): this target and no other.
         .target(
             name: "LocalAuthSystemd",
@@ -72,7 +73,9 @@ let package = Package(
         .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore", "LocalAuthProtocol"]),
         .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader"]),
         .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
-        .testTarget(name: "LocalAuthStoreTests", dependencies: ["LocalAuthStore", "LocalAuthCore", "LocalAuthCrypto"]),
+        .testTarget(
+            name: "LocalAuthStoreTests",
+            dependencies: ["LocalAuthStore", "LocalAuthCore", "LocalAuthProtocol", "LocalAuthCrypto"]),
         .testTarget(
             name: "LocalAuthDaemonTests",
             dependencies: [

@@ -55,6 +55,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the tree
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "pam", "tests"))
 import lawire  # noqa: E402
+import seat  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 USER = "root"  # LAContext authenticates the caller's own account: the bench runs as root
@@ -349,7 +350,10 @@ class Ours(Stack):
         with open(self.log, "a") as log_file:
             self.daemon = self.bench.procs.start(
                 [os.path.join(self.bin, "localauthd"), "--socket", self.sock, "--state-dir",
-                 self.state, "--virtual-reader"], stdout=subprocess.DEVNULL, stderr=log_file)
+                 self.state, "--virtual-reader"], stdout=subprocess.DEVNULL, stderr=log_file,
+                # The bench's PAM clients run as root and ask for other accounts, as a greeter's
+                # worker does: they stand at python-dbusmock's greeter (pam/tests/seat.py).
+                env=seat.env())
 
         def up():
             try:

@@ -36,9 +36,8 @@
 /* The daemon gets this much less time than we have, so that its own timedOut RESULT (with a
  * message) normally arrives before our hard deadline cuts the connection. */
 #define LA_DAEMON_MARGIN_MS 250
-/* After passcodeWrong, how long a follow-up frame (RESULT, passcodeNeeded) may take before
- * we conclude that the daemon simply waits for the next passcode. */
-#define LA_FOLLOW_UP_MS 100
+/* How long an ERROR a refusing daemon sent may take to be read after a failed send. */
+#define LA_REFUSAL_READ_MS 100
 /* After a CANCEL, how long the daemon gets to confirm before we stop listening. */
 #define LA_CANCEL_GRACE_MS 1000
 /* Pause between connect attempts while the daemon's listen backlog is full. */
@@ -58,7 +57,6 @@ struct session {
     int fd;
     int silent;       /* nothing may be shown: la_quiet(), or the conversation failed */
     int64_t deadline; /* CLOCK_MONOTONIC, milliseconds */
-    int sent_passcode;
     const char *user;
     struct la_term term;                      /* the caller's terminal, when the module owns it */
     char place_finger[LA_WIRE_MAX_FIELD + 1]; /* the daemon's prompt, for after Enter alone */
@@ -341,8 +339,6 @@ static int answer_passcode(struct session *s)
         s->seen.conv_failed = 1;
     else if (answer[0] != '\0' && (len = la_encode_passcode(&s->w, answer)) == 0)
         show(s, PAM_ERROR_MSG, LA_TEXT_PASSCODE_INVALID);
-    else if (len > 0)
-        s->sent_passcode = 1;
     if (answer != NULL) {
         explicit_bzero(answer, strlen(answer));
         free(answer);
@@ -355,19 +351,6 @@ static int answer_passcode(struct session *s)
             s->deadline = now_ms() + LA_CANCEL_GRACE_MS;
     }
     return send_frame(s, len);
-}
-
-/* Whether the daemon sent another frame right after passcodeWrong. The protocol does not say
- * whether passcodeWrong alone means "enter it again" (the daemon keeps waiting) or comes
- * before a RESULT or a new passcodeNeeded; a frame sent in the same breath settles it, and
- * silence means the daemon waits for the next passcode. Only the prompt depends on this,
- * never the decision. */
-static int follow_up_pending(struct session *s)
-{
-    int64_t until = now_ms() + LA_FOLLOW_UP_MS;
-    if (until > s->deadline)
-        until = s->deadline;
-    return wait_fd(s, POLLIN, until) == 0;
 }
 
 /* The first placeFinger at a terminal the module owns: the one line that takes a finger or
@@ -402,8 +385,10 @@ static int on_event(struct session *s)
         show(s, PAM_ERROR_MSG, r->message);
         return 0;
     case LA_EVENT_PASSCODE_WRONG:
+        /* The daemon says what comes next: a passcodeNeeded when it wants another, else the
+         * RESULT (docs/protocol.md). Nothing is guessed from silence. */
         show(s, PAM_ERROR_MSG, r->message);
-        return s->sent_passcode && !follow_up_pending(s) ? answer_passcode(s) : 0;
+        return 0;
     case LA_EVENT_PASSCODE_NEEDED:
         /* Only asked for when we declared passcodeCapable; otherwise the daemon is confused. */
         if (s->opt->policy != LA_POLICY_OWNER)
@@ -493,7 +478,7 @@ static int wait_event(struct session *s)
  * and says what happened. */
 static const char *refused_or_silent(struct session *s, char *why, size_t cap)
 {
-    if (read_reply(s, now_ms() + LA_FOLLOW_UP_MS) == 0 && s->reply.type == LA_MSG_ERROR) {
+    if (read_reply(s, now_ms() + LA_REFUSAL_READ_MS) == 0 && s->reply.type == LA_MSG_ERROR) {
         snprintf(why, cap, LA_WHY_REFUSED, s->reply.message);
         return why;
     }

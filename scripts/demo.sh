@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/.build/debug
 MODULE=$PWD/pam/build/pam_localauth.so
-USER_NAME=$(id -un)
+USER_NAME=${SUDO_USER:-$(id -un)}
 dir=$(mktemp -d /tmp/localauth-demo.XXXXXX)
 chmod 755 "$dir"
 export LOCALAUTHD_SOCKET=$dir/socket
@@ -41,13 +41,32 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 0
 fi
 
+# A finger only answers the person at the reader who asked (docs/security.md): root's own process
+# outside a login session is refused it. Run by sudo, pamtester asks as the person who ran sudo,
+# for their own account; run by root itself (a container, CI, a root shell without logind), the
+# demo stands at a simulated greeter (python-dbusmock's logind), where root may ask for anyone.
+as_person=()
+if [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
+    as_person=(setpriv --reuid="$SUDO_USER" --regid="$SUDO_USER" --init-groups --)
+elif [ ! -S /run/dbus/system_bus_socket ] || ! busctl --system status org.freedesktop.login1 >/dev/null 2>&1; then
+    step "No logind here: the PAM steps run at a simulated greeter (tests/system/logind_mock.py --greeter)"
+    coproc MOCK { /usr/bin/python3 tests/system/logind_mock.py "$dir" --greeter; }
+    read -r ready address <&"${MOCK[0]}"
+    [ "$ready" = ready ] || { echo "the logind mock did not start" >&2; exit 1; }
+    kill -TERM "$daemon"; wait "$daemon" || true
+    DBUS_SYSTEM_BUS_ADDRESS=$address "$BIN/localauthd" --socket "$dir/socket" --state-dir "$dir/state" \
+        --virtual-reader 2>>"$dir/daemon.log" &
+    daemon=$!
+    for _ in $(seq 100); do "$BIN/localauthctl" devices >/dev/null 2>&1 && break; sleep 0.05; done
+fi
+
 mkdir -p "$dir/pam.d"
 : >"$dir/pam.d/other"
 cat >"$dir/pam.d/localauth-demo" <<PAM
 auth     required  $MODULE socket=$dir/socket tries=1 timeout=10
 account  required  pam_permit.so
 PAM
-pam() { LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$dir/pam.d" pamtester -v localauth-demo "$USER_NAME" authenticate; }
+pam() { LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$dir/pam.d" "${as_person[@]}" pamtester -v localauth-demo "$USER_NAME" authenticate; }
 
 step "pam_authenticate through pam_localauth.so (pamtester under pam_wrapper); the right finger touches"
 (sleep 0.3; "$BIN/localauthctl" simulate touch demo-finger --quiet) &

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+import LocalAuthProtocol
+
 /// The escalating passcode delay (Apple's: 1 min after the 6th wrong passcode, 5 min after the
 /// 7th, 15 min after the 8th, 60 min after each further one).
 public enum PasscodeDelay {
@@ -18,14 +20,60 @@ public enum PasscodeDelay {
         max(state.passcodeLockedUntilMs - max(nowMs, state.lastSeenMs), 0)
     }
 
-    /// "45 seconds", "1 minute", "15 minutes", "1 hour": rounded up, so the person never
-    /// retries too early.
-    public static func describe(ms: Int64) -> String {
-        let seconds = max((ms + 999) / 1000, 1)
-        if seconds < 60 { return seconds == 1 ? "1 second" : "\(seconds) seconds" }
-        let minutes = (seconds + 59) / 60
-        if minutes < 60 || minutes % 60 != 0 { return minutes == 1 ? "1 minute" : "\(minutes) minutes" }
-        let hours = minutes / 60
-        return hours == 1 ? "1 hour" : "\(hours) hours"
+    /// "45 seconds", "1 minute", "15 minutes", "1 hour": rounded up (`Phrase.duration`).
+    public static func describe(ms: Int64) -> String { Phrase.duration(ms: ms) }
+}
+
+/// The counting rules every path that counts shares (an evaluation, the passcode change): an
+/// attempt is counted on disk before the finger is scanned or the passcode hashed, and a success
+/// resets the count only through a write that must succeed before it is revealed.
+public enum LockoutRules {
+    /// Biometrics are locked: the flag, or as many failures as the limit (a crash after an attempt
+    /// was counted ahead leaves the count without the flag).
+    public static func biometryLocked(_ state: UserAuthState, config: LockoutConfig) -> Bool {
+        state.biometryLocked || state.fingerFailures >= max(config.fingerAttempts, 1)
+    }
+
+    /// One finger attempt, counted before the scan: it stays a miss unless a match, a cancel, a
+    /// timeout or a reader failure takes it back.
+    public static func fingerAttemptStarted(_ state: inout UserAuthState) {
+        state.fingerFailures += 1
+    }
+
+    /// The attempt counted ahead turned out a miss: lock when it reached the limit.
+    public static func fingerMissed(_ state: inout UserAuthState, config: LockoutConfig) {
+        if state.fingerFailures >= max(config.fingerAttempts, 1) { state.biometryLocked = true }
+    }
+
+    /// A finger matched: its attempt and every earlier miss are forgotten.
+    public static func fingerMatched(_ state: inout UserAuthState) {
+        state.fingerFailures = 0
+    }
+
+    /// The attempt counted ahead did not happen (cancel, timeout, reader failure, fallback).
+    public static func fingerAttemptTakenBack(_ state: inout UserAuthState) {
+        state.fingerFailures = max(state.fingerFailures - 1, 0)
+    }
+
+    /// One passcode attempt, counted before the hash, with the delay a wrong one brings; `lastSeenMs`
+    /// must be the latest clock reading (delays start there).
+    public static func passcodeAttemptStarted(_ state: inout UserAuthState, config: LockoutConfig) {
+        state.passcodeFailures += 1
+        let delayMs = PasscodeDelay.schedule(failures: state.passcodeFailures, config: config) * 1000
+        if delayMs > 0 { state.passcodeLockedUntilMs = state.lastSeenMs + delayMs }
+    }
+
+    /// A correct passcode: every count and lockout is lifted (Apple: the passcode unlocks biometrics).
+    public static func passcodeAccepted(_ state: inout UserAuthState) {
+        state.fingerFailures = 0
+        state.biometryLocked = false
+        state.passcodeFailures = 0
+        state.passcodeLockedUntilMs = 0
+    }
+
+    /// The passcode attempt counted ahead is not counted after all (the same wrong passcode again).
+    public static func passcodeAttemptTakenBack(_ state: inout UserAuthState, to before: UserAuthState) {
+        state.passcodeFailures = before.passcodeFailures
+        state.passcodeLockedUntilMs = before.passcodeLockedUntilMs
     }
 }

@@ -2,77 +2,13 @@
 
 import LocalAuthProtocol
 
-/// What the daemon knows, when an evaluation starts, about the reader and the user.
-public struct EvaluationFacts: Sendable, Equatable {
-    /// A usable reader is present.
-    public var readerAvailable: Bool
-    /// Why not, in a few lowercase words: "no fingerprint reader is connected", "the laptop lid is closed".
-    public var readerUnavailableReason: String?
-    /// fprintd finger names enrolled on the present reader, in enrolment order.
-    public var enrolledFingers: [String]
-    /// False when the user's stored state is corrupt: the evaluator then fails closed (see docs/policy.md).
-    public var stateReadable: Bool
-    /// The last successful evaluation in the same (user, service, session) scope, for the reuse window.
-    public var lastSuccessMs: Int64?
-    /// The user's fingers are enrolled only on readers that are not connected (a USB reader
-    /// unplugged), none on a present one; the daemon sets it only when nothing else (a remote
-    /// session, a closed lid) already keeps biometrics away.
-    public var enrolledOnlyOnAbsentReaders: Bool
-
-    public init(
-        readerAvailable: Bool, readerUnavailableReason: String? = nil, enrolledFingers: [String],
-        stateReadable: Bool = true, lastSuccessMs: Int64? = nil, enrolledOnlyOnAbsentReaders: Bool = false
-    ) {
-        self.readerAvailable = readerAvailable
-        self.readerUnavailableReason = readerUnavailableReason
-        self.enrolledFingers = enrolledFingers
-        self.stateReadable = stateReadable
-        self.lastSuccessMs = lastSuccessMs
-        self.enrolledOnlyOnAbsentReaders = enrolledOnlyOnAbsentReaders
-    }
-}
-
-/// Something that happened during an evaluation, fed to `PolicyEvaluator.handle`.
-public enum PolicyInput: Sendable, Equatable {
-    case fingerMatched(finger: String)
-    case fingerNotMatched
-    /// A bad swipe: not a failure.
-    case fingerRetry(RetryHint)
-    /// Unplugged, or a libfprint error mid-scan.
-    case readerFailed(String)
-    /// The client sent FALLBACK.
-    case fallbackChosen
-    /// The daemon checked the hash; equal tokens mean the same typed passcode.
-    case passcodeEntered(correct: Bool, attemptToken: String)
-    /// `.userCancel` (CANCEL), `.appCancel` (invalidate), `.systemCancel` (disconnect, shutdown, suspend).
-    case cancelled(ResultCode)
-    /// The request's `timeoutMs` passed.
-    case timedOut
-}
-
-/// Something the daemon must do, in the order given.
-public enum PolicyOutput: Sendable, Equatable {
-    /// Write durably BEFORE executing any later output, so a crash never loses a failure.
-    case persist(UserAuthState)
-    /// Send to the client.
-    case event(Event)
-    /// A verify/identify over the enrolled fingers should run now: start one unless one runs.
-    case scanFinger
-    /// Cancel the running scan.
-    case stopScan
-    /// From now until `finish`, the daemon accepts PASSCODE frames.
-    case requestPasscode
-    /// Final; the evaluator accepts no more input.
-    case finish(Result)
-    /// Record now as the last success for the reuse scope (emitted before `finish` on success).
-    case recordSuccess
-}
-
 /// LAContext's `evaluatePolicy` as a pure state machine: no I/O, the clock passed in.
 ///
 /// One evaluator per EVALUATE request. The daemon calls `start`, then `handle` for each input,
 /// and executes the outputs in order. Inputs that do not fit the current phase (a scan result
 /// after `stopScan`, a PASSCODE before `requestPasscode`, anything after `finish`) are ignored.
+/// Every attempt is counted on disk before it is made (`LockoutRules`): a state that cannot be
+/// written refuses the attempt.
 public struct PolicyEvaluator: Sendable {
     public enum Phase: Sendable, Equatable {
         case idle
@@ -93,9 +29,18 @@ public struct PolicyEvaluator: Sendable {
     private var persisted: UserAuthState
     private var triesUsed = 0
     private var fallbackOffered = false
+    /// A finger attempt is counted on disk and its scan has not answered yet.
+    private var fingerAttemptPending = false
+    /// The state before the passcode attempt being checked was counted; nil when none is checked.
+    private var passcodeBeforeAttempt: UserAuthState?
     /// Wrong passcodes already counted in this evaluation.
     private var countedWrongTokens: Set<String> = []
     private var deadlineMs: Int64 = 0
+    /// A write failed: nothing more is written, and the evaluation ends.
+    private var writesFailed = false
+    /// The latest batch finished after a write that must succeed: if that write fails, the finish
+    /// was never executed, and `.recordFailed` still gets an answer.
+    private var finishedAfterWrite = false
 
     public init(options: EvaluateOptions, state: UserAuthState, facts: EvaluationFacts, config: LockoutConfig) {
         self.options = options
@@ -113,43 +58,48 @@ public struct PolicyEvaluator: Sendable {
         deadlineMs = nowMs.addingReportingOverflow(max(options.timeoutMs, 1)).partialValue
         // Fail closed: a corrupt state must never read as "no lockout", nor be overwritten.
         guard facts.stateReadable else {
-            finish(Result(.biometryNotAvailable, PolicyMessages.stateUnreadable), into: &out)
+            finish(Decision(.biometryNotAvailable, .stateUnreadable), into: &out)
             return out
         }
         observe(nowMs)
         let verdict = Self.canEvaluate(policy: options.policy, state: state, facts: facts, config: config, nowMs: nowMs)
         if verdict.isSuccess, reuseApplies(nowMs: nowMs) {
-            finish(Result(.success, PolicyMessages.reused, extra: successExtra(finger: nil)), into: &out)
+            finish(success(.authenticatedByRecentSuccess, finger: nil), into: &out)
             return out
         }
         if options.flags.contains(.interactionNotAllowed) {
-            finish(Result(.notInteractive, PolicyMessages.notInteractive), into: &out)
+            finish(Decision(.notInteractive, .interactionNotAllowed), into: &out)
             return out
         }
+        if LockoutRules.biometryLocked(state, config: config) { state.biometryLocked = true }
         switch options.policy {
         case .deviceOwnerAuthenticationWithBiometrics:
-            if let problem = Self.biometryProblem(state: state, facts: facts) {
+            if let problem = Self.biometryProblem(state: state, facts: facts, config: config) {
                 finish(problem, into: &out)
             } else {
                 beginScan(into: &out)
             }
         case .deviceOwnerAuthentication:
-            if Self.biometryProblem(state: state, facts: facts) == nil {
+            if Self.biometryProblem(state: state, facts: facts, config: config) == nil {
                 beginScan(into: &out)
             } else if state.passcodeHash == nil {
-                finish(Result(.passcodeNotSet, PolicyMessages.passcodeNotSet), into: &out)
+                finish(Decision(.passcodeNotSet, .noPasscodeAndNoFinger), into: &out)
             } else if !options.flags.contains(.passcodeCapable) {
-                finish(Result(.notInteractive, PolicyMessages.passcodeNotAnswerable), into: &out)
+                finish(Decision(.notInteractive, .passcodeNeededButClientCannotAsk), into: &out)
             } else {
-                if state.biometryLocked { reveal(.event(Event(.biometryLocked, lockedMessage)), into: &out) }
+                if state.biometryLocked { reveal(.notify(Notice(.biometryLocked, lockedPhrase)), into: &out) }
+                // Fingers there are, but the reader cannot take them now (busy, the lid): say why.
+                if let why = facts.readerUnavailable, !facts.enrolledFingers.isEmpty {
+                    reveal(.notify(Notice(.info, .fingerNotAvailable(why))), into: &out)
+                }
                 enterPasscode(nowMs: nowMs, into: &out)
             }
         case .devicePasscode:
             // A right's passcode-only requirement: the same passcode rules, no finger.
             if state.passcodeHash == nil {
-                finish(Result(.passcodeNotSet, PolicyMessages.passcodeOnlyNotSet), into: &out)
+                finish(Decision(.passcodeNotSet, .noPasscodeSet), into: &out)
             } else if !options.flags.contains(.passcodeCapable) {
-                finish(Result(.notInteractive, PolicyMessages.passcodeNotAnswerable), into: &out)
+                finish(Decision(.notInteractive, .passcodeNeededButClientCannotAsk), into: &out)
             } else {
                 enterPasscode(nowMs: nowMs, into: &out)
             }
@@ -159,53 +109,69 @@ public struct PolicyEvaluator: Sendable {
     }
 
     public mutating func handle(_ input: PolicyInput, nowMs: Int64) -> [PolicyOutput] {
-        guard phase == .scanning || phase == .awaitingPasscode else { return [] }
+        let active = phase == .scanning || phase == .awaitingPasscode
+        guard active || (input == .recordFailed && finishedAfterWrite) else { return [] }
+        finishedAfterWrite = false
         observe(nowMs)
         var out: [PolicyOutput] = []
         switch (input, phase) {
-        case (.fingerMatched(let finger), .scanning):
-            state.fingerFailures = 0
-            reveal(.recordSuccess, into: &out)
-            finish(Result(.success, PolicyMessages.fingerSuccess, extra: successExtra(finger: finger)), into: &out)
+        case (.recordFailed, _):
+            // The count of this attempt (or the reset after a success) is not on disk: refuse the
+            // attempt, whatever the finger or passcode was, and write nothing more.
+            writesFailed = true
+            if phase == .scanning { out.append(.stopScan) }
+            finish(Decision(.biometryNotAvailable, .attemptNotRecorded), into: &out)
 
-        case (.fingerNotMatched, .scanning):
+        case (.fingerMatched(let finger), .scanning) where fingerAttemptPending:
+            fingerAttemptPending = false
+            LockoutRules.fingerMatched(&state)
+            reveal(.recordSuccess, into: &out)
+            finish(success(.authenticatedWithFinger, finger: finger), into: &out)
+
+        case (.fingerNotMatched, .scanning) where fingerAttemptPending:
+            fingerAttemptPending = false
             fingerMissed(nowMs: nowMs, into: &out)
 
         case (.fingerRetry(let hint), .scanning):
-            reveal(.event(Event(.retry, hint.message, hint: hint)), into: &out)
-            out.append(.scanFinger)
+            // A bad swipe is not an answer: the attempt counted ahead goes on, uncounted again.
+            reveal(.notify(Notice(.retry, .retry(hint), hint: hint)), into: &out)
+            out.append(.scanFinger(scanTarget))
 
         case (.readerFailed(let why), .scanning):
-            let message = PolicyMessages.readerFailed(why)
-            if options.policy == .deviceOwnerAuthentication, passcodeUsable {
-                reveal(.event(Event(.info, message)), into: &out)
-                enterPasscode(nowMs: nowMs, into: &out)
-            } else {
-                finish(Result(.biometryNotAvailable, message), into: &out)
-            }
+            readerGone(.readerFailed(why), nowMs: nowMs, into: &out)
+
+        case (.readerWithdrawn(let why), .scanning):
+            out.append(.stopScan)
+            readerGone(.fingerNotAvailable(why), nowMs: nowMs, into: &out)
 
         case (.fallbackChosen, .scanning) where fallbackOffered:
             out.append(.stopScan)
+            takeBackFingerAttempt(into: &out)
             switch options.policy {
             case .deviceOwnerAuthenticationWithBiometrics, .devicePasscode:
-                finish(Result(.userFallback, PolicyMessages.fallbackChosen), into: &out)
+                finish(Decision(.userFallback, .userChoseFallback), into: &out)
             case .deviceOwnerAuthentication:
                 enterPasscode(nowMs: nowMs, into: &out)
             }
 
-        case (.passcodeEntered(let correct, let token), .awaitingPasscode):
-            passcodeEntered(correct: correct, token: token, nowMs: nowMs, into: &out)
+        case (.passcodeEntered, .awaitingPasscode) where passcodeBeforeAttempt == nil:
+            passcodeEntered(nowMs: nowMs, into: &out)
+
+        case (.passcodeChecked(let correct, let token), .awaitingPasscode) where passcodeBeforeAttempt != nil:
+            passcodeChecked(correct: correct, token: token, nowMs: nowMs, into: &out)
 
         case (.cancelled(let code), _):
             if phase == .scanning { out.append(.stopScan) }
+            takeBackFingerAttempt(into: &out)
             // A cancel is never a success, whatever the caller passed.
             let code = code == .success ? .systemCancel : code
-            finish(Result(code, PolicyMessages.cancelled(code)), into: &out)
+            finish(Decision(code, .cancelled(code)), into: &out)
 
         case (.timedOut, _):
-            let message = phase == .scanning ? PolicyMessages.timedOutFinger : PolicyMessages.timedOutPasscode
+            let phrase: Phrase = phase == .scanning ? .timedOutWaitingForFinger : .timedOutWaitingForPasscode
             if phase == .scanning { out.append(.stopScan) }
-            finish(Result(.systemCancel, message), into: &out)
+            takeBackFingerAttempt(into: &out)
+            finish(Decision(.systemCancel, phrase), into: &out)
 
         default:
             break  // Stale or out-of-phase input: ignored, never counted.
@@ -216,35 +182,35 @@ public struct PolicyEvaluator: Sendable {
 
     // MARK: Queries (no prompt)
 
-    /// canEvaluatePolicy: success, or the reason the policy cannot be evaluated now. The result
-    /// carries `biometryType` and, when fingers are enrolled, `domainState`; the daemon adds
-    /// `biometryLocked` and `passcodeSet` (each tag once: a repeated one is malformed).
+    /// canEvaluatePolicy: success, or the reason the policy cannot be evaluated now, with
+    /// `biometryType`, the domain state (when fingers are enrolled), and whether biometrics are
+    /// locked and a passcode is set.
     public static func canEvaluate(
         policy: PolicyKind, state: UserAuthState, facts: EvaluationFacts, config: LockoutConfig, nowMs: Int64
-    ) -> Result {
-        var extra = Frame(.result)
-        extra.append(.biometryType, int: biometryType(readerAvailable: facts.readerAvailable).rawValue)
-        guard facts.stateReadable else {
-            return Result(.biometryNotAvailable, PolicyMessages.stateUnreadable, extra: extra.fields)
-        }
-        if !facts.enrolledFingers.isEmpty, !state.domainState.isEmpty {
-            extra.append(.domainState, bytes: state.domainState)
-        }
-        let problem = biometryProblem(state: state, facts: facts)
-        let result: Result =
+    ) -> Decision {
+        var decision: Decision
+        if !facts.stateReadable {
+            decision = Decision(.biometryNotAvailable, .stateUnreadable)
+        } else {
+            let problem = biometryProblem(state: state, facts: facts, config: config)
             switch policy {
             case .deviceOwnerAuthenticationWithBiometrics:
-                problem ?? Result(.success, PolicyMessages.canEvaluate)
+                decision = problem ?? Decision(.success, .policyCanBeEvaluated)
             case .deviceOwnerAuthentication:
-                problem == nil || state.passcodeHash != nil
-                    ? Result(.success, PolicyMessages.canEvaluate)
-                    : Result(.passcodeNotSet, PolicyMessages.passcodeNotSet)
+                decision =
+                    problem == nil || state.passcodeHash != nil
+                    ? Decision(.success, .policyCanBeEvaluated) : Decision(.passcodeNotSet, .noPasscodeAndNoFinger)
             case .devicePasscode:
-                state.passcodeHash != nil
-                    ? Result(.success, PolicyMessages.canEvaluate)
-                    : Result(.passcodeNotSet, PolicyMessages.passcodeOnlyNotSet)
+                decision =
+                    state.passcodeHash != nil
+                    ? Decision(.success, .policyCanBeEvaluated) : Decision(.passcodeNotSet, .noPasscodeSet)
             }
-        return Result(result.resultCode ?? .internalError, result.message, extra: extra.fields)
+            if !facts.enrolledFingers.isEmpty, !state.domainState.isEmpty { decision.domainState = state.domainState }
+        }
+        decision.biometryType = biometryType(readerAvailable: facts.readerAvailable)
+        decision.biometryLocked = !facts.stateReadable || LockoutRules.biometryLocked(state, config: config)
+        decision.passcodeSet = state.passcodeHash != nil
+        return decision
     }
 
     /// `biometryType`: touchID when a fingerprint reader exists.
@@ -252,8 +218,7 @@ public struct PolicyEvaluator: Sendable {
         readerAvailable ? .touchID : .none
     }
 
-    /// Milliseconds the passcode is still refused at `nowMs` (0: accepted). The daemon may skip
-    /// hashing a PASSCODE while this is positive: the evaluator refuses it anyway.
+    /// Milliseconds the passcode is still refused at `nowMs` (0: accepted).
     public func passcodeDelayRemainingMs(nowMs: Int64) -> Int64 {
         PasscodeDelay.remainingMs(state: state, nowMs: nowMs)
     }
@@ -262,26 +227,39 @@ public struct PolicyEvaluator: Sendable {
 
     private mutating func fingerMissed(nowMs: Int64, into out: inout [PolicyOutput]) {
         triesUsed += 1
-        state.fingerFailures += 1
-        if state.fingerFailures >= config.fingerAttempts { state.biometryLocked = true }
+        LockoutRules.fingerMissed(&state, config: config)
         let left = max(min(tries - triesUsed, config.fingerAttempts - state.fingerFailures), 0)
-        reveal(.event(Event(.noMatch, PolicyMessages.noMatch(triesLeft: left), triesLeft: Int64(left))), into: &out)
+        reveal(.notify(Notice(.noMatch, .noMatch(triesLeft: left), triesLeft: left)), into: &out)
         if state.biometryLocked {
-            reveal(.event(Event(.biometryLocked, lockedMessage)), into: &out)
-            fingersExhausted(Result(.biometryLockout, lockedMessage), nowMs: nowMs, into: &out)
+            reveal(.notify(Notice(.biometryLocked, lockedPhrase)), into: &out)
+            fingersExhausted(Decision(.biometryLockout, lockedPhrase), nowMs: nowMs, into: &out)
         } else if triesUsed >= tries {
-            fingersExhausted(Result(.authenticationFailed, PolicyMessages.fingerFailed), nowMs: nowMs, into: &out)
+            fingersExhausted(Decision(.authenticationFailed, .fingerNotRecognised), nowMs: nowMs, into: &out)
         } else {
             if !fallbackOffered, fallbackAllowed {
                 fallbackOffered = true
-                reveal(.event(Event(.fallbackAvailable, fallbackTitle)), into: &out)
+                reveal(.notify(Notice(.fallbackAvailable, fallbackTitle)), into: &out)
             }
-            out.append(.scanFinger)
+            scan(into: &out)
+            // Fingers tried in turn: say which one the next attempt reads.
+            if scanTarget != nil { askForFinger(into: &out) }
+        }
+    }
+
+    /// The reader is gone for this evaluation: the attempt is given back; policy 2 moves on to the
+    /// passcode (saying why) when it can, else the evaluation ends.
+    private mutating func readerGone(_ why: Phrase, nowMs: Int64, into out: inout [PolicyOutput]) {
+        takeBackFingerAttempt(into: &out)
+        if options.policy == .deviceOwnerAuthentication, passcodeUsable {
+            reveal(.notify(Notice(.info, why)), into: &out)
+            enterPasscode(nowMs: nowMs, into: &out)
+        } else {
+            finish(Decision(.biometryNotAvailable, why), into: &out)
         }
     }
 
     /// No more fingers: policy 2 moves on to the passcode when it can, else the evaluation ends.
-    private mutating func fingersExhausted(_ failure: Result, nowMs: Int64, into out: inout [PolicyOutput]) {
+    private mutating func fingersExhausted(_ failure: Decision, nowMs: Int64, into out: inout [PolicyOutput]) {
         if options.policy == .deviceOwnerAuthentication, passcodeUsable {
             enterPasscode(nowMs: nowMs, into: &out)
         } else {
@@ -289,31 +267,53 @@ public struct PolicyEvaluator: Sendable {
         }
     }
 
-    private mutating func passcodeEntered(correct: Bool, token: String, nowMs: Int64, into out: inout [PolicyOutput]) {
+    private mutating func passcodeEntered(nowMs: Int64, into out: inout [PolicyOutput]) {
         let remaining = PasscodeDelay.remainingMs(state: state, nowMs: nowMs)
         if remaining > 0 {
             // Refused unchecked and uncounted: the delay is the whole point.
             refuseDuringDelay(remainingMs: remaining, kind: .passcodeWrong, nowMs: nowMs, into: &out)
-        } else if correct {
-            state.fingerFailures = 0
-            state.biometryLocked = false
-            state.passcodeFailures = 0
-            state.passcodeLockedUntilMs = 0
+            askAgain(nowMs: nowMs, into: &out)
+            return
+        }
+        passcodeBeforeAttempt = state
+        LockoutRules.passcodeAttemptStarted(&state, config: config)
+        flush(into: &out)  // counted on disk before anything is hashed
+        out.append(.checkPasscode)
+    }
+
+    private mutating func passcodeChecked(correct: Bool, token: String, nowMs: Int64, into out: inout [PolicyOutput]) {
+        let before = passcodeBeforeAttempt ?? state
+        passcodeBeforeAttempt = nil
+        if correct {
+            LockoutRules.passcodeAccepted(&state)
             reveal(.recordSuccess, into: &out)
-            finish(Result(.success, PolicyMessages.passcodeSuccess, extra: successExtra(finger: nil)), into: &out)
-        } else if countedWrongTokens.contains(token) {
-            reveal(.event(Event(.passcodeWrong, PolicyMessages.passcodeWrong)), into: &out)
+            finish(success(.authenticatedWithPasscode, finger: nil), into: &out)
+            return
+        }
+        if countedWrongTokens.contains(token) {
+            // The same wrong passcode again counts once: its count is given back.
+            LockoutRules.passcodeAttemptTakenBack(&state, to: before)
+            flush(ifItFails: .goOn, into: &out)
+            reveal(.notify(Notice(.passcodeWrong, .wrongPasscode)), into: &out)
         } else {
             countedWrongTokens.insert(token)
-            state.passcodeFailures += 1
-            let delayMs = PasscodeDelay.schedule(failures: state.passcodeFailures, config: config) * 1000
+            let delayMs =
+                state.passcodeLockedUntilMs > before.passcodeLockedUntilMs ? passcodeDelayRemainingMs(nowMs: nowMs) : 0
             if delayMs > 0 {
-                state.passcodeLockedUntilMs = state.lastSeenMs + delayMs
                 refuseDuringDelay(remainingMs: delayMs, kind: .passcodeWrong, nowMs: nowMs, into: &out)
             } else {
-                reveal(.event(Event(.passcodeWrong, PolicyMessages.passcodeWrong)), into: &out)
+                reveal(.notify(Notice(.passcodeWrong, .wrongPasscode)), into: &out)
             }
         }
+        askAgain(nowMs: nowMs, into: &out)
+    }
+
+    /// After a wrong passcode the client is asked again explicitly (with the delay, if one runs), so a
+    /// client that prompts only on `passcodeNeeded` (the PAM module) never waits for a question that
+    /// never comes, nor guesses whether one will.
+    private mutating func askAgain(nowMs: Int64, into out: inout [PolicyOutput]) {
+        guard phase == .awaitingPasscode else { return }
+        enterPasscode(nowMs: nowMs, into: &out)
     }
 
     /// Tells the client how long the passcode stays locked, and ends the evaluation when the
@@ -321,20 +321,50 @@ public struct PolicyEvaluator: Sendable {
     private mutating func refuseDuringDelay(
         remainingMs: Int64, kind: EventKind, nowMs: Int64, into out: inout [PolicyOutput]
     ) {
-        let message = PolicyMessages.passcodeLocked(remainingMs: remainingMs)
+        let phrase = Phrase.passcodeLocked(remainingMs: remainingMs)
         if remainingMs >= deadlineMs - nowMs {
-            if kind == .passcodeWrong { reveal(.event(Event(kind, message, delayMs: remainingMs)), into: &out) }
-            finish(Result(.authenticationFailed, message), into: &out)
+            if kind == .passcodeWrong { reveal(.notify(Notice(kind, phrase, delayMs: remainingMs)), into: &out) }
+            finish(Decision(.authenticationFailed, phrase), into: &out)
         } else {
-            reveal(.event(Event(kind, message, delayMs: remainingMs)), into: &out)
+            reveal(.notify(Notice(kind, phrase, delayMs: remainingMs)), into: &out)
         }
     }
 
     private mutating func beginScan(into out: inout [PolicyOutput]) {
         phase = .scanning
-        let single = facts.enrolledFingers.count == 1 ? facts.enrolledFingers[0] : nil
-        out.append(.scanFinger)
-        reveal(.event(Event(.placeFinger, prompt(PolicyMessages.placeFinger(single)), finger: single)), into: &out)
+        scan(into: &out)
+        askForFinger(into: &out)
+    }
+
+    /// "Place your right index finger …": the one finger this attempt reads, when it reads one;
+    /// "Place a finger …" when the reader looks among several.
+    private mutating func askForFinger(into out: inout [PolicyOutput]) {
+        let named = scanTarget ?? (facts.enrolledFingers.count == 1 ? facts.enrolledFingers[0] : nil)
+        let instruction = facts.label.map { Phrase.forRequest(.placeFinger(named), $0) } ?? .placeFinger(named)
+        reveal(.notify(Notice(.placeFinger, prompt(instruction), finger: named)), into: &out)
+    }
+
+    /// The finger the current attempt verifies: nil when the reader identifies (or one finger is
+    /// enrolled); otherwise the enrolled fingers in turn, one an attempt (as fprintd's "any" does,
+    /// but each named, so the person knows which finger is asked for).
+    private var scanTarget: FingerName? {
+        guard !facts.readerCanIdentify, facts.enrolledFingers.count > 1 else { return nil }
+        return facts.enrolledFingers[triesUsed % facts.enrolledFingers.count]
+    }
+
+    /// The next finger attempt: counted on disk first, then the scan.
+    private mutating func scan(into out: inout [PolicyOutput]) {
+        LockoutRules.fingerAttemptStarted(&state)
+        fingerAttemptPending = true
+        flush(into: &out)
+        out.append(.scanFinger(scanTarget))
+    }
+
+    private mutating func takeBackFingerAttempt(into out: inout [PolicyOutput]) {
+        guard fingerAttemptPending else { return }
+        fingerAttemptPending = false
+        LockoutRules.fingerAttemptTakenBack(&state)
+        flush(ifItFails: .goOn, into: &out)
     }
 
     private mutating func enterPasscode(nowMs: Int64, into out: inout [PolicyOutput]) {
@@ -346,12 +376,11 @@ public struct PolicyEvaluator: Sendable {
                 return
             }
             out.append(.requestPasscode)
-            let message =
-                "\(prompt(PolicyMessages.enterPasscode)) — \(PolicyMessages.passcodeLocked(remainingMs: remaining))"
-            reveal(.event(Event(.passcodeNeeded, message, delayMs: remaining)), into: &out)
+            let phrase = Phrase.both(prompt(.enterPasscode), .passcodeLocked(remainingMs: remaining))
+            reveal(.notify(Notice(.passcodeNeeded, phrase, delayMs: remaining)), into: &out)
         } else {
             out.append(.requestPasscode)
-            reveal(.event(Event(.passcodeNeeded, prompt(PolicyMessages.enterPasscode))), into: &out)
+            reveal(.notify(Notice(.passcodeNeeded, prompt(.enterPasscode))), into: &out)
         }
     }
 
@@ -368,19 +397,20 @@ public struct PolicyEvaluator: Sendable {
         out.append(output)
     }
 
-    private mutating func flush(into out: inout [PolicyOutput]) {
-        guard facts.stateReadable else { return }
+    private mutating func flush(ifItFails: WriteFailure = .refuse, into out: inout [PolicyOutput]) {
+        guard facts.stateReadable, !writesFailed else { return }
         var pending = state
         pending.lastSeenMs = persisted.lastSeenMs
         // lastSeenMs alone is not worth a write; it rides along with the next real change.
         guard pending != persisted else { return }
         persisted = state
-        out.append(.persist(state))
+        out.append(.persist(state, ifItFails: ifItFails))
     }
 
-    private mutating func finish(_ result: Result, into out: inout [PolicyOutput]) {
-        reveal(.finish(result), into: &out)
+    private mutating func finish(_ decision: Decision, into out: inout [PolicyOutput]) {
+        reveal(.finish(decision), into: &out)
         phase = .finished
+        finishedAfterWrite = out.contains { if case .persist(_, .refuse) = $0 { true } else { false } }
     }
 
     private func reuseApplies(nowMs: Int64) -> Bool {
@@ -389,11 +419,8 @@ public struct PolicyEvaluator: Sendable {
         return nowMs - last < seconds * 1000
     }
 
-    private func successExtra(finger: String?) -> [Field] {
-        var f = Frame(.result)
-        if !state.domainState.isEmpty { f.append(.domainState, bytes: state.domainState) }
-        f.append(.finger, optionalString: finger)
-        return f.fields
+    private func success(_ phrase: Phrase, finger: FingerName?) -> Decision {
+        Decision(.success, phrase, domainState: state.domainState.isEmpty ? nil : state.domainState, finger: finger)
     }
 
     private var tries: Int { Int(min(max(options.tries, 1), EvaluateOptions.maxTries)) }
@@ -408,110 +435,41 @@ public struct PolicyEvaluator: Sendable {
         return options.policy == .deviceOwnerAuthenticationWithBiometrics || passcodeUsable
     }
 
-    private var fallbackTitle: String {
-        options.fallbackTitle.map { Echo.truncated($0, maxBytes: PolicyMessages.maxTitleBytes) }
-            ?? (options.policy == .deviceOwnerAuthentication
-                ? PolicyMessages.usePasscode : PolicyMessages.enterPassword)
+    private var fallbackTitle: Phrase {
+        options.fallbackTitle.map { .verbatim(Echo.truncated($0, maxBytes: Self.maxTitleBytes)) }
+            ?? (options.policy == .deviceOwnerAuthentication ? .fallbackUsePasscode : .fallbackEnterPassword)
     }
 
-    private var lockedMessage: String {
-        PolicyMessages.biometryLocked(passcodeSet: state.passcodeHash != nil)
-    }
+    private var lockedPhrase: Phrase { .biometryLocked(passcodeSet: state.passcodeHash != nil) }
 
-    /// The prompt shown to the person: the caller's reason, the instruction, the cancel title.
-    /// The caller's texts are cut (`PolicyMessages.maxReasonBytes`, `maxTitleBytes`) so that the
-    /// instruction always reaches the person and the prompt always fits a frame.
-    private func prompt(_ instruction: String) -> String {
-        var text = instruction
-        if let reason = options.reason, !reason.isEmpty {
-            text = "\(Echo.truncated(reason, maxBytes: PolicyMessages.maxReasonBytes)): \(text)"
+    /// The most of a caller's reason a prompt repeats, in bytes of UTF-8.
+    static let maxReasonBytes = 512
+    /// The most of a caller's cancel or fallback title a prompt repeats.
+    static let maxTitleBytes = 64
+
+    /// The prompt shown to the person: the caller's reason, the instruction, the cancel title. The
+    /// caller's texts are cut (`maxReasonBytes`, `maxTitleBytes`) so that the instruction always
+    /// reaches the person and the prompt always fits a frame.
+    private func prompt(_ instruction: Phrase) -> Phrase {
+        let reason = options.reason.flatMap { $0.isEmpty ? nil : Echo.truncated($0, maxBytes: Self.maxReasonBytes) }
+        let cancel = options.cancelTitle.flatMap {
+            $0.isEmpty ? nil : Echo.truncated($0, maxBytes: Self.maxTitleBytes)
         }
-        if let cancel = options.cancelTitle, !cancel.isEmpty {
-            text += " [\(Echo.truncated(cancel, maxBytes: PolicyMessages.maxTitleBytes))]"
-        }
-        return text
+        return reason == nil && cancel == nil ? instruction : .prompt(reason: reason, instruction, cancelTitle: cancel)
     }
 
     /// Why biometrics cannot be used now, in Apple's order: no reader, nothing enrolled, lockout. A
     /// user whose fingers are only on a reader that is not connected is told so (`biometryDisconnected`,
     /// Apple's code for a removable accessory that is not there), whether or not another reader is.
-    static func biometryProblem(state: UserAuthState, facts: EvaluationFacts) -> Result? {
+    static func biometryProblem(state: UserAuthState, facts: EvaluationFacts, config: LockoutConfig) -> Decision? {
         if facts.enrolledOnlyOnAbsentReaders && facts.enrolledFingers.isEmpty {
-            return Result(.biometryDisconnected, PolicyMessages.disconnected)
+            return Decision(.biometryDisconnected, .fingersOnDisconnectedReader)
         }
-        if !facts.readerAvailable {
-            return Result(.biometryNotAvailable, PolicyMessages.notAvailable(facts.readerUnavailableReason))
-        }
-        if facts.enrolledFingers.isEmpty { return Result(.biometryNotEnrolled, PolicyMessages.notEnrolled) }
-        if state.biometryLocked {
-            return Result(.biometryLockout, PolicyMessages.biometryLocked(passcodeSet: state.passcodeHash != nil))
+        if let why = facts.readerUnavailable { return Decision(.biometryNotAvailable, .fingerNotAvailable(why)) }
+        if facts.enrolledFingers.isEmpty { return Decision(.biometryNotEnrolled, .noFingerEnrolled) }
+        if LockoutRules.biometryLocked(state, config: config) {
+            return Decision(.biometryLockout, .biometryLocked(passcodeSet: state.passcodeHash != nil))
         }
         return nil
-    }
-}
-
-/// Every human line the evaluator produces, in one place.
-enum PolicyMessages {
-    /// The most of a caller's reason a prompt repeats, in bytes of UTF-8.
-    static let maxReasonBytes = 512
-    /// The most of a caller's cancel or fallback title a prompt repeats.
-    static let maxTitleBytes = 64
-    static let stateUnreadable = "Stored authentication state is unreadable; ask an administrator"
-    static let disconnected = "The fingerprint reader your fingers are enrolled on is not connected"
-    static let reused = "Authenticated by a recent success"
-    static let notInteractive = "Interaction is not allowed"
-    static let passcodeNotAnswerable = "A passcode is needed but this client cannot ask for one"
-    static let passcodeNotSet = "No passcode is set and no fingerprint can be used"
-    static let passcodeOnlyNotSet = "No passcode is set"
-    static let canEvaluate = "The policy can be evaluated"
-    static let fingerSuccess = "Authenticated with fingerprint"
-    static let passcodeSuccess = "Authenticated with passcode"
-    static let fingerFailed = "Fingerprint not recognised"
-    static let fallbackChosen = "The user chose the fallback"
-    static let passcodeWrong = "Wrong passcode"
-    static let enterPasscode = "Enter your passcode"
-    static let usePasscode = "Use passcode"
-    static let enterPassword = "Enter password"
-    static let notEnrolled = "No fingerprint is enrolled for this user"
-    static let timedOutFinger = "Timed out waiting for a fingerprint"
-    static let timedOutPasscode = "Timed out waiting for the passcode"
-
-    static func placeFinger(_ finger: String?) -> String {
-        guard let finger else { return "Place a finger on the fingerprint reader" }
-        let spoken = FingerName(rawValue: finger)?.spoken ?? finger
-        return "Place your \(spoken) on the fingerprint reader"
-    }
-
-    static func noMatch(triesLeft: Int) -> String {
-        switch triesLeft {
-        case 0: "Fingerprint not recognised"
-        case 1: "Fingerprint not recognised (1 try left)"
-        default: "Fingerprint not recognised (\(triesLeft) tries left)"
-        }
-    }
-
-    static func biometryLocked(passcodeSet: Bool) -> String {
-        passcodeSet
-            ? "Fingerprint locked after too many attempts — use your passcode"
-            : "Fingerprint locked after too many attempts"
-    }
-
-    static func notAvailable(_ reason: String?) -> String {
-        "Fingerprint not available: \(reason ?? "no fingerprint reader is connected")"
-    }
-
-    static func readerFailed(_ why: String) -> String { "Fingerprint reader failed: \(why)" }
-
-    static func passcodeLocked(remainingMs: Int64) -> String {
-        "Passcode locked; try again in \(PasscodeDelay.describe(ms: remainingMs))"
-    }
-
-    static func cancelled(_ code: ResultCode) -> String {
-        switch code {
-        case .userCancel: "Cancelled by the user"
-        case .appCancel: "Cancelled by the application"
-        case .systemCancel: "Cancelled by the system"
-        default: "Cancelled"
-        }
     }
 }

@@ -17,8 +17,8 @@ struct AccountRequests {
             ? parts.enrolledPrints(user, on: await parts.currentDevice(readerID))
             : ((try? parts.store.allPrints(user: user)) ?? [])
         var extra = Frame(.result)
-        var seen = Set<String>()
-        for p in prints where seen.insert(p.finger).inserted { extra.append(.finger, string: p.finger) }
+        var seen = Set<FingerName>()
+        for p in prints where seen.insert(p.finger).inserted { extra.append(.finger, string: p.finger.rawValue) }
         let n = seen.count
         return Result(
             .success,
@@ -35,7 +35,7 @@ struct AccountRequests {
         if readerID != nil && named == nil { return Result(.biometryNotAvailable, "That reader is not connected") }
         let prints = (try? parts.store.allPrints(user: user)) ?? []
         let doomed = prints.filter {
-            (all || $0.finger == finger?.rawValue) && (named == nil || $0.deviceKey == named?.storageKey)
+            (all || $0.finger == finger) && (named == nil || $0.deviceKey == named?.storageKey)
         }
         guard !doomed.isEmpty else {
             return Result(
@@ -67,55 +67,61 @@ struct AccountRequests {
         }
     }
 
-    /// Sets (`new`) or removes (nil) the passcode; anyone but root proves the current one first.
-    nonisolated(nonsending) func setPasscode(user: String, new: String?, old: String?, caller: PeerCredentials) async
-        -> LocalAuthProtocol.Result
-    {
+    /// Sets (`new`) or removes (nil) the passcode, as the core's `PasscodeChange` decides: root needs
+    /// no proof; anyone else the current passcode (counted before it is hashed) or, for a first
+    /// passcode, an enrolled finger in this same request (`proveByFinger` runs a biometrics-only
+    /// evaluation, whose misses count). A passcode the user's own processes could set on their own
+    /// would otherwise prove presence for them (issue 13, C1).
+    nonisolated(nonsending) func setPasscode(
+        user: String, new: String?, old: String?, caller: PeerCredentials,
+        proveByFinger: (EvaluateOptions) async -> Decision
+    ) async -> LocalAuthProtocol.Result {
+        // The new passcode's form is checked first: a malformed one costs no attempt.
+        if let new, let problem = PasscodeHasher.problem(with: new) { return Result(.invalidRequest, problem) }
         let loaded = parts.loadState(user)
-        var state = loaded.state
-        guard loaded.readable else {
-            return Result(.biometryNotAvailable, "The stored state of \(user) is unreadable; ask an administrator")
-        }
-        if let hash = state.passcodeHash, !caller.isRoot {
-            let now = max(parts.clock(), state.lastSeenMs)
-            if state.passcodeLockedUntilMs > now {
-                return Result(
-                    .authenticationFailed,
-                    "Passcode locked: try again in \(PasscodeDelay.describe(ms: state.passcodeLockedUntilMs - now))")
+        var change = PasscodeChange(
+            user: user, change: new == nil ? .remove : .set, callerIsRoot: caller.isRoot, oldPasscodeGiven: old != nil,
+            state: loaded.state, stateReadable: loaded.readable, config: parts.configuration.lockout)
+        var recorded = loaded.state  // as on disk
+        var outputs = change.start(nowMs: parts.clock())
+        while true {
+            var input: PasscodeChange.Input?
+            for output in outputs {
+                switch output {
+                case .persist(let state, _):
+                    if parts.record(state, user: user, previous: recorded) {
+                        recorded = state
+                    } else {
+                        input = .recordFailed
+                    }
+                case .proveByFinger:
+                    let proof = await proveByFinger(
+                        EvaluateOptions(
+                            policy: .deviceOwnerAuthenticationWithBiometrics, user: user,
+                            service: "localauthctl passcode", reason: "Confirm it is you to set a passcode",
+                            fallbackTitle: "", tries: 1,
+                            timeoutMs: min(parts.configuration.enrollTimeoutMs, EvaluateOptions.maxTimeoutMs)))
+                    let after = parts.loadState(user)
+                    recorded = after.state
+                    input = .fingerProof(proof, state: after.state)
+                case .checkOldPasscode:
+                    // At a person's pace, as in an evaluation (the attempt is counted already).
+                    let waitMs = parts.pacer.reserve(user, nowMs: parts.clock())
+                    if waitMs > 0 { try? await Task.sleep(for: .milliseconds(waitMs)) }
+                    let hash = change.state.passcodeHash ?? ""
+                    let correct = await PasscodeHasher.checkOffTheActor(old ?? "", hash: hash)
+                    input = .oldPasscodeChecked(correct: correct)
+                case .hashNewPasscode:
+                    let hashed = await Task.detached { try? PasscodeHasher.hash(new ?? "") }.value
+                    input = hashed.map { .newPasscodeHashed($0) } ?? .hashingFailed
+                case .finish(let decision):
+                    return decision.result
+                }
+                if input != nil { break }
             }
-            guard let old else { return Result(.authenticationFailed, "The current passcode is needed") }
-            let ok = await Task.detached { PasscodeHasher.verify(old, hash: hash) }.value
-            guard ok else {
-                state.passcodeFailures += 1
-                state.lastSeenMs = now
-                let delay = PasscodeDelay.schedule(
-                    failures: state.passcodeFailures, config: parts.configuration.lockout)
-                if delay > 0 { state.passcodeLockedUntilMs = now + delay * 1000 }
-                try? parts.store.saveState(state, user: user)
-                return Result(.authenticationFailed, "The current passcode is wrong")
-            }
+            guard let input else { return Result(.internalError, "The passcode change stopped without an answer") }
+            outputs = change.handle(input, nowMs: parts.clock())
         }
-        if let new {
-            if let problem = PasscodeHasher.problem(with: new) {
-                return Result(.invalidRequest, problem)
-            }
-            do {
-                state.passcodeHash = try await Task.detached { try PasscodeHasher.hash(new) }.value
-            } catch {
-                return Result(.internalError, "The passcode could not be hashed")
-            }
-        } else {
-            guard state.passcodeHash != nil else { return Result(.notFound, "\(user) has no passcode") }
-            state.passcodeHash = nil
-        }
-        state.passcodeFailures = 0
-        state.passcodeLockedUntilMs = 0
-        do {
-            try parts.store.saveState(state, user: user)
-        } catch {
-            return Result(.internalError, "The passcode could not be stored")
-        }
-        return Result(.success, new == nil ? "Passcode removed for \(user)" : "Passcode set for \(user)")
     }
 
     /// Clears the user's counters and lockouts on disk; the daemon forgets the reuse windows.

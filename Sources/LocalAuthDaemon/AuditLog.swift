@@ -45,13 +45,18 @@ public struct AuditLog: Sendable {
         _ operation: Operation, user: String?, caller: PeerCredentials, result: ResultCode, detail: String,
         fields: [(String, String)] = []
     ) {
-        let extra = fields.map { " \($0.0)=\(Self.quoted($0.1))" }.joined()
+        // A setuid caller (su, sudo, polkit's helper) is named by who ran it too.
+        let real =
+            caller.uid == 0 && caller.realUID != 0
+            ? " caller_real_uid=\(caller.realUID.map(String.init) ?? "unknown")" : ""
+        let extra = real + fields.map { " \($0.0)=\(Self.quoted($0.1))" }.joined()
         var metadata: Logger.Metadata = [
             "MESSAGE_ID": "\(Self.messageIDs[operation.rawValue] ?? Self.messageIDs["notice"]!)",
             "LOCALAUTH_OPERATION": "\(operation.rawValue)",
             "LOCALAUTH_USER": "\(String((user ?? "-").prefix(200)))",
             "LOCALAUTH_CALLER_UID": "\(caller.uid)",
             "LOCALAUTH_CALLER_PID": "\(caller.pid)",
+            "LOCALAUTH_CALLER_REAL_UID": "\(caller.realUID.map(String.init) ?? "unknown")",
             "LOCALAUTH_RESULT": "\(result.name)",
         ]
         for (key, value) in fields {

@@ -31,6 +31,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var fprintdStateDir = FprintdImport.defaultRoot
     /// Whether the configuration names `fprintd-state-dir` (see `DaemonMain.importsFprintdPrintsAtFirstStart`).
     public var fprintdStateDirGiven = false
+    /// One account's evaluations hold the reader at most this long in any window of twice as long;
+    /// then the reader is the others' (issue 13, M1).
+    public var readerShareMs: Int64 = 60_000
 
     public init() {}
 
@@ -83,6 +86,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
             c.fprintdStateDir = v
             c.fprintdStateDirGiven = true
         },
+        "reader-share-seconds": { c, v throws(ValueError) in c.readerShareMs = Int64(try integer(v, 5...3600)) * 1000 },
     ]
 
     struct ValueError: Error { var reason: String }

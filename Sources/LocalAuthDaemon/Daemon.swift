@@ -16,7 +16,6 @@ public actor Daemon {
     let parts: DaemonParts
     var reuseWindows = ReuseWindows()
     var running = RunningEvaluations()
-    let userQueue = UserQueue()
 
     /// - Parameters:
     ///   - virtualReaderSocket: the virtual device's control socket when started with `--virtual-reader`.
@@ -40,7 +39,8 @@ public actor Daemon {
     public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
         -> LocalAuthProtocol.Result
     {
-        let route = route(request, caller: caller, io: io, door: door)
+        let arrivedMs = parts.clock()
+        let route = route(request, caller: caller, io: io, door: door, arrivedMs: arrivedMs)
         let target: String?
         if case .machine = route.work { target = nil } else { target = request.user ?? caller.userName }
         if case .refused(let why) = Authorization.decide(route.operation, caller: caller, target: target) {
@@ -58,12 +58,50 @@ public actor Daemon {
             guard let user = target else {
                 return Result(.invalidRequest, "uid \(caller.uid) has no account name; name the user")
             }
-            result = await userQueue.serialize(user) { await work(self, user) }
+            // Who is asking and from where, before anything about the account is read or waited for:
+            // a request the presence rule refuses learns nothing about it and counts nothing against it.
+            var whereabouts: Whereabouts?
+            if route.presence == .always || (route.presence == .unlessRoot && !caller.isRoot) {
+                let found = await Whereabouts.find(
+                    caller: caller, target: user, tty: route.tty, service: route.service, parts: parts)
+                whereabouts = found
+                if route.presence == .always, let refusal = found.refusal {
+                    return audited(route, target: target, caller: caller, refusal.result)
+                }
+            }
+            result = await parts.userQueue.serialize(
+                user, wantsReader: route.wantsReader,
+                deadlineMs: route.deadlineMs.map { $0 - (parts.clock() - arrivedMs) }
+            ) {
+                await work(self, user, whereabouts)
+            } refused: { turn in
+                Self.noTurn(turn, user: user, evaluation: route.presence == .always)
+            }
         }
+        return audited(route, target: target, caller: caller, result)
+    }
+
+    /// The answer to a request that got no turn: the same user's other request took the reader, or
+    /// its deadline passed while it waited.
+    private static func noTurn(_ turn: UserQueue.Turn, user: String, evaluation: Bool) -> LocalAuthProtocol.Result {
+        let decision: Decision
+        switch turn {
+        case .granted, .readerBusy:
+            let busy: RequestLabel? = if case .readerBusy(let label) = turn { label } else { nil }
+            decision = Decision(evaluation ? .biometryNotAvailable : .busy, .fingerNotAvailable(.readerBusy(by: busy)))
+        case .timedOut:
+            decision = Decision(evaluation ? .systemCancel : .timedOut, .timedOutWaitingForTurn(user: user))
+        }
+        return decision.result
+    }
+
+    private func audited(
+        _ route: Route, target: String?, caller: PeerCredentials, _ result: LocalAuthProtocol.Result
+    ) -> LocalAuthProtocol.Result {
         if route.audited {
             parts.audit.decision(
                 route.operation, user: target, caller: caller, result: result.resultCode ?? .internalError,
-                detail: result.message, fields: route.auditFields + (door.name.map { [("via", $0)] } ?? []))
+                detail: result.message, fields: route.auditFields + (route.via.map { [("via", $0)] } ?? []))
         }
         return result
     }
@@ -77,16 +115,44 @@ public actor Daemon {
             case machine((isolated Daemon) async -> LocalAuthProtocol.Result)
             /// The named account or the caller's own, when there is one; no turn in its queue.
             case anyAccount((isolated Daemon, String?) async -> LocalAuthProtocol.Result)
-            /// One account's state, read and written in that account's turn (`UserQueue`).
-            case account((isolated Daemon, String) async -> LocalAuthProtocol.Result)
+            /// One account's state, read and written in that account's turn (`UserQueue`), with where
+            /// the request comes from when `presence` asked.
+            case account((isolated Daemon, String, Whereabouts?) async -> LocalAuthProtocol.Result)
+        }
+        /// When the presence rule is asked, before the account's turn (docs/security.md).
+        enum PresenceCheck {
+            case never
+            /// Biometrics are the request (evaluate, canEvaluate): a refusal answers it at once.
+            case always
+            /// A proof of presence may be needed (a later finger, a first passcode): found for the proof.
+            case unlessRoot
         }
         var operation: Operation
         var audited: Bool
         var auditFields: [(String, String)] = []
+        var presence = PresenceCheck.never
+        var tty: String? = nil
+        var service: String? = nil
+        /// Told at once when the same user's request holds the reader, instead of waiting for its turn.
+        var wantsReader = false
+        /// How long it may wait for the user's turn, from its arrival: an evaluation's own timeout.
+        var deadlineMs: Int64? = UserQueue.managementWaitMs
         var work: Work
+        /// The door the request came through, when not the socket (`DoorContext.name`): audited as `via`.
+        var via: String? = nil
     }
 
-    private func route(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) -> Route {
+    private func route(
+        _ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext, arrivedMs: Int64
+    ) -> Route {
+        var route = plainRoute(request, caller: caller, io: io, door: door, arrivedMs: arrivedMs)
+        route.via = door.name
+        return route
+    }
+
+    private func plainRoute(
+        _ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext, arrivedMs: Int64
+    ) -> Route {
         let readers = ReaderRequests(parts: parts)
         let accounts = AccountRequests(parts: parts)
         switch request {
@@ -102,81 +168,99 @@ public actor Daemon {
                 operation: .status, audited: false, work: .anyAccount { _, user in await readers.status(user: user) })
         case .canEvaluate(let policy, _):
             return Route(
-                operation: .canEvaluate, audited: false,
-                work: .account { _, user in
-                    await readers.canEvaluate(policy: policy, user: user, caller: caller, door: door)
+                operation: .canEvaluate, audited: false, presence: .always,
+                work: .account { _, user, whereabouts in
+                    await readers.canEvaluate(policy: policy, user: user, whereabouts: whereabouts!, door: door)
                 })
         case .evaluate(let options):
             return Route(
                 operation: .evaluate, audited: true,
                 auditFields: [("service", options.service ?? "-"), ("policy", String(options.policy.rawValue))],
-                work: .account { daemon, user in
-                    await daemon.evaluate(options, user: user, caller: caller, io: io, door: door)
+                presence: .always, tty: options.tty, service: options.service, wantsReader: true,
+                deadlineMs: options.timeoutMs,
+                work: .account { daemon, user, whereabouts in
+                    // The request's deadline runs from its arrival: the wait for its turn is part of it.
+                    var options = options
+                    options.timeoutMs = max(options.timeoutMs - (daemon.parts.clock() - arrivedMs), 1)
+                    return await daemon.evaluate(options, user: user, io: io, whereabouts: whereabouts!, door: door)
+                        .result
                 })
         case .enroll(_, let finger, let passcodeCapable):
             let enrollment = Enrollment(parts: parts)
             return Route(
-                operation: .enroll, audited: true,
-                work: .account { daemon, user in
+                operation: .enroll, audited: true, presence: .unlessRoot, service: "localauthctl enroll",
+                wantsReader: true, deadlineMs: parts.configuration.enrollTimeoutMs,
+                work: .account { daemon, user, whereabouts in
                     await enrollment.enroll(
                         user: user, finger: finger, passcodeCapable: passcodeCapable, caller: caller, io: io,
                         door: door
-                    ) { proof in await daemon.evaluate(proof, user: user, caller: caller, io: io, door: door) }
+                    ) { proof in await daemon.evaluate(proof, user: user, io: io, whereabouts: whereabouts!, door: door) }
                 })
         case .list:
             return Route(
                 operation: .list, audited: true,
-                work: .account { _, user in await accounts.list(user: user, readerID: door.readerID) })
+                work: .account { _, user, _ in await accounts.list(user: user, readerID: door.readerID) })
         case .delete(_, let finger, let all):
             return Route(
                 operation: .delete, audited: true,
-                work: .account { _, user in
+                work: .account { _, user, _ in
                     await accounts.delete(user: user, finger: finger, all: all, readerID: door.readerID)
                 })
         case .passcodeSet(_, let passcode, let old):
             return Route(
-                operation: .passcodeSet, audited: true,
-                work: .account { _, user in
-                    await accounts.setPasscode(user: user, new: passcode, old: old, caller: caller)
+                operation: .passcodeSet, audited: true, presence: .unlessRoot, service: "localauthctl passcode",
+                work: .account { daemon, user, whereabouts in
+                    await accounts.setPasscode(user: user, new: passcode, old: old, caller: caller) { proof in
+                        await daemon.evaluate(proof, user: user, io: io, whereabouts: whereabouts!)
+                    }
                 })
         case .passcodeRemove(_, let old):
             return Route(
-                operation: .passcodeRemove, audited: true,
-                work: .account { _, user in await accounts.setPasscode(user: user, new: nil, old: old, caller: caller) }
-            )
+                operation: .passcodeRemove, audited: true, presence: .unlessRoot, service: "localauthctl passcode",
+                work: .account { daemon, user, whereabouts in
+                    await accounts.setPasscode(user: user, new: nil, old: old, caller: caller) { proof in
+                        await daemon.evaluate(proof, user: user, io: io, whereabouts: whereabouts!)
+                    }
+                })
         case .lockoutReset:
             return Route(
                 operation: .lockoutReset, audited: true,
-                work: .account { daemon, user in daemon.resetLockout(user: user) })
+                work: .account { daemon, user, _ in daemon.resetLockout(user: user) })
         case .rightSave(_, let identifier, let requirement, let secret):
             let rights = RightRequests(parts: parts)
             return Route(
                 operation: .rightSave, audited: true,
                 auditFields: [("right", identifier), ("requirement", String(requirement.rawValue))],
-                work: .account { _, user in
+                work: .account { _, user, _ in
                     await rights.save(user: user, identifier: identifier, requirement: requirement, secret: secret)
                 })
         case .rightGet(_, let identifier):
             let rights = RightRequests(parts: parts)
             return Route(
                 operation: .rightGet, audited: false,
-                work: .account { _, user in await rights.get(user: user, identifier: identifier) })
+                work: .account { _, user, _ in await rights.get(user: user, identifier: identifier) })
         case .rightRemove(_, let identifier):
             let rights = RightRequests(parts: parts)
             return Route(
                 operation: .rightRemove, audited: true, auditFields: [("right", identifier ?? "*")],
-                work: .account { _, user in await rights.remove(user: user, identifier: identifier) })
+                work: .account { _, user, _ in await rights.remove(user: user, identifier: identifier) })
         case .rightUse(let options):
             let rights = RightRequests(parts: parts)
+            // The requirement is evaluated like an EVALUATE: the same presence rule, decided before
+            // the right (or anything else of the account) is read.
             return Route(
                 operation: .rightUse, audited: true,
                 auditFields: [
                     ("right", options.identifier), ("operation", String(options.operation.rawValue)),
                     ("service", options.service ?? "-"),
                 ],
-                work: .account { daemon, user in
+                presence: .always, tty: options.tty, service: options.service, wantsReader: true,
+                deadlineMs: options.timeoutMs,
+                work: .account { daemon, user, whereabouts in
                     await rights.use(options, user: user) { evaluation in
-                        await daemon.evaluate(evaluation, user: user, caller: caller, io: io)
+                        var evaluation = evaluation
+                        evaluation.timeoutMs = max(evaluation.timeoutMs - (daemon.parts.clock() - arrivedMs), 1)
+                        return await daemon.evaluate(evaluation, user: user, io: io, whereabouts: whereabouts!).result
                     }
                 })
         case .importFprintd(let from):
@@ -186,7 +270,7 @@ public actor Daemon {
                 operation: .importFprintd, audited: true,
                 work: .machine { daemon in
                     await importer.run(from: root, caller: caller) { user, body in
-                        await daemon.userQueue.serialize(user, body)
+                        await daemon.parts.userQueue.serialize(user, body)
                     }
                 })
         }
@@ -195,19 +279,21 @@ public actor Daemon {
     /// One evaluation for `user`: the facts it decides on, its reuse window, its run (which sleep
     /// can cancel). Also the proof of presence before a later finger is enrolled.
     func evaluate(
-        _ options: EvaluateOptions, user: String, caller: PeerCredentials, io: RequestIO,
+        _ options: EvaluateOptions, user: String, io: RequestIO, whereabouts: Whereabouts,
         door: DoorContext = DoorContext()
-    ) async -> LocalAuthProtocol.Result {
+    ) async -> Decision {
+        if let refusal = whereabouts.refusal { return refusal }
         let facts = await CallerFacts.gather(
-            user: user, caller: caller, tty: options.tty, parts: parts, readerID: door.readerID, finger: door.finger)
-        let scope = ReuseScope(user: user, service: options.service ?? "", session: facts.reuseKey)
+            user: user, whereabouts: whereabouts, parts: parts, readerID: door.readerID, finger: door.finger)
+        let scope = ReuseScope(user: user, service: options.service ?? "", session: whereabouts.reuseKey)
         let run = EvaluationRun(
-            options, user: user, facts: facts, lastSuccessMs: reuseWindows[scope], io: io, parts: parts)
+            options, user: user, facts: facts, lastSuccessMs: reuseWindows[scope], label: whereabouts.label, io: io,
+            parts: parts)
         let id = running.add(run.feed)
         defer { running.remove(id) }
         let outcome = await run.run()
         if let at = outcome.succeededAtMs { reuseWindows.record(scope, atMs: at) }
-        return outcome.result
+        return outcome.decision
     }
 
     private func resetLockout(user: String) -> LocalAuthProtocol.Result {

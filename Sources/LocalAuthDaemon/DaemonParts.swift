@@ -4,6 +4,7 @@ import LocalAuthCore
 import LocalAuthProtocol
 import LocalAuthStore
 import LocalAuthSystemd
+import Synchronization
 
 /// What every use case works with: the reader, the store, the configuration, the audit log, the
 /// clock and logind. Shared by value; each part is safe to use from any task.
@@ -16,6 +17,28 @@ struct DaemonParts: Sendable {
     let audit: AuditLog
     let clock: @Sendable () -> Int64
     let sessions: LoginSessions
+    /// Each user's requests one at a time.
+    let userQueue: UserQueue
+    /// Which request holds the reader: another one that needs it is told so at once.
+    let lease: ReaderLease
+    /// Passcodes are hashed at most at a person's pace, per user.
+    let pacer = HashPacer()
+
+    init(
+        reader: FingerprintReader?, store: EnrollmentStore, configuration: DaemonConfiguration,
+        virtualReaderSocket: String?, audit: AuditLog, clock: @escaping @Sendable () -> Int64, sessions: LoginSessions
+    ) {
+        self.reader = reader
+        self.store = store
+        self.configuration = configuration
+        self.virtualReaderSocket = virtualReaderSocket
+        self.audit = audit
+        self.clock = clock
+        self.sessions = sessions
+        let queue = UserQueue()
+        userQueue = queue
+        lease = ReaderLease(queue: queue)
+    }
 
     /// The reader biometrics use: the one named (`ReaderDeviceInfo.id`, nil when it is not present),
     /// else the first one libfprint reports.
@@ -64,9 +87,144 @@ struct DaemonParts: Sendable {
         }
     }
 
+    /// Writes `new` durably, auditing a lockout set or lifted since `previous` (what is on disk).
+    /// Every path that counts writes through here; false (with a notice) when the write failed.
+    func record(_ new: UserAuthState, user: String, previous: UserAuthState) -> Bool {
+        do {
+            try store.saveState(new, user: user)
+        } catch {
+            audit.notice("cannot record the state of \(user): \(error)")
+            return false
+        }
+        if new.biometryLocked != previous.biometryLocked {
+            audit.lockout(user: user, new.biometryLocked ? "biometry locked" : "biometry unlocked")
+        }
+        // An attempt is counted (and its delay armed) before the passcode is checked; a correct one
+        // lifts the delay again, and says so.
+        if new.passcodeLockedUntilMs != previous.passcodeLockedUntilMs {
+            if new.passcodeLockedUntilMs > 0 {
+                let seconds = (new.passcodeLockedUntilMs - max(clock(), new.lastSeenMs) + 999) / 1000
+                audit.lockout(
+                    user: user, "passcode delayed for \(seconds) s after \(new.passcodeFailures) passcode attempts")
+            } else if previous.passcodeLockedUntilMs > max(clock(), new.lastSeenMs) {
+                audit.lockout(user: user, "passcode delay lifted")
+            }
+        }
+        return true
+    }
+
     /// The user's prints for `device`; none without a device.
     func enrolledPrints(_ user: String, on device: ReaderDeviceInfo?) -> [StoredPrint] {
         guard let device else { return [] }
         return (try? store.prints(user: user, deviceKey: device.storageKey)) ?? []
+    }
+}
+
+/// The reader, held by one request at a time. A request that needs it while another holds it is
+/// told so at once, with whose request that is: never two requests silently waiting on one reader,
+/// and never "Place your finger" for a touch that would answer someone else's request.
+///
+/// And shared: one account's evaluations hold it at most `shareMs` in any window of `2 × shareMs`
+/// (`reader-share-seconds`, 60 s by default), so a hog — one of its own processes re-asking without
+/// end — cannot keep it from every other account; within its share an evaluation keeps it to the end.
+final class ReaderLease: Sendable {
+    struct Holder: Sendable, Equatable {
+        let id: UInt64
+        let label: RequestLabel
+    }
+
+    /// What `take` gives.
+    enum Grant: Equatable, Sendable {
+        /// Taken, for at most this long (the rest of the account's share); nil: no limit (enrolment).
+        case taken(forMs: Int64?)
+        case busy(Holder)
+        /// The account has had its share; `retryInMs` until it has some again.
+        case shareUsed(retryInMs: Int64)
+    }
+
+    private struct Use {
+        let id: UInt64
+        let account: String
+        let fromMs: Int64
+        var toMs: Int64? = nil
+    }
+
+    private struct State {
+        var holder: Holder?
+        var nextID: UInt64 = 1
+        var uses: [Use] = []
+    }
+    private let state = Mutex(State())
+    /// Told when a request takes the reader or lets go of it: the same user's waiting requests
+    /// that want the reader are answered at once.
+    private let queue: UserQueue
+
+    init(queue: UserQueue) { self.queue = queue }
+
+    /// A fresh id for a request that may hold the reader.
+    func newID() -> UInt64 {
+        state.withLock { s in
+            defer { s.nextID += 1 }
+            return s.nextID
+        }
+    }
+
+    /// Takes the reader for `holder` at `nowMs`, within its account's share when `shareMs` is given.
+    func take(_ holder: Holder, nowMs: Int64, shareMs: Int64?) -> Grant {
+        let grant: Grant = state.withLock { s in
+            if let current = s.holder, current.id != holder.id { return .busy(current) }
+            var allowed: Int64?
+            if let shareMs {
+                s.uses.removeAll { ($0.toMs ?? nowMs) <= nowMs - 2 * shareMs }
+                let mine = s.uses.filter { $0.account == holder.label.account }
+                let used = mine.reduce(Int64(0)) { sum, use in
+                    sum + (use.toMs ?? nowMs) - max(use.fromMs, nowMs - 2 * shareMs)
+                }
+                guard used < shareMs else {
+                    // The oldest use leaves the window first: then the account has room again.
+                    let oldest = mine.map(\.fromMs).min() ?? nowMs
+                    return .shareUsed(retryInMs: max(oldest + 2 * shareMs - nowMs, 1000))
+                }
+                allowed = shareMs - used
+            }
+            s.holder = holder
+            // Only what counts toward a share is kept (an enrolment, root's, does not).
+            if shareMs != nil { s.uses.append(Use(id: holder.id, account: holder.label.account, fromMs: nowMs)) }
+            return .taken(forMs: allowed)
+        }
+        if case .taken = grant { queue.readerTaken(by: holder.label) }
+        return grant
+    }
+
+    /// Frees the reader if `id` holds it, at `nowMs`.
+    func release(_ id: UInt64, nowMs: Int64) {
+        let freed: Holder? = state.withLock { s in
+            guard let current = s.holder, current.id == id else { return nil }
+            s.holder = nil
+            if let index = s.uses.lastIndex(where: { $0.id == id }) { s.uses[index].toMs = nowMs }
+            return current
+        }
+        if let freed { queue.readerReleased(by: freed.label.account) }
+    }
+
+    /// Who holds the reader now (for tests).
+    var holder: Holder? { state.withLock { $0.holder } }
+}
+
+/// Passcodes are hashed at most once a second per user (issue 13, H3): a person does not type
+/// faster, and a client that answers every `passcodeNeeded` at once (repeating a wrong passcode,
+/// which counts once) would otherwise keep a core hashing yescrypt without end.
+final class HashPacer: Sendable {
+    static let intervalMs: Int64 = 1000
+    private let next = Mutex<[String: Int64]>([:])
+
+    /// Books the next hash of `user`; returns how long to wait before it (0: now).
+    func reserve(_ user: String, nowMs: Int64) -> Int64 {
+        next.withLock { next in
+            let at = max(nowMs, next[user] ?? 0)
+            next[user] = at + Self.intervalMs
+            if next.count > 4096 { next = next.filter { $0.value > nowMs } }  // bounded: forget the past
+            return at - nowMs
+        }
     }
 }

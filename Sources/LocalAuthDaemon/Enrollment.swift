@@ -21,7 +21,7 @@ struct Enrollment {
     /// unless the door proved presence itself (`DoorContext.presence`).
     nonisolated(nonsending) func enroll(
         user: String, finger requested: FingerName?, passcodeCapable: Bool, caller: PeerCredentials, io: RequestIO,
-        door: DoorContext = DoorContext(), prove: (EvaluateOptions) async -> LocalAuthProtocol.Result
+        door: DoorContext = DoorContext(), prove: (EvaluateOptions) async -> Decision
     ) async -> LocalAuthProtocol.Result {
         guard let reader = parts.reader, let device = await parts.currentDevice(door.readerID) else {
             return Result(.biometryNotAvailable, "No fingerprint reader is connected")
@@ -45,24 +45,32 @@ struct Enrollment {
                     tries: 1, timeoutMs: min(parts.configuration.enrollTimeoutMs, EvaluateOptions.maxTimeoutMs)))
             guard proof.isSuccess else {
                 return Result(
-                    proof.resultCode ?? .authenticationFailed,
-                    "Adding a finger needs an enrolled finger or the passcode first: \(proof.message)")
+                    proof.code,
+                    "Adding a finger needs an enrolled finger or the passcode first: \(proof.phrase.english)")
             }
         }
         let taken = Set(onDevice.map(\.finger))
         let finger: FingerName
         if let requested {
-            guard !taken.contains(requested.rawValue) else {
+            guard !taken.contains(requested) else {
                 return Result(.alreadyEnrolled, "\(requested.rawValue) is enrolled already; delete it first")
             }
             finger = requested
         } else {
-            guard let free = Self.order.first(where: { !taken.contains($0.rawValue) }) else {
+            guard let free = Self.order.first(where: { !taken.contains($0) }) else {
                 return Result(.alreadyEnrolled, "All ten fingers are enrolled")
             }
             finger = free
         }
-        io.send(Event(.placeFinger, "Place your \(finger.spoken) on the fingerprint reader", finger: finger.rawValue))
+        // The reader for the enrol stages: never while another request has it.
+        let label = RequestLabel(program: caller.process?.command ?? "localauthctl", account: user)
+        let holder = ReaderLease.Holder(id: parts.lease.newID(), label: label)
+        if case .busy(let other) = parts.lease.take(holder, nowMs: parts.clock(), shareMs: nil) {
+            let why = ReaderUnavailable.readerBusy(by: other.label.account == user ? other.label : nil)
+            return Result(.busy, Phrase.fingerNotAvailable(why).english)
+        }
+        defer { parts.lease.release(holder.id, nowMs: parts.clock()) }
+        io.send(Notice(.placeFinger, .forRequest(.placeFinger(finger), label), finger: finger).event)
         let checksDuplicates = door.refuseDuplicates && device.supportsIdentify
         if checksDuplicates, let refused = await refuseDuplicate(user: user, reader: reader, device: device, io: io) {
             return refused
@@ -77,7 +85,7 @@ struct Enrollment {
         do {
             let state = try parts.store.addPrint(
                 StoredPrint(
-                    finger: finger.rawValue, deviceKey: device.storageKey, data: data, enrolledAtMs: parts.clock()),
+                    finger: finger, deviceKey: device.storageKey, data: data, enrolledAtMs: parts.clock()),
                 user: user)
             var extra = Frame(.result)
             extra.append(.finger, string: finger.rawValue)

@@ -13,11 +13,13 @@ struct EvaluationRun {
     enum Input: Sendable {
         case policy(PolicyInput)
         case passcodeTyped(String)
+        /// A passcode held back until its user's hashing pace allows it.
+        case passcodeDue(String)
     }
 
-    /// How the run ended: the RESULT, and when the evaluator recorded a success (for the reuse window).
+    /// How the run ended: the decision, and when the evaluator recorded a success (for the reuse window).
     struct Outcome {
-        var result: LocalAuthProtocol.Result
+        var decision: Decision
         var succeededAtMs: Int64?
     }
 
@@ -32,12 +34,17 @@ struct EvaluationRun {
     let inputs: AsyncStream<Input>
     let feed: AsyncStream<Input>.Continuation
 
+    /// This run's claim on the reader (`ReaderLease`), named by whose request it is.
+    let holder: ReaderLease.Holder
+
     init(
-        _ options: EvaluateOptions, user: String, facts: CallerFacts, lastSuccessMs: Int64?, io: RequestIO,
-        parts: DaemonParts
+        _ options: EvaluateOptions, user: String, facts: CallerFacts, lastSuccessMs: Int64?, label: RequestLabel,
+        io: RequestIO, parts: DaemonParts
     ) {
         var evaluationFacts = facts.evaluation
         evaluationFacts.lastSuccessMs = lastSuccessMs
+        evaluationFacts.label = label
+        self.holder = ReaderLease.Holder(id: parts.lease.newID(), label: label)
         self.evaluator = PolicyEvaluator(
             options: options, state: facts.state, facts: evaluationFacts, config: parts.configuration.lockout)
         self.parts = parts
@@ -48,7 +55,7 @@ struct EvaluationRun {
         (inputs, feed) = AsyncStream.makeStream(of: Input.self)
     }
 
-    /// Runs to the RESULT on `isolation` (the daemon's actor, so that its state writes never
+    /// Runs to the decision on `isolation` (the daemon's actor, so that its state writes never
     /// interleave with another request's): the deadline, the client's signals and the caller's
     /// cancellation (`systemCancel`: the client went away) all become policy input.
     func run(isolation: isolated (any Actor)? = #isolation) async -> Outcome {
@@ -56,7 +63,7 @@ struct EvaluationRun {
         let deadline = DeadlineTimer(ms: evaluator.options.timeoutMs) { feed.yield(.policy(.timedOut)) }
         let signals = io.signals
         let forwarder = Task {
-            for await signal in signals {
+            while let signal = await signals.next() {
                 switch signal {
                 case .cancel: feed.yield(.policy(.cancelled(.userCancel)))
                 case .fallback: feed.yield(.policy(.fallbackChosen))
@@ -78,36 +85,46 @@ struct EvaluationRun {
 
     /// Starts the evaluator, executes its outputs in order and feeds it inputs until it finishes.
     private func drive(isolation: isolated (any Actor)?) async -> Outcome {
-        var evaluator = self.evaluator
+        var (evaluator, outputs, shareLeftMs) = startHoldingTheReader()
         var recorded = evaluator.state  // as on disk
-        var outputs = evaluator.start(nowMs: parts.clock())
+        // The account's share of the reader ends before the request's own deadline: the scan ends then.
+        var shareTimer: DeadlineTimer?
+        if let shareLeftMs, shareLeftMs < evaluator.options.timeoutMs {
+            let feed = self.feed
+            let why = ReaderUnavailable.readerShareUsed(
+                account: user, shareMs: parts.configuration.readerShareMs, retryInMs: parts.configuration.readerShareMs)
+            shareTimer = DeadlineTimer(ms: shareLeftMs) { feed.yield(.policy(.readerWithdrawn(why))) }
+        }
+        defer { shareTimer?.cancel() }
+        defer { parts.lease.release(holder.id, nowMs: parts.clock()) }
         var scan: Task<Void, Never>?
-        var acceptsPasscode = false
-        var result: LocalAuthProtocol.Result?
+        var typed: String?
+        var streamEnded = false
+        var paced: DeadlineTimer?
+        defer { paced?.cancel() }
+        var decision: Decision?
         var succeededAtMs: Int64?
         defer { scan?.cancel() }
         var pending = inputs.makeAsyncIterator()
         while true {
+            // What executing the outputs itself produces: a failed write, or a passcode to check.
+            var produced: PolicyInput?
+            var checkTyped = false
             for output in outputs {
                 switch output {
-                case .persist(let newState):
-                    auditLockoutChanges(from: recorded, to: newState)
-                    do {
-                        try parts.store.saveState(newState, user: user)
+                case .persist(let newState, let ifItFails):
+                    if parts.record(newState, user: user, previous: recorded) {
                         recorded = newState
-                    } catch {
-                        // A failure that cannot be recorded must not be forgotten: end the evaluation.
-                        parts.audit.notice("cannot record the state of \(user): \(error)")
-                        result = Result(.internalError, "The daemon could not record the attempt")
+                    } else if ifItFails == .refuse {
+                        produced = .recordFailed  // nothing after this write may happen
                     }
-                case .event(let event):
-                    if event.kind == .passcodeNeeded { acceptsPasscode = true }
-                    io.send(event)
-                case .scanFinger:
+                case .notify(let notice):
+                    io.send(notice.event)
+                case .scanFinger(let finger):
                     // "Make sure a scan runs": a retry hint leaves the reader's scan running.
                     if scan == nil {
                         let feed = self.feed
-                        let started = startScan { feed.yield(.policy($0)) }
+                        let started = startScan(finger) { feed.yield(.policy($0)) }
                         io.scanStarted?(started)
                         scan = started
                     }
@@ -115,30 +132,52 @@ struct EvaluationRun {
                     scan?.cancel()
                     scan = nil
                 case .requestPasscode:
-                    acceptsPasscode = true
+                    io.signals.askForPasscode()  // one PASSCODE, for the passcodeNeeded that follows
+                case .checkPasscode:
+                    checkTyped = true
                 case .recordSuccess:
                     succeededAtMs = parts.clock()
-                case .finish(let r):
-                    if result == nil { result = r }
+                case .finish(let d):
+                    if decision == nil { decision = d }
                 }
-                if result != nil { break }
+                if produced != nil { break }
             }
-            if result != nil || evaluator.isFinished { break }
-            // After a wrong passcode the client is asked again explicitly, so that a client
-            // which prompts only on passcodeNeeded never waits for a question that never comes.
-            if evaluator.phase == .awaitingPasscode,
-                outputs.contains(where: { if case .event(let e) = $0 { e.kind == .passcodeWrong } else { false } })
-            {
-                io.send(Event(.passcodeNeeded, "Enter your passcode again"))
-            }
-            guard let next = await pending.next() else { break }
+            if let decision, produced == nil { return Outcome(decision: decision, succeededAtMs: succeededAtMs) }
+            // Off the reader for good (the passcode, or the end): another request may have it.
+            if evaluator.phase != .scanning { parts.lease.release(holder.id, nowMs: parts.clock()) }
             let input: PolicyInput
-            switch next {
-            case .policy(let policyInput): input = policyInput
-            case .passcodeTyped(let passcode):
-                // A passcode the evaluator did not ask for is dropped, never checked.
-                guard acceptsPasscode else { continue }
+            if let produced {
+                input = produced
+            } else if checkTyped, let passcode = typed {
+                typed = nil
                 input = await check(passcode, evaluator: evaluator)
+            } else if let next = await pending.next() {
+                switch next {
+                case .policy(let policyInput): input = policyInput
+                case .passcodeTyped(let passcode):
+                    // At most at a person's pace per user: a passcode that comes sooner waits for its
+                    // turn while cancels, fallbacks and the deadline go on being heard.
+                    let waitMs = parts.pacer.reserve(user, nowMs: parts.clock())
+                    guard waitMs > 0 else {
+                        typed = passcode
+                        input = .passcodeEntered
+                        break
+                    }
+                    let feed = self.feed
+                    paced = DeadlineTimer(ms: waitMs) { feed.yield(.passcodeDue(passcode)) }
+                    outputs = []  // nothing new to execute: wait for the next input
+                    continue
+                case .passcodeDue(let passcode):
+                    typed = passcode
+                    input = .passcodeEntered
+                }
+            } else {
+                // The stream ends when the calling task is cancelled, perhaps before the cancellation
+                // handler's input arrives: the evaluator is told all the same, so an attempt counted
+                // ahead is given back.
+                guard !streamEnded else { break }
+                streamEnded = true
+                input = .cancelled(.systemCancel)
             }
             switch input {
             case .fingerMatched, .fingerNotMatched, .readerFailed:
@@ -153,20 +192,42 @@ struct EvaluationRun {
             outputs = evaluator.handle(input, nowMs: parts.clock())
         }
         return Outcome(
-            result: result ?? Result(.systemCancel, "The request was cancelled"), succeededAtMs: succeededAtMs)
+            decision: decision ?? Decision(.systemCancel, .cancelled(.systemCancel)), succeededAtMs: succeededAtMs)
     }
 
-    /// Checks a typed passcode against the current hash, off the daemon's executor (yescrypt takes
-    /// ~20 ms). During a delay the evaluator refuses any passcode unchecked, so nothing is hashed then.
+    /// Starts the evaluator; when it wants the reader and another request holds it, starts it again
+    /// told that the reader is busy and by whom (the other request's program and account when it is
+    /// for the same account). Synchronous: nothing can take the reader between the look and the take.
+    private func startHoldingTheReader() -> (PolicyEvaluator, [PolicyOutput], shareLeftMs: Int64?) {
+        var evaluator = self.evaluator
+        let now = parts.clock()
+        let outputs = evaluator.start(nowMs: now)
+        guard outputs.contains(where: { if case .scanFinger = $0 { true } else { false } }) else {
+            return (evaluator, outputs, nil)
+        }
+        let share = parts.configuration.readerShareMs
+        let why: ReaderUnavailable
+        switch parts.lease.take(holder, nowMs: now, shareMs: share) {
+        case .taken(let forMs): return (evaluator, outputs, forMs)
+        case .busy(let other): why = .readerBusy(by: other.label.account == user ? other.label : nil)
+        case .shareUsed(let retryInMs): why = .readerShareUsed(account: user, shareMs: share, retryInMs: retryInMs)
+        }
+        var facts = self.evaluator.facts
+        facts.readerUnavailable = why
+        var told = PolicyEvaluator(
+            options: self.evaluator.options, state: self.evaluator.state, facts: facts, config: self.evaluator.config)
+        return (told, told.start(nowMs: now), nil)
+    }
+
+    /// Hashes a typed passcode under the stored hash's setting, off the daemon's executor (yescrypt
+    /// takes ~20 ms): one `crypt_r`, whose output is both the verdict and the attempt token.
     private nonisolated(nonsending) func check(_ passcode: String, evaluator: PolicyEvaluator) async -> PolicyInput {
-        guard evaluator.passcodeDelayRemainingMs(nowMs: parts.clock()) <= 0, let hash = evaluator.state.passcodeHash
-        else {
-            return .passcodeEntered(correct: false, attemptToken: "")
+        guard let hash = evaluator.state.passcodeHash else {
+            return .passcodeChecked(correct: false, attemptToken: "")
         }
         return await Task.detached {
-            .passcodeEntered(
-                correct: PasscodeHasher.verify(passcode, hash: hash),
-                attemptToken: PasscodeHasher.attemptToken(passcode, hash: hash))
+            let token = PasscodeHasher.attemptToken(passcode, hash: hash)
+            return .passcodeChecked(correct: PasscodeHasher.matches(token: token, hash: hash), attemptToken: token)
         }.value
     }
 
@@ -183,11 +244,14 @@ struct EvaluationRun {
         }
     }
 
-    /// Verifies (one print) or identifies (several) on the reader; the outcome becomes policy input.
-    private func startScan(report: @escaping @Sendable (PolicyInput) -> Void) -> Task<Void, Never> {
+    /// Verifies one print (`finger`'s, or the only one) or identifies among several on the reader;
+    /// the outcome becomes policy input.
+    private func startScan(_ finger: FingerName?, report: @escaping @Sendable (PolicyInput) -> Void) -> Task<
+        Void, Never
+    > {
         let reader = parts.reader
         let device = self.device
-        let prints = self.prints
+        let prints = finger.map { f in self.prints.filter { $0.finger == f } } ?? self.prints
         return Task {
             guard let reader, let device, !prints.isEmpty else {
                 report(.readerFailed("no fingerprint reader is connected"))
@@ -226,18 +290,6 @@ struct EvaluationRun {
             } catch {
                 report(.readerFailed(ReaderError.describe(error)))
             }
-        }
-    }
-
-    /// Audits lockouts as they are set or lifted (the state is about to be persisted).
-    private func auditLockoutChanges(from old: UserAuthState, to new: UserAuthState) {
-        if new.biometryLocked != old.biometryLocked {
-            parts.audit.lockout(user: user, new.biometryLocked ? "biometry locked" : "biometry unlocked")
-        }
-        if new.passcodeLockedUntilMs != old.passcodeLockedUntilMs && new.passcodeLockedUntilMs > 0 {
-            let seconds = (new.passcodeLockedUntilMs - max(parts.clock(), new.lastSeenMs) + 999) / 1000
-            parts.audit.lockout(
-                user: user, "passcode delayed for \(seconds) s after \(new.passcodeFailures) wrong passcodes")
         }
     }
 }

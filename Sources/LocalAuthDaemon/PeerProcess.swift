@@ -22,6 +22,12 @@ public final class PeerProcess: Sendable {
     let procfd: Int32
     /// The real uid of the process, read at accept through `procfd` (`/proc/<pid>/status`).
     public let realUID: UInt32?
+    /// The program's name as the kernel keeps it (`/proc/<pid>/comm`, 15 bytes at most), read at
+    /// accept: it names whose request a prompt is ("sudo for alice").
+    public let command: String?
+    /// The controlling terminal (`tty_nr` of `/proc/<pid>/stat`, a device number), read at accept;
+    /// nil without one.
+    public let controllingTTY: UInt32?
 
     /// Pins `pid`; `pidfd` is `SO_PEERPIDFD`'s, or -1.
     init(pid: Int32, pidfd: Int32) {
@@ -29,16 +35,24 @@ public final class PeerProcess: Sendable {
         self.pidfd = pidfd
         let dir = open("/proc/\(pid)", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         var uid = dir >= 0 ? Self.realUID(procfd: dir) : nil
+        var command = dir >= 0 ? Self.read("comm", procfd: dir).map(Self.firstLine) : nil
+        var tty = dir >= 0 ? Self.read("stat", procfd: dir).flatMap(Self.parseTTY) : nil
         // With a pidfd: what was read is the connector's only if it was still there after the read
         // (a pid is not reused while its process lives); the pidfd alone answers from then on.
         if pidfd >= 0 {
-            if Self.hasExited(pidfd: pidfd) { uid = nil }
+            if Self.hasExited(pidfd: pidfd) {
+                uid = nil
+                command = nil
+                tty = nil
+            }
             if dir >= 0 { close(dir) }
             procfd = -1
         } else {
             procfd = dir
         }
         realUID = uid
+        self.command = command
+        controllingTTY = tty
     }
 
     deinit {
@@ -90,6 +104,19 @@ public final class PeerProcess: Sendable {
     static func state(procfd: Int32) -> Character? {
         guard let stat = read("stat", procfd: procfd) else { return nil }
         return parseState(stat: stat)
+    }
+
+    static func firstLine(_ text: String) -> String {
+        String(text.prefix { $0 != "\n" })
+    }
+
+    /// `tty_nr`, the fifth field after the command's closing ")" (state, ppid, pgrp, session, tty_nr);
+    /// nil when it is 0 (no controlling terminal).
+    static func parseTTY(stat: String) -> UInt32? {
+        guard let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 4, let tty = Int64(fields[4]), tty > 0, tty <= Int64(UInt32.max) else { return nil }
+        return UInt32(tty)
     }
 
     static func parseState(stat: String) -> Character? {

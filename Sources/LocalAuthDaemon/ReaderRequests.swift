@@ -35,7 +35,9 @@ struct ReaderRequests {
         let loaded = parts.loadState(user)
         let count = parts.enrolledPrints(user, on: device).count
         extra.append(.enrolledCount, int: Int64(count))
-        extra.append(.biometryLocked, bool: loaded.state.biometryLocked || !loaded.readable)
+        extra.append(
+            .biometryLocked,
+            bool: !loaded.readable || LockoutRules.biometryLocked(loaded.state, config: parts.configuration.lockout))
         extra.append(.passcodeSet, bool: loaded.state.passcodeHash != nil)
         let reader = device.map { "reader: \($0.name)" } ?? "no reader"
         return Result(
@@ -43,19 +45,20 @@ struct ReaderRequests {
     }
 
     nonisolated(nonsending) func canEvaluate(
-        policy: PolicyKind, user: String, caller: PeerCredentials, door: DoorContext = DoorContext()
+        policy: PolicyKind, user: String, whereabouts: Whereabouts, door: DoorContext = DoorContext()
     ) async -> LocalAuthProtocol.Result {
         let facts = await CallerFacts.gather(
-            user: user, caller: caller, tty: nil, parts: parts, readerID: door.readerID, finger: door.finger)
+            user: user, whereabouts: whereabouts, parts: parts, readerID: door.readerID, finger: door.finger)
         var result = PolicyEvaluator.canEvaluate(
             policy: policy, state: facts.state, facts: facts.evaluation, config: parts.configuration.lockout,
-            nowMs: parts.clock())
-        // The core supplies biometryType and domainState; the daemon adds what STATUS also says.
-        var extra = Frame(.result, result.extra)
-        extra.append(.biometryLocked, bool: facts.state.biometryLocked || !facts.evaluation.stateReadable)
-        extra.append(.passcodeSet, bool: facts.state.passcodeHash != nil)
-        if facts.builtInSensorInaccessible { extra.append(.sensorInaccessible, bool: true) }
-        result.extra = extra.fields
+            nowMs: parts.clock()
+        ).result
+        // What LAEnvironment reports as builtInSensorInaccessible (the lid), beside the core's answer.
+        if facts.builtInSensorInaccessible {
+            var extra = Frame(.result, result.extra)
+            extra.append(.sensorInaccessible, bool: true)
+            result.extra = extra.fields
+        }
         return result
     }
 }

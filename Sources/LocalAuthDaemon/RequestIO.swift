@@ -4,6 +4,7 @@
 // kernel or the bus says, never from what the client claims, and calls `Daemon.handle`.
 
 import LocalAuthProtocol
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -19,30 +20,49 @@ public enum ClientSignal: Sendable, Equatable {
 /// The I/O of one request: events go out, client signals come in.
 ///
 /// `send` is called on the daemon's executor and must not block; a door that has no client any more
-/// simply drops events. Finishing `signals` ends nothing: cancelling the task that awaits
+/// simply drops events. Ending `signals` ends nothing: cancelling the task that awaits
 /// `Daemon.handle` ends the request (as `systemCancel`).
 public struct RequestIO: Sendable {
     public let send: @Sendable (Event) -> Void
-    public let signals: AsyncStream<ClientSignal>
+    public let signals: ClientSignals
     /// Receives each reader scan the request starts. An evaluation answers at libfprint's match
     /// callback, and the reader may still be finishing that scan (waiting for the finger to lift) for
     /// up to `EvaluationRun.finishGraceMs`: a door that must know when the reader is free again
     /// (fprintd's VerifyStop waits for it) awaits these.
     public let scanStarted: (@Sendable (Task<Void, Never>) -> Void)?
+
+    /// A door that offers each signal as it arrives (`ClientSignals.offer`).
     public init(
-        send: @escaping @Sendable (Event) -> Void, signals: AsyncStream<ClientSignal>,
+        send: @escaping @Sendable (Event) -> Void, signals: ClientSignals,
         scanStarted: (@Sendable (Task<Void, Never>) -> Void)? = nil
     ) {
         self.send = send
         self.signals = signals
         self.scanStarted = scanStarted
     }
+
+    /// A door whose signals come as a stream: they are offered one by one as they arrive. The
+    /// stream buffers what the door puts in it; a door a client can flood offers to a
+    /// `ClientSignals` directly, as the socket does.
+    public init(
+        send: @escaping @Sendable (Event) -> Void, signals stream: AsyncStream<ClientSignal>,
+        scanStarted: (@Sendable (Task<Void, Never>) -> Void)? = nil
+    ) {
+        let signals = ClientSignals()
+        Task {
+            for await signal in stream { _ = signals.offer(signal) }
+            signals.finish()
+        }
+        self.init(send: send, signals: signals, scanStarted: scanStarted)
+    }
 }
 
 extension RequestIO {
     /// No events wanted, no client signals to give (the daemon's own requests, a door's questions).
     static var silent: RequestIO {
-        RequestIO(send: { _ in }, signals: AsyncStream { $0.finish() })
+        let signals = ClientSignals()
+        signals.finish()
+        return RequestIO(send: { _ in }, signals: signals)
     }
 }
 
@@ -76,6 +96,109 @@ public struct DoorContext: Sendable, Equatable {
         self.presence = presence
         self.refuseDuplicates = refuseDuplicates
         self.name = name
+    }
+}
+
+/// What a running request will take from its client, bounded whatever the client sends (issue 13,
+/// H3): a CANCEL, a FALLBACK, and **one** PASSCODE per `passcodeNeeded` — a PASSCODE that was not
+/// asked for, or that comes while one waits, is refused and not kept. CANCEL is taken before
+/// anything else. Nothing a client sends grows the daemon's memory.
+public final class ClientSignals: Sendable {
+    private struct State {
+        var cancel = false
+        var fallback = false
+        var passcode: String?
+        /// The request asked for one passcode and has not taken it yet.
+        var wantsPasscode = false
+        var finished = false
+        /// The task reading (`next`) was cancelled: it takes nothing more.
+        var readerCancelled = false
+        var waiter: CheckedContinuation<ClientSignal?, Never>?
+        var refused = 0
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// The door hands over what its client sent; false when it is refused (not kept).
+    @discardableResult
+    public func offer(_ signal: ClientSignal) -> Bool {
+        let (accepted, wake): (Bool, (CheckedContinuation<ClientSignal?, Never>, ClientSignal)?) = state.withLock { s in
+            guard !s.finished else { return (false, nil) }
+            switch signal {
+            case .cancel: s.cancel = true
+            case .fallback: s.fallback = true
+            case .passcode(let text):
+                guard s.wantsPasscode, s.passcode == nil else {
+                    s.refused += 1
+                    return (false, nil)
+                }
+                s.passcode = text
+            }
+            guard let waiter = s.waiter, let taken = Self.take(&s) else { return (true, nil) }
+            s.waiter = nil
+            return (true, (waiter, taken))
+        }
+        if let (waiter, taken) = wake { waiter.resume(returning: taken) }
+        return accepted
+    }
+
+    /// The client is gone, or will send nothing more: a waiting `next` returns nil.
+    public func finish() {
+        let waiter = state.withLock { s in
+            s.finished = true
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    /// The request asks for one passcode (it has sent, or is about to send, `passcodeNeeded`).
+    func askForPasscode() { state.withLock { $0.wantsPasscode = true } }
+
+    /// PASSCODE frames refused so far (for tests and figures).
+    var refusedCount: Int { state.withLock { $0.refused } }
+
+    /// The next signal, CANCEL first; nil once finished with nothing left, or when the calling task
+    /// is cancelled.
+    func next() async -> ClientSignal? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<ClientSignal?, Never>) in
+                let now: ClientSignal?? = state.withLock { s in
+                    if s.readerCancelled { return .some(nil) }
+                    if let taken = Self.take(&s) { return .some(taken) }
+                    if s.finished { return .some(nil) }
+                    s.waiter = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s in
+                s.readerCancelled = true
+                defer { s.waiter = nil }
+                return s.waiter
+            }
+            waiter?.resume(returning: nil)
+        }
+    }
+
+    /// Takes the most urgent pending signal.
+    private static func take(_ s: inout State) -> ClientSignal? {
+        if s.cancel {
+            s.cancel = false
+            return .cancel
+        }
+        if s.fallback {
+            s.fallback = false
+            return .fallback
+        }
+        if let passcode = s.passcode {
+            s.passcode = nil
+            s.wantsPasscode = false
+            return .passcode(passcode)
+        }
+        return nil
     }
 }
 

@@ -224,7 +224,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     enum State {
         case awaitingHello
         case idle
-        case busy(Task<Void, Never>, AsyncStream<ClientSignal>.Continuation)
+        case busy(Task<Void, Never>, ClientSignals)
         case closed
     }
 
@@ -308,13 +308,14 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
             state = .idle
         case .busy(_, let signals):
             switch frame.type {
-            case .cancel: signals.yield(.cancel)
-            case .fallback: signals.yield(.fallback)
+            case .cancel: signals.offer(.cancel)
+            case .fallback: signals.offer(.fallback)
             case .passcode:
                 guard let passcode = frame.string(.passcode), passcode.utf8.count <= 256 else {
                     throw ProtocolError.malformed("PASSCODE without a passcode of at most 256 bytes")
                 }
-                signals.yield(.passcode(passcode))
+                // One per passcodeNeeded; any other is refused and not kept (issue 13, H3).
+                signals.offer(.passcode(passcode))
             default:
                 throw frame.type.isKnown
                     ? ProtocolError.unexpectedMessage(frame.type) : ProtocolError.unknownMessage(frame.type)
@@ -340,7 +341,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
             return
         }
         idleTimer?.cancel()
-        let (signals, continuation) = AsyncStream.makeStream(of: ClientSignal.self)
+        let signals = ClientSignals()
         let channel = context.channel
         let loop = context.eventLoop
         let send: @Sendable (Event) -> Void = { event in
@@ -360,7 +361,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
                 connection.finish(result, context: context)
             }
         }
-        state = .busy(task, continuation)
+        state = .busy(task, signals)
     }
 
     /// The request's RESULT; the connection takes the next request.

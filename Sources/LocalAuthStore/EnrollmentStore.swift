@@ -4,6 +4,8 @@ import LocalAuthCore
 import LocalAuthCrypto
 import Synchronization
 
+import enum LocalAuthProtocol.FingerName
+
 /// Per-user records and enrolled prints under a state directory, written crash-safely.
 ///
 /// Layout (see `docs/adr/0002-storage-layout.md`):
@@ -237,7 +239,6 @@ public final class EnrollmentStore: Sendable {
     public func addPrint(_ print: StoredPrint, user: String) throws(StoreError) -> UserAuthState {
         try Validation.user(user)
         try Validation.deviceKey(print.deviceKey)
-        try Validation.finger(print.finger)
         guard (1...StoredPrint.maximumDataSize).contains(print.data.count) else {
             throw .invalidArgument("print data must be 1 to \(StoredPrint.maximumDataSize) bytes")
         }
@@ -262,10 +263,9 @@ public final class EnrollmentStore: Sendable {
 
     /// Deletes one print and returns the user's state with its new domain state; `notFound` if that
     /// finger is not enrolled on that reader. Record first, then the unlink (see `addPrint`).
-    public func removePrint(user: String, deviceKey: String, finger: String) throws(StoreError) -> UserAuthState {
+    public func removePrint(user: String, deviceKey: String, finger: FingerName) throws(StoreError) -> UserAuthState {
         try Validation.user(user)
         try Validation.deviceKey(deviceKey)
-        try Validation.finger(finger)
         return try lock.withLock { _ throws(StoreError) in
             let existing = try scanPrints(user: user)
             guard existing.contains(where: { $0.print.finger == finger && $0.print.deviceKey == deviceKey }) else {

@@ -61,6 +61,17 @@ public enum PasscodeHasher {
         return attempt
     }
 
+    /// True when an attempt token (`attemptToken`) is the hash itself: the passcode was right. Compares
+    /// in constant time, so one `crypt_r` gives both the verdict and the token.
+    public static func matches(token: String, hash: String) -> Bool {
+        token != "*" && constantTimeEqual(Array(token.utf8), Array(hash.utf8))
+    }
+
+    /// `verify` on a detached task: yescrypt takes ~20 ms, which must not hold the caller's executor.
+    public static func checkOffTheActor(_ passcode: String, hash: String) async -> Bool {
+        await Task.detached { verify(passcode, hash: hash) }.value
+    }
+
     /// `$y$`, then only crypt(5) characters.
     static func isYescryptHash(_ text: String) -> Bool {
         text.hasPrefix("$y$") && text.utf8.count > 3 && StateRecord.isCryptText(text)

@@ -1,5 +1,7 @@
-// SPDX-License-Identifier: Apache-2.0
 import LocalAuthCore
+
+// SPDX-License-Identifier: Apache-2.0
+import enum LocalAuthProtocol.FingerName
 
 /// CRC-32 (IEEE 802.3, the zlib polynomial), computed here because the daemon does not link zlib
 /// or Foundation. It detects truncation and garbage, not tampering: that is what ownership and
@@ -258,14 +260,15 @@ enum PrintRecord {
     }
 
     /// `<finger>@<deviceKey>.print`: `@` occurs in neither, so the name splits unambiguously.
-    static func fileName(finger: String, deviceKey: String) -> String { "\(finger)@\(deviceKey).print" }
+    static func fileName(finger: FingerName, deviceKey: String) -> String { "\(finger.rawValue)@\(deviceKey).print" }
 
     /// (finger, deviceKey) for a well-formed print file name, else nil.
-    static func parseFileName(_ name: String) -> (finger: String, deviceKey: String)? {
+    static func parseFileName(_ name: String) -> (finger: FingerName, deviceKey: String)? {
         guard name.hasSuffix(".print"), let at = name.firstIndex(of: "@") else { return nil }
-        let finger = String(name[..<at])
         let deviceKey = String(name[name.index(after: at)..<name.index(name.endIndex, offsetBy: -".print".count)])
-        guard StoredPrint.fingerNames.contains(finger), Validation.isSafeName(deviceKey) else { return nil }
+        guard let finger = FingerName(rawValue: String(name[..<at])), Validation.isSafeName(deviceKey) else {
+            return nil
+        }
         return (finger, deviceKey)
     }
 
@@ -273,7 +276,7 @@ enum PrintRecord {
         var body = Array(
             """
             \(header)
-            finger=\(print.finger)
+            finger=\(print.finger.rawValue)
             deviceKey=\(print.deviceKey)
             enrolledAtMs=\(print.enrolledAtMs)
             sequence=\(sequence)
@@ -285,7 +288,7 @@ enum PrintRecord {
         return Seal.seal(body)
     }
 
-    static func decode(_ bytes: [UInt8], expectedFinger: String, expectedDeviceKey: String) -> Result<
+    static func decode(_ bytes: [UInt8], expectedFinger: FingerName, expectedDeviceKey: String) -> Result<
         Decoded, FormatError
     > {
         let body: ArraySlice<UInt8>
@@ -305,7 +308,7 @@ enum PrintRecord {
             let length = field("dataLength").flatMap(StateRecord.canonicalInt),
             (1...StoredPrint.maximumDataSize).contains(length)
         else { return .failure(FormatError("bad header")) }
-        guard finger == expectedFinger, deviceKey == expectedDeviceKey else {
+        guard finger == expectedFinger.rawValue, deviceKey == expectedDeviceKey else {
             return .failure(FormatError("contents do not match the file name"))
         }
         guard let data = cursor.take(length), cursor.take(1) == [UInt8(ascii: "\n")], cursor.isAtEnd else {
@@ -314,7 +317,7 @@ enum PrintRecord {
         return .success(
             Decoded(
                 print: StoredPrint(
-                    finger: String(finger), deviceKey: String(deviceKey), data: Array(data),
+                    finger: expectedFinger, deviceKey: String(deviceKey), data: Array(data),
                     enrolledAtMs: Int64(enrolledAt)),
                 sequence: sequence))
     }

@@ -1,5 +1,7 @@
-// SPDX-License-Identifier: Apache-2.0
 import LocalAuthCore
+
+// SPDX-License-Identifier: Apache-2.0
+import enum LocalAuthProtocol.FingerName
 
 /// Why a store operation failed. Messages carry paths and user names, never passcodes or print bytes.
 public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -51,8 +53,8 @@ public enum StateLoad: Equatable, Sendable {
 
 /// One enrolled finger: libfprint's own serialisation of the print, for one reader.
 public struct StoredPrint: Equatable, Sendable {
-    /// One of `StoredPrint.fingerNames` (fprintd's names).
-    public let finger: String
+    /// Which finger (fprintd's names on disk).
+    public let finger: FingerName
     /// The reader's storage key, e.g. `virtual_device-0`; a print is only ever offered to this reader.
     public let deviceKey: String
     /// `fp_print_serialize` output; opaque to the store.
@@ -60,18 +62,12 @@ public struct StoredPrint: Equatable, Sendable {
     /// When it was enrolled, milliseconds since the Unix epoch (the daemon's clock).
     public let enrolledAtMs: Int64
 
-    public init(finger: String, deviceKey: String, data: [UInt8], enrolledAtMs: Int64) {
+    public init(finger: FingerName, deviceKey: String, data: [UInt8], enrolledAtMs: Int64) {
         self.finger = finger
         self.deviceKey = deviceKey
         self.data = data
         self.enrolledAtMs = enrolledAtMs
     }
-
-    /// fprintd's finger names, in fprintd's order.
-    public static let fingerNames: [String] = [
-        "left-thumb", "left-index-finger", "left-middle-finger", "left-ring-finger", "left-little-finger",
-        "right-thumb", "right-index-finger", "right-middle-finger", "right-ring-finger", "right-little-finger",
-    ]
 
     /// The largest print the store accepts; real sensors' prints are up to ~100 KB.
     public static let maximumDataSize = 1 << 20
@@ -117,12 +113,6 @@ enum Validation {
 
     static func deviceKey(_ key: String) throws(StoreError) {
         guard isSafeName(key) else { throw .invalidArgument("device key \(quoted(key)) is not a safe file name") }
-    }
-
-    static func finger(_ finger: String) throws(StoreError) {
-        guard StoredPrint.fingerNames.contains(finger) else {
-            throw .invalidArgument("unknown finger name \(quoted(finger))")
-        }
     }
 
     /// A name for a message: printable ASCII only, bounded, so a hostile name cannot forge log lines.

@@ -5,14 +5,41 @@ import CSystemd
     import Glibc
 #endif
 
+/// A logind session: who owns it, what kind it is, and whether it is the one in front on its seat.
+public struct LoginSession: Sendable, Equatable {
+    public let id: String
+    public let ownerUID: UInt32
+    /// logind's class: "user", "greeter", "lock-screen", "background", …
+    public let sessionClass: String
+    /// nil for a session without a seat (ssh, cron).
+    public let seat: String?
+    public let isActive: Bool
+    public let isRemote: Bool
+
+    public init(id: String, ownerUID: UInt32, sessionClass: String, seat: String?, isActive: Bool, isRemote: Bool) {
+        self.id = id
+        self.ownerUID = ownerUID
+        self.sessionClass = sessionClass
+        self.seat = seat
+        self.isActive = isActive
+        self.isRemote = isRemote
+    }
+}
+
 /// logind's view of a request, looked up once per request.
 public struct CallerSession: Sendable, Equatable {
-    /// The login session, else the terminal and uid: a reuse window never crosses it.
+    /// The login session and the terminal, else the terminal and uid: a reuse window never crosses it.
     public let key: String
-    /// Biometrics are refused for a remote session (ssh, polkit's agent over ssh).
-    public let isRemote: Bool
+    /// The caller's session; nil when it is in none (or there is no logind).
+    public let session: LoginSession?
+    /// logind answered: sd-login's files placed the caller, or `GetSessionByPID` answered (a
+    /// session, or "no session for this pid").
+    public let logindPresent: Bool
     /// The laptop's lid is closed (asked only when the reader is built in).
     public let lidClosed: Bool
+
+    /// Biometrics are refused for a remote session (ssh, polkit's agent over ssh).
+    public var isRemote: Bool { session?.isRemote ?? false }
 }
 
 /// Where a caller sits: its login session (sd-login's files, else logind over the bus) and the lid.
@@ -25,26 +52,67 @@ public struct LoginSessions: Sendable {
     /// The caller's session: sd-login's files first (`sd_pid_get_session`, no round trip); when they
     /// place the caller in no session (a container, a process outside logind's cgroups), logind's
     /// `GetSessionByPID`. With `askLid`, logind's `LidClosed`, else the ACPI lid button. At most one
-    /// round trip to the bus for both.
+    /// visit to the bus for both.
     public nonisolated(nonsending) func view(of pid: Int32, uid: UInt32, tty: String?, askLid: Bool) async
         -> CallerSession
     {
-        var fromFiles: (key: String, isRemote: Bool)?
-        var name: UnsafeMutablePointer<CChar>?
-        if sd_pid_get_session(pid_t(pid), &name) >= 0, let name {
-            fromFiles = ("session:" + String(cString: name), sd_session_is_remote(name) > 0)
-            free(name)
-        }
+        let fromFiles = Self.sessionFromFiles(of: pid)
         let asked =
             fromFiles == nil || askLid
             ? await logind?.ask(sessionOf: fromFiles == nil ? pid : nil, lid: askLid) : nil
         let lidClosed = askLid && (asked?.lidClosed ?? LidSwitch.closed())
         if let fromFiles {
-            return CallerSession(key: fromFiles.key, isRemote: fromFiles.isRemote, lidClosed: lidClosed)
+            return CallerSession(
+                key: "session:\(fromFiles.id):tty:\(tty ?? "none")", session: fromFiles, logindPresent: true,
+                lidClosed: lidClosed)
         }
-        if let found = asked?.session {
-            return CallerSession(key: "session:" + found.path, isRemote: found.isRemote, lidClosed: lidClosed)
+        switch asked?.session {
+        case .found(let session)?:
+            return CallerSession(
+                key: "session:\(session.id):tty:\(tty ?? "none")", session: session, logindPresent: true,
+                lidClosed: lidClosed)
+        case .none?:
+            return CallerSession(
+                key: "tty:\(tty ?? "none"):uid:\(uid)", session: nil, logindPresent: true, lidClosed: lidClosed)
+        case .unknown?, nil:
+            return CallerSession(
+                key: "tty:\(tty ?? "none"):uid:\(uid)", session: nil, logindPresent: false, lidClosed: lidClosed)
         }
-        return CallerSession(key: "tty:\(tty ?? "none"):uid:\(uid)", isRemote: false, lidClosed: lidClosed)
+    }
+
+    /// True when `uid` has a local session that is the active one on some seat: sd-login's files
+    /// (`sd_uid_get_seats(uid, 1, …)`), else logind's sessions over the bus.
+    public nonisolated(nonsending) func isActiveOnASeat(uid: UInt32) async -> Bool {
+        var seats: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        let n = sd_uid_get_seats(uid_t(uid), 1, &seats)
+        if let seats {
+            for i in 0..<Int(max(n, 0)) { free(seats[i]) }
+            free(seats)
+        }
+        if n > 0 { return true }
+        return await logind?.hasActiveSeatSession(uid: uid) ?? false
+    }
+
+    /// The caller's session from sd-login's files (`/run/systemd/sessions`), or nil.
+    static func sessionFromFiles(of pid: Int32) -> LoginSession? {
+        var name: UnsafeMutablePointer<CChar>?
+        guard sd_pid_get_session(pid_t(pid), &name) >= 0, let name else { return nil }
+        defer { free(name) }
+        var owner: uid_t = 0
+        guard sd_session_get_uid(name, &owner) >= 0 else { return nil }
+        return LoginSession(
+            id: String(cString: name), ownerUID: owner,
+            sessionClass: takeString { sd_session_get_class(name, &$0) } ?? "",
+            seat: takeString { sd_session_get_seat(name, &$0) }, isActive: sd_session_is_active(name) > 0,
+            isRemote: sd_session_is_remote(name) > 0)
+    }
+
+    /// A string sd-login allocates (freed here), or nil when the call fails or gives none.
+    private static func takeString(_ call: (inout UnsafeMutablePointer<CChar>?) -> Int32) -> String? {
+        var value: UnsafeMutablePointer<CChar>?
+        guard call(&value) >= 0, let value else { return nil }
+        defer { free(value) }
+        let text = String(cString: value)
+        return text.isEmpty ? nil : text
     }
 }

@@ -49,15 +49,21 @@ public final class Logind: @unchecked Sendable {
         }
     }
 
-    /// What an evaluation asks logind, in one round trip: the session of `pid` (`GetSessionByPID`:
-    /// its object path and its `Remote` property) when a pid is given, and `LidClosed` when `lid`.
-    /// Each answer is nil when there is no bus, no logind, or (for the session) no session.
-    public func ask(sessionOf pid: Int32?, lid: Bool) async -> (
-        session: (path: String, isRemote: Bool)?, lidClosed: Bool?
-    ) {
+    /// What logind said about a pid's session.
+    public enum SessionAnswer: Sendable, Equatable {
+        case found(LoginSession)
+        /// logind answered that the pid is in no session (`NoSessionForPID`).
+        case none
+        /// No bus, no logind, or no answer in time.
+        case unknown
+    }
+
+    /// What an evaluation asks logind, in one visit: the session of `pid` (`GetSessionByPID`, then
+    /// the session's properties) when a pid is given, and `LidClosed` when `lid`.
+    public func ask(sessionOf pid: Int32?, lid: Bool) async -> (session: SessionAnswer?, lidClosed: Bool?) {
         await onQueue {
-            guard let bus = self.connected() else { return (nil, nil) }
-            let session = pid.flatMap { self.lookUpSession($0) }
+            guard let bus = self.connected() else { return (pid == nil ? nil : .unknown, nil) }
+            let session = pid.map { self.lookUpSession($0) }
             let closed =
                 lid
                 ? self.boolProperty(bus, path: Self.managerPath, interface: Self.managerInterface, name: "LidClosed")
@@ -129,21 +135,131 @@ public final class Logind: @unchecked Sendable {
         bus = nil
     }
 
-    private func lookUpSession(_ pid: Int32) -> (path: String, isRemote: Bool)? {
-        guard let bus = connected() else { return nil }
+    /// Whether `uid` has a local session (one with a seat) that is the active one on its seat:
+    /// `ListSessions`, then each of its sessions' `Active` and `Remote`. False without logind.
+    public func hasActiveSeatSession(uid: UInt32) async -> Bool {
+        await onQueue {
+            guard let bus = self.connected() else { return false }
+            defer { self.process() }
+            let paths: [String] =
+                self.call(bus, Self.managerPath, Self.managerInterface, "ListSessions") { _ in
+                    0
+                } read: { reply in
+                    Self.readSessionList(reply, uid: uid)
+                } ?? []
+            return paths.contains { path in
+                self.boolProperty(bus, path: path, interface: Self.sessionInterface, name: "Active") == true
+                    && self.boolProperty(bus, path: path, interface: Self.sessionInterface, name: "Remote") == false
+            }
+        }
+    }
+
+    /// The object paths of `uid`'s sessions that have a seat, from `ListSessions`' `a(susso)`.
+    private static func readSessionList(_ reply: OpaquePointer, uid: UInt32) -> [String]? {
+        guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "a")), "(susso)") > 0 else { return nil }
+        var paths: [String] = []
+        while sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "r")), "susso") > 0 {
+            var id: UnsafePointer<CChar>?
+            var owner: UInt32 = 0
+            var name: UnsafePointer<CChar>?
+            var seat: UnsafePointer<CChar>?
+            var path: UnsafePointer<CChar>?
+            guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "s")), &id) >= 0,
+                sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "u")), &owner) >= 0,
+                sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "s")), &name) >= 0,
+                sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "s")), &seat) >= 0,
+                sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "o")), &path) >= 0,
+                sd_bus_message_exit_container(reply) >= 0
+            else { return nil }
+            if owner == uid, let seat, seat.pointee != 0, let path { paths.append(String(cString: path)) }
+        }
+        return paths
+    }
+
+    private func lookUpSession(_ pid: Int32) -> SessionAnswer {
+        guard let bus = connected() else { return .unknown }
         defer { process() }
         var pidArgument = UInt32(bitPattern: pid)
+        var noSession = false
         let path: String? = call(bus, Self.managerPath, Self.managerInterface, "GetSessionByPID") { message in
             sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &pidArgument)
         } read: { reply in
             var value: UnsafePointer<CChar>?
             guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "o")), &value) >= 0, let value else { return nil }
             return String(cString: value)
+        } failed: { errorName in
+            noSession = errorName == "org.freedesktop.login1.NoSessionForPID"
         }
-        guard let path,
-            let remote = boolProperty(bus, path: path, interface: Self.sessionInterface, name: "Remote")
-        else { return nil }
-        return (path, remote)
+        guard let path else { return noSession ? .none : .unknown }
+        return sessionProperties(bus, path: path).map { .found($0) } ?? .unknown
+    }
+
+    /// A session's properties in one `GetAll` call.
+    private func sessionProperties(_ bus: OpaquePointer, path: String) -> LoginSession? {
+        let interface = Self.sessionInterface
+        return call(bus, path, "org.freedesktop.DBus.Properties", "GetAll") { message in
+            interface.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
+        } read: { reply in
+            var id = String(path.split(separator: "/").last ?? "")
+            var owner: UInt32?
+            var sessionClass = ""
+            var seat: String?
+            var active: Bool?
+            var remote: Bool?
+            guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "a")), "{sv}") > 0 else { return nil }
+            while sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "e")), "sv") > 0 {
+                var key: UnsafePointer<CChar>?
+                guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "s")), &key) >= 0, let key else { return nil }
+                let name = String(cString: key)
+                var contents: UnsafePointer<CChar>?
+                var type: CChar = 0
+                guard sd_bus_message_peek_type(reply, &type, &contents) >= 0, let contents else { return nil }
+                let signature = String(cString: contents)
+                guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "v")), contents) > 0 else { return nil }
+                switch (name, signature) {
+                case ("Id", "s"): id = Self.readString(reply) ?? id
+                case ("Class", "s"): sessionClass = Self.readString(reply) ?? ""
+                case ("Active", "b"): active = Self.readBool(reply)
+                case ("Remote", "b"): remote = Self.readBool(reply)
+                case ("User", "(uo)"):
+                    if sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "r")), "uo") > 0 {
+                        owner = Self.readUInt32(reply)
+                        sd_bus_message_skip(reply, "o")
+                        sd_bus_message_exit_container(reply)
+                    }
+                case ("Seat", "(so)"):
+                    if sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "r")), "so") > 0 {
+                        seat = Self.readString(reply).flatMap { $0.isEmpty ? nil : $0 }
+                        sd_bus_message_skip(reply, "o")
+                        sd_bus_message_exit_container(reply)
+                    }
+                default:
+                    sd_bus_message_skip(reply, contents)
+                }
+                guard sd_bus_message_exit_container(reply) >= 0, sd_bus_message_exit_container(reply) >= 0 else {
+                    return nil
+                }
+            }
+            guard let owner, let active, let remote else { return nil }
+            return LoginSession(
+                id: id, ownerUID: owner, sessionClass: sessionClass, seat: seat, isActive: active, isRemote: remote)
+        }
+    }
+
+    private static func readBool(_ message: OpaquePointer) -> Bool? {
+        var value: Int32 = 0
+        return sd_bus_message_read_basic(message, CChar(UInt8(ascii: "b")), &value) >= 0 ? value != 0 : nil
+    }
+
+    private static func readUInt32(_ message: OpaquePointer) -> UInt32? {
+        var value: UInt32 = 0
+        return sd_bus_message_read_basic(message, CChar(UInt8(ascii: "u")), &value) >= 0 ? value : nil
+    }
+
+    private static func readString(_ message: OpaquePointer) -> String? {
+        var value: UnsafePointer<CChar>?
+        guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &value) >= 0, let value else { return nil }
+        return String(cString: value)
     }
 
     private func boolProperty(_ bus: OpaquePointer, path: String, interface: String, name: String) -> Bool? {
@@ -159,7 +275,7 @@ public final class Logind: @unchecked Sendable {
     /// One method call to logind: `append` writes the arguments, `read` takes the answer.
     private func call<T>(
         _ bus: OpaquePointer, _ path: String, _ interface: String, _ member: String,
-        append: (OpaquePointer) -> Int32, read: (OpaquePointer) -> T?
+        append: (OpaquePointer) -> Int32, read: (OpaquePointer) -> T?, failed: (String) -> Void = { _ in }
     ) -> T? {
         var message: OpaquePointer?
         guard sd_bus_message_new_method_call(bus, &message, Self.destination, path, interface, member) >= 0,
@@ -173,6 +289,7 @@ public final class Logind: @unchecked Sendable {
         guard sd_bus_call(bus, message, 0, &error, &reply) >= 0, let reply else {
             if let name = error.name {
                 log.debug("logind \(member): \(String(cString: name))")
+                failed(String(cString: name))
             }
             return nil
         }

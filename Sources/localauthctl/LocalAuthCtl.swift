@@ -295,7 +295,9 @@ struct Passcode: ParsableCommand {
 
     struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Set a passcode (the current one is asked for when one exists, unless you are root).")
+            abstract:
+                "Set a passcode: a first one after a touch of your enrolled finger (root: none needed); to change one, use change."
+        )
         @OptionGroup var connection: ClientOptions
         @OptionGroup var user: UserOption
         func run() throws {

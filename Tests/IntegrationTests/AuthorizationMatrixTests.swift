@@ -110,6 +110,8 @@ struct AuthorizationMatrixTests {
             arguments = ["enroll", "--finger", "left-index-finger"] + user
         case .delete: arguments = ["delete", "--finger", "left-index-finger"] + user
         case .passcodeSet:
+            // A first passcode: the user proves it is them with their enrolled finger (issue 13, C1).
+            if expectAllowed && caller != .root { try d.simulate("touch", "owner-1") }
             arguments = ["passcode", "set"] + user
             stdin = "a new passcode\n"
         case .passcodeChange:

@@ -23,10 +23,37 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// Variables added to the daemon's clean environment, at every start.
     let environment: [String: String]
+    /// A command the daemon is started through (its path and arguments come after), e.g. `unshare`
+    /// with a script that mounts a small file system on the state directory first.
+    let launcher: [String]
+
+    /// The logind a harness daemon sees. The test process asks as root (real uid 0) for accounts
+    /// that are not its own, as a display manager's worker does: by default it stands in an active
+    /// local greeter session on seat0, the one place where root may ask for whoever types their
+    /// name (docs/security.md, "Who may be asked for a finger"). One mock serves every harness.
+    enum Seat {
+        case greeter
+        /// No system bus at all (an address nothing listens on), as in a container without logind.
+        case noLogind
+        /// The daemon's environment names the bus (a test's own `MockLogind`).
+        case given
+    }
+
+    static let sharedGreeter: Swift.Result<MockLogind, Error> = Swift.Result { try MockLogind(greeter: true) }
 
     /// `stateDirectory`: one the test prepared; by default a fresh one in the harness's directory.
-    init(extraArguments: [String] = [], stateDirectory: String? = nil, environment: [String: String] = [:]) throws {
+    init(
+        extraArguments: [String] = [], stateDirectory: String? = nil, environment: [String: String] = [:],
+        launcher: [String] = [], seat: Seat = .greeter
+    ) throws {
+        var environment = environment
+        switch seat {
+        case .greeter: environment["DBUS_SYSTEM_BUS_ADDRESS"] = try Self.sharedGreeter.get().address
+        case .noLogind: environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/localauth-no-bus"
+        case .given: break
+        }
         self.environment = environment
+        self.launcher = launcher
         // Short paths: a Unix socket path has at most 107 bytes.
         var template = Array("/tmp/la-XXXXXX".utf8CString)
         guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
@@ -40,8 +67,10 @@ final class DaemonHarness: @unchecked Sendable {
 
     func start(extraArguments: [String] = []) throws {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binDirectory + "/localauthd")
-        p.arguments = ["--socket", socketPath, "--state-dir", stateDirectory, "--virtual-reader"] + extraArguments
+        let daemon = Self.binDirectory + "/localauthd"
+        let arguments = ["--socket", socketPath, "--state-dir", stateDirectory, "--virtual-reader"] + extraArguments
+        p.executableURL = URL(fileURLWithPath: launcher.first ?? daemon)
+        p.arguments = launcher.isEmpty ? arguments : Array(launcher.dropFirst()) + [daemon] + arguments
         // A clean environment: the test process may carry other FP_VIRTUAL_* variables.
         p.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
@@ -165,13 +194,19 @@ final class DaemonHarness: @unchecked Sendable {
         return (result, events)
     }
 
-    /// Runs `localauthctl` with this daemon's socket; `asUser` runs it through `setpriv` as that account.
-    func ctl(_ arguments: [String], asUser: String? = nil, stdin: String? = nil) throws -> (
+    /// Runs `localauthctl` with this daemon's socket; `asUser` runs it through `setpriv` as that account;
+    /// `setuidBy` runs it as a setuid-root program started by that uid runs (`su`, `sudo`): real uid
+    /// `setuidBy`, effective uid 0.
+    func ctl(_ arguments: [String], asUser: String? = nil, setuidBy: String? = nil, stdin: String? = nil) throws -> (
         status: Int32, out: String, err: String
     ) {
         let p = Process()
         let ctl = Self.binDirectory + "/localauthctl"
-        if let asUser {
+        if let setuidBy {
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            p.arguments =
+                ["--ruid=\(setuidBy)", "--euid=0", "--rgid=\(setuidBy)", "--egid=0", "--clear-groups", ctl] + arguments
+        } else if let asUser {
             p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             p.arguments = ["--reuid=\(asUser)", "--regid=\(asUser)", "--clear-groups", ctl] + arguments
         } else {

@@ -328,7 +328,10 @@ final class JournaledDaemon: @unchecked Sendable {
             DaemonHarness.binDirectory + "/localauthd", "--socket", socketPath, "--state-dir", stateDirectory,
             "--virtual-reader",
         ]
-        process.environment = ["PATH": "/usr/bin:/bin", "JOURNAL_STREAM": "\(st.st_dev):\(st.st_ino)"]
+        process.environment = [
+            "PATH": "/usr/bin:/bin", "JOURNAL_STREAM": "\(st.st_dev):\(st.st_ino)",
+            "DBUS_SYSTEM_BUS_ADDRESS": try DaemonHarness.sharedGreeter.get().address,
+        ]
         process.standardError = log
         process.standardOutput = log
         try process.run()

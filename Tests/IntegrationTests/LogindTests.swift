@@ -22,7 +22,7 @@ struct LogindTests {
             arguments = ["--config", path]
         }
         let d = try DaemonHarness(
-            extraArguments: arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": logind.address])
+            extraArguments: arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": logind.address], seat: .given)
         d.companion = logind  // the bus outlives the daemon on it
         return d
     }
@@ -156,12 +156,13 @@ final class MockLogind: @unchecked Sendable {
             .deletingLastPathComponent().appendingPathComponent("tests/system/logind_mock.py").path
     }
 
-    init() throws {
+    /// - Parameter greeter: every process starts out in session c1, a greeter's, active on seat0.
+    init(greeter: Bool = true) throws {
         var template = Array("/tmp/la-bus-XXXXXX".utf8CString)
         guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
         directory = String(cString: dir)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Self.script, directory]
+        process.arguments = [Self.script, directory] + (greeter ? ["--greeter"] : [])
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")

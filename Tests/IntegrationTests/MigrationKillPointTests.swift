@@ -12,7 +12,7 @@ import Testing
 /// every print, whole.
 @Suite(.timeLimit(.minutes(2)))
 struct MigrationKillPointTests {
-    static func plainPrint(_ finger: String, seed: UInt8) -> StoredPrint {
+    static func plainPrint(_ finger: FingerName, seed: UInt8) -> StoredPrint {
         StoredPrint(
             finger: finger, deviceKey: "virtual_device-0", data: (0..<61).map { UInt8($0) &+ seed },
             enrolledAtMs: 1_700_000_000_000)
@@ -28,11 +28,11 @@ struct MigrationKillPointTests {
 
         // The plain store an older version left: the harness's state directory, filled before it starts.
         let state = work + "/harness-state"
-        let prints = [Self.plainPrint("right-index-finger", seed: 1), Self.plainPrint("left-thumb", seed: 2)]
+        let prints = [Self.plainPrint(.rightIndex, seed: 1), Self.plainPrint(.leftThumb, seed: 2)]
         do {
             let plain = try EnrollmentStore(stateDirectory: state)
             for p in prints { _ = try plain.addPrint(p, user: "alice") }
-            _ = try plain.addPrint(Self.plainPrint("right-thumb", seed: 3), user: "bob")
+            _ = try plain.addPrint(Self.plainPrint(.rightThumb, seed: 3), user: "bob")
         }
 
         // The monitor: at each stop, copy the state directory, then let the daemon go on.

@@ -4,9 +4,10 @@ import LocalAuthCore
 import LocalAuthProtocol
 import Testing
 
-/// Rows Q1–Q8 of docs/policy.md: canEvaluatePolicy and biometryType, which never prompt.
+/// Rows Q of docs/policy.md: canEvaluatePolicy and biometryType, which never prompt.
 @Suite struct CanEvaluateTests {
-    func check(_ policy: PolicyKind, state: UserAuthState = withPasscode, facts: EvaluationFacts = oneFinger) -> Result
+    func check(_ policy: PolicyKind, state: UserAuthState = withPasscode, facts: EvaluationFacts = oneFinger)
+        -> Decision
     {
         PolicyEvaluator.canEvaluate(policy: policy, state: state, facts: facts, config: LockoutConfig(), nowMs: t0)
     }
@@ -14,24 +15,25 @@ import Testing
     @Test(arguments: PolicyKind.allCases)
     func canEvaluate_whenFingerUsable_succeedsWithTypeAndDomainState(policy: PolicyKind) {
         let result = check(policy)
-        #expect(result.resultCode == .success)
-        #expect(result.fields.int(.biometryType) == BiometryKind.touchID.rawValue)
-        #expect(result.fields.bytes(.domainState) == [1, 2, 3])
-        #expect(result.extra.count == 2)
+        #expect(
+            result
+                == Decision(
+                    .success, .policyCanBeEvaluated, domainState: [1, 2, 3], biometryType: .touchID,
+                    biometryLocked: false, passcodeSet: true))
     }
 
     @Test func canEvaluate_biometrics_whenNoReader_failsNotAvailable() {
         let result = check(.deviceOwnerAuthenticationWithBiometrics, facts: noReader)
-        #expect(result.resultCode == .biometryNotAvailable)
-        #expect(result.message == "Fingerprint not available: the laptop lid is closed")
-        #expect(result.fields.int(.biometryType) == BiometryKind.none.rawValue)
-        #expect(result.fields.bytes(.domainState) == nil)
+        #expect(result.code == .biometryNotAvailable)
+        #expect(result.message == "Fingerprint not available: the laptop lid is closed and the reader is built in")
+        #expect(result.biometryType == BiometryKind.none)
+        #expect(result.domainState == nil)
     }
 
     @Test func canEvaluate_biometrics_whenNotEnrolled_failsNotEnrolled() {
         let result = check(.deviceOwnerAuthenticationWithBiometrics, facts: noFinger)
-        #expect(result.resultCode == .biometryNotEnrolled)
-        #expect(result.fields.int(.biometryType) == BiometryKind.touchID.rawValue)
+        #expect(result.code == .biometryNotEnrolled)
+        #expect(result.biometryType == .touchID)
     }
 
     @Test func canEvaluate_biometrics_whenFingersAreOnlyOnAnUnpluggedReader_failsDisconnected() {
@@ -42,32 +44,33 @@ import Testing
     @Test func canEvaluate_biometrics_whenLocked_failsLockout() {
         var state = withPasscode
         state.biometryLocked = true
-        #expect(check(.deviceOwnerAuthenticationWithBiometrics, state: state).resultCode == .biometryLockout)
+        #expect(check(.deviceOwnerAuthenticationWithBiometrics, state: state).code == .biometryLockout)
     }
 
     @Test func canEvaluate_deviceOwner_whenLockedWithPasscode_succeeds() {
         var state = withPasscode
         state.biometryLocked = true
-        #expect(check(.deviceOwnerAuthentication, state: state).resultCode == .success)
-        #expect(check(.deviceOwnerAuthentication, facts: noReader).resultCode == .success)
+        #expect(check(.deviceOwnerAuthentication, state: state).code == .success)
+        #expect(check(.deviceOwnerAuthentication, facts: noReader).code == .success)
     }
 
     @Test func canEvaluate_deviceOwner_whenNothingUsable_failsPasscodeNotSet() {
         var state = UserAuthState()
         state.biometryLocked = true
-        #expect(check(.deviceOwnerAuthentication, state: state).resultCode == .passcodeNotSet)
+        #expect(check(.deviceOwnerAuthentication, state: state).code == .passcodeNotSet)
         #expect(
-            check(.deviceOwnerAuthentication, state: UserAuthState(), facts: noFinger).resultCode == .passcodeNotSet)
-        #expect(check(.deviceOwnerAuthentication, state: UserAuthState()).resultCode == .success)
+            check(.deviceOwnerAuthentication, state: UserAuthState(), facts: noFinger).code == .passcodeNotSet)
+        #expect(check(.deviceOwnerAuthentication, state: UserAuthState()).code == .success)
     }
 
     @Test(arguments: PolicyKind.allCases)
     func canEvaluate_whenStateUnreadable_failsClosed(policy: PolicyKind) {
-        let facts = EvaluationFacts(readerAvailable: true, enrolledFingers: [rightIndex], stateReadable: false)
+        let facts = EvaluationFacts(enrolledFingers: [rightIndex], stateReadable: false)
         let result = check(policy, facts: facts)
-        #expect(result.resultCode == .biometryNotAvailable)
+        #expect(result.code == .biometryNotAvailable)
         #expect(result.message == "Stored authentication state is unreadable; ask an administrator")
-        #expect(result.fields.bytes(.domainState) == nil)
+        #expect(result.domainState == nil)
+        #expect(result.biometryLocked == true)
     }
 
     @Test func biometryType_whenReaderPresent_isTouchID() {

@@ -6,7 +6,9 @@ import Testing
 /// docs/policy.md and the tests name each other: a row without a test, or a test without a row,
 /// fails here.
 @Suite struct DocumentationTests {
-    static let prefixes = ["evaluate_", "canEvaluate_", "biometryType_", "passcodeDelay_"]
+    static let prefixes = [
+        "evaluate_", "canEvaluate_", "biometryType_", "passcodeDelay_", "passcodeChange_", "presence_",
+    ]
 
     static func names(in text: String, after marker: String, until terminators: Set<Character>) -> Set<String> {
         var found: Set<String> = []

@@ -20,11 +20,11 @@ import Testing
 
     /// Every event of an evaluation that offers the fallback, misses until locked, then asks for
     /// the passcode.
-    static func events(_ o: EvaluateOptions) -> [Event] {
+    static func events(_ o: EvaluateOptions) -> [Notice] {
         var (evaluator, out) = started(o, state: withPasscode, facts: twoFingers)
         out += evaluator.handle(.fingerRetry(.tooShort), nowMs: t0)
         out += miss(&evaluator, times: 5)
-        out += evaluator.handle(.passcodeEntered(correct: false, attemptToken: "a"), nowMs: t0)
+        out += enter(&evaluator, correct: false, token: "a")
         return out.events
     }
 
@@ -36,7 +36,7 @@ import Testing
             for event in events {
                 #expect(
                     event.message.utf8.count <= Wire.maxFieldSize, "\(event.kind) of \(event.message.utf8.count) bytes")
-                _ = try event.frame.encode()
+                _ = try Event(event.kind, event.message).frame.encode()
             }
             // Policy 3 (the passcode alone) asks for no finger: its passcode prompts fit, checked above.
             if policy == .devicePasscode {

@@ -4,7 +4,7 @@ import LocalAuthCore
 import LocalAuthProtocol
 import Testing
 
-/// Rows B1–B8 of docs/policy.md: the fallback button.
+/// Rows B of docs/policy.md: the fallback button.
 @Suite struct FallbackTests {
     @Test(arguments: [PolicyKind.deviceOwnerAuthenticationWithBiometrics, .deviceOwnerAuthentication])
     func evaluate_fallback_isHiddenBeforeFirstFailure(policy: PolicyKind) {
@@ -35,23 +35,32 @@ import Testing
     @Test func evaluate_fallback_usesCustomTitle() {
         var (evaluator, _) = started(options(fallbackTitle: "Use my PIN"))
         let out = evaluator.handle(.fingerNotMatched, nowMs: t0)
-        #expect(out.events.last == Event(.fallbackAvailable, "Use my PIN"))
+        #expect(out.events.last == Notice(.fallbackAvailable, .verbatim("Use my PIN")))
+        #expect(out.events.last?.message == "Use my PIN")
     }
 
     @Test func evaluate_fallback_biometrics_failsUserFallback() {
         var (evaluator, _) = started(options())
         _ = evaluator.handle(.fingerNotMatched, nowMs: t0)
         let out = evaluator.handle(.fallbackChosen, nowMs: t0)
-        #expect(out == [.stopScan, .finish(Result(.userFallback, "The user chose the fallback"))])
+        // The second attempt, counted before its scan, is given back: the person chose not to make it.
+        #expect(
+            out == [
+                .stopScan, .persist(withPasscode.withFingerFailures(1, at: t0), ifItFails: .goOn),
+                .finish(Decision(.userFallback, .userChoseFallback)),
+            ])
+        #expect(out.result?.message == "The user chose the fallback")
     }
 
     @Test func evaluate_fallback_deviceOwner_stopsScanAndAsksPasscode() {
         var (evaluator, first) = started(options(.deviceOwnerAuthentication))
-        #expect(first.first == .scanFinger)
+        #expect(first.withoutWrites.first == .scanFinger(nil))
         let miss = evaluator.handle(.fingerNotMatched, nowMs: t0)
-        #expect(miss.events.last == Event(.fallbackAvailable, "Use passcode"))
+        #expect(miss.events.last == Notice(.fallbackAvailable, .fallbackUsePasscode))
+        #expect(miss.events.last?.message == "Use passcode")
         let out = evaluator.handle(.fallbackChosen, nowMs: t0)
-        #expect(out == [.stopScan, .requestPasscode, .event(Event(.passcodeNeeded, "Enter your passcode"))])
+        #expect(
+            out.withoutWrites == [.stopScan, .requestPasscode, .notify(Notice(.passcodeNeeded, .enterPasscode))])
     }
 
     @Test func evaluate_fallback_deviceOwnerWithoutPasscode_isHidden() {

@@ -4,13 +4,19 @@ import LocalAuthCore
 import LocalAuthProtocol
 import Testing
 
-/// Rows F1–F14 of docs/policy.md: inputs while a finger is being scanned.
+/// Rows F of docs/policy.md: inputs while a finger is being scanned.
 @Suite struct FingerTests {
-    @Test func evaluate_whenFingerMatches_recordsSuccessAndFinishes() {
+    @Test func evaluate_whenFingerMatches_takesBackTheCountedAttemptThenRecordsSuccessAndFinishes() {
         var (evaluator, _) = started(options())
         let out = evaluator.handle(.fingerMatched(finger: rightIndex), nowMs: t0 + 1000)
-        let extra = [Field(tag: .domainState, value: [1, 2, 3]), Field(tag: .finger, value: Array(rightIndex.utf8))]
-        #expect(out == [.recordSuccess, .finish(Result(.success, "Authenticated with fingerprint", extra: extra))])
+        var reset = withPasscode
+        reset.lastSeenMs = t0 + 1000
+        #expect(
+            out == [
+                persist(reset), .recordSuccess,
+                .finish(Decision(.success, .authenticatedWithFinger, domainState: [1, 2, 3], finger: rightIndex)),
+            ])
+        #expect(out.result?.message == "Authenticated with fingerprint")
         #expect(evaluator.isFinished)
     }
 
@@ -24,19 +30,22 @@ import Testing
         #expect(out.dropFirst().first == .recordSuccess)
     }
 
-    @Test func evaluate_whenFingerMisses_persistsBeforeNoMatch() {
-        var (evaluator, _) = started(options())
+    @Test func evaluate_whenFingerMisses_theCountWrittenBeforeTheScanStandsAndTheNextIsCountedBeforeItsScan() {
+        let (first, start) = started(options())
+        var evaluator = first
+        #expect(start.persisted.map(\.fingerFailures) == [1])
+        #expect(precedes(start.persistIndex, start.firstIndex(of: .scanFinger(nil))))
         let out = evaluator.handle(.fingerNotMatched, nowMs: t0 + 1000)
-        var expected = withPasscode
-        expected.fingerFailures = 1
-        expected.lastSeenMs = t0 + 1000
+        var next = withPasscode
+        next.fingerFailures = 2
+        next.lastSeenMs = t0 + 1000
         #expect(
             out == [
-                .persist(expected),
-                .event(Event(.noMatch, "Fingerprint not recognised (2 tries left)", triesLeft: 2)),
-                .event(Event(.fallbackAvailable, "Enter password")),
-                .scanFinger,
+                .notify(Notice(.noMatch, .noMatch(triesLeft: 2), triesLeft: 2)),
+                .notify(Notice(.fallbackAvailable, .fallbackEnterPassword)),
+                persist(next), .scanFinger(nil),
             ])
+        #expect(out.events.map(\.message) == ["Fingerprint not recognised (2 tries left)", "Enter password"])
     }
 
     @Test func evaluate_whenTriesRunOut_biometrics_failsAuthenticationFailed() {
@@ -45,9 +54,10 @@ import Testing
         let out = evaluator.handle(.fingerNotMatched, nowMs: t0)
         #expect(out.code == .authenticationFailed)
         #expect(out.result?.message == "Fingerprint not recognised")
-        #expect(precedes(out.persistIndex, out.firstIndex(ofEvent: .noMatch)))
-        #expect(out.persisted.last?.fingerFailures == 2)
-        #expect(!out.contains(.scanFinger))
+        // Both misses were written before their scans; nothing is left to write.
+        #expect(!out.persistsAnything)
+        #expect(evaluator.state.fingerFailures == 2)
+        #expect(!out.contains(.scanFinger(nil)))
     }
 
     @Test func evaluate_whenTriesRunOut_deviceOwner_asksPasscode() {
@@ -79,10 +89,11 @@ import Testing
         let locked = "Fingerprint locked after too many attempts — use your passcode"
         #expect(out.code == .biometryLockout)
         #expect(out.result?.message == locked)
-        #expect(out.events.last == Event(.biometryLocked, locked))
+        #expect(out.events.last == Notice(.biometryLocked, .biometryLocked(passcodeSet: true)))
+        #expect(out.events.last?.message == locked)
         #expect(second.state.biometryLocked)
         // Persist-before-reveal: the lock is durable before the person learns of it.
-        let lockPersist = out.lastIndex { if case .persist(let s) = $0 { s.biometryLocked } else { false } }
+        let lockPersist = out.lastIndex { if case .persist(let s, _) = $0 { s.biometryLocked } else { false } }
         #expect(precedes(lockPersist, out.firstIndex(ofEvent: .biometryLocked)))
         #expect(precedes(lockPersist, out.finishIndex))
     }
@@ -103,7 +114,8 @@ import Testing
         state.fingerFailures = 4
         var (evaluator, _) = started(options(.deviceOwnerAuthentication), state: state)
         let out = evaluator.handle(.fingerNotMatched, nowMs: t0)
-        #expect(out.result == Result(.biometryLockout, "Fingerprint locked after too many attempts"))
+        #expect(out.result == Decision(.biometryLockout, .biometryLocked(passcodeSet: false)))
+        #expect(out.result?.message == "Fingerprint locked after too many attempts")
     }
 
     @Test func evaluate_triesLeft_countsDownToTheNearerLimit() {
@@ -111,15 +123,18 @@ import Testing
         state.fingerFailures = 3
         var (evaluator, _) = started(options(tries: 3), state: state)
         let out = evaluator.handle(.fingerNotMatched, nowMs: t0)
-        #expect(out.events.first == Event(.noMatch, "Fingerprint not recognised (1 try left)", triesLeft: 1))
+        #expect(out.events.first == Notice(.noMatch, .noMatch(triesLeft: 1), triesLeft: 1))
+        #expect(out.events.first?.message == "Fingerprint not recognised (1 try left)")
     }
 
     @Test(arguments: RetryHint.allCases)
     func evaluate_whenRetry_isNotCounted(hint: RetryHint) {
         var (evaluator, _) = started(options(tries: 1))
         let out = evaluator.handle(.fingerRetry(hint), nowMs: t0)
-        #expect(out == [.event(Event(.retry, hint.message, hint: hint)), .scanFinger])
-        #expect(evaluator.state.fingerFailures == 0)
+        #expect(out == [.notify(Notice(.retry, .retry(hint), hint: hint)), .scanFinger(nil)])
+        #expect(out.events.first?.message == hint.message)
+        // The attempt counted before the scan goes on: a bad swipe counts nothing more.
+        #expect(evaluator.state.fingerFailures == 1)
         // The one try is still there: a match after a retry succeeds.
         #expect(evaluator.handle(.fingerMatched(finger: rightIndex), nowMs: t0).code == .success)
     }
@@ -130,7 +145,9 @@ import Testing
         let out = evaluator.handle(.cancelled(code), nowMs: t0)
         #expect(out.first == .stopScan)
         #expect(out.code == code)
-        #expect(!out.persistsAnything)
+        // The attempt counted before the scan is given back; if that write fails, it stays counted.
+        #expect(out.contains(.persist(withPasscode.observed(t0), ifItFails: .goOn)))
+        #expect(precedes(out.persistIndex, out.finishIndex))
         #expect(evaluator.state.fingerFailures == 0)
     }
 
@@ -143,7 +160,12 @@ import Testing
     @Test func evaluate_whenReaderFails_biometrics_failsNotAvailable() {
         var (evaluator, _) = started(options())
         let out = evaluator.handle(.readerFailed("the reader was unplugged"), nowMs: t0)
-        #expect(out == [.finish(Result(.biometryNotAvailable, "Fingerprint reader failed: the reader was unplugged"))])
+        #expect(
+            out == [
+                .persist(withPasscode.observed(t0), ifItFails: .goOn),
+                .finish(Decision(.biometryNotAvailable, .readerFailed("the reader was unplugged"))),
+            ])
+        #expect(out.result?.message == "Fingerprint reader failed: the reader was unplugged")
     }
 
     @Test func evaluate_whenReaderFails_deviceOwner_asksPasscode() {
@@ -151,16 +173,22 @@ import Testing
         let out = evaluator.handle(.readerFailed("the reader was unplugged"), nowMs: t0)
         #expect(
             out == [
-                .event(Event(.info, "Fingerprint reader failed: the reader was unplugged")),
-                .requestPasscode, .event(Event(.passcodeNeeded, "Enter your passcode")),
+                .persist(withPasscode.observed(t0), ifItFails: .goOn),
+                .notify(Notice(.info, .readerFailed("the reader was unplugged"))),
+                .requestPasscode, .notify(Notice(.passcodeNeeded, .enterPasscode)),
             ])
-        #expect(!out.persistsAnything)
+        #expect(evaluator.state.fingerFailures == 0)
     }
 
     @Test func evaluate_whenTimedOutScanning_stopsScanAndFailsSystemCancel() {
         var (evaluator, _) = started(options())
         let out = evaluator.handle(.timedOut, nowMs: t0 + 30_000)
-        #expect(out == [.stopScan, .finish(Result(.systemCancel, "Timed out waiting for a fingerprint"))])
+        #expect(
+            out == [
+                .stopScan, .persist(withPasscode.observed(t0 + 30_000), ifItFails: .goOn),
+                .finish(Decision(.systemCancel, .timedOutWaitingForFinger)),
+            ])
+        #expect(out.result?.message == "Timed out waiting for a fingerprint")
     }
 
     @Test func evaluate_afterFinish_ignoresInput() {
@@ -169,5 +197,95 @@ import Testing
         #expect(evaluator.handle(.fingerNotMatched, nowMs: t0).isEmpty)
         #expect(evaluator.handle(.fingerMatched(finger: rightIndex), nowMs: t0).isEmpty)
         #expect(evaluator.state.fingerFailures == 0)
+    }
+
+    @Test func evaluate_whenTheReaderIsWithdrawnMidScan_givesTheAttemptBackAndSaysWhy() {
+        let why = ReaderUnavailable.readerShareUsed(account: "alice", shareMs: 60_000, retryInMs: 60_000)
+        var (biometrics, _) = started(options())
+        let out = biometrics.handle(.readerWithdrawn(why), nowMs: t0)
+        #expect(
+            out == [
+                .stopScan, .persist(withPasscode.observed(t0), ifItFails: .goOn),
+                .finish(Decision(.biometryNotAvailable, .fingerNotAvailable(why))),
+            ])
+        var (owner, _) = started(options(.deviceOwnerAuthentication))
+        let passcode = owner.handle(.readerWithdrawn(why), nowMs: t0)
+        #expect(passcode.eventKinds == [.info, .passcodeNeeded])
+    }
+
+    @Test func evaluate_whenTheReaderCannotIdentify_triesEachEnrolledFingerInTurnAndNamesIt() {
+        var facts = twoFingers
+        facts.readerCanIdentify = false
+        var (evaluator, start) = started(options(tries: 3), facts: facts)
+        #expect(
+            start.withoutWrites == [
+                .scanFinger(.rightIndex), .notify(Notice(.placeFinger, .placeFinger(.rightIndex), finger: .rightIndex)),
+            ])
+        #expect(start.events.first?.message == "Place your right index finger on the fingerprint reader")
+        let missed = evaluator.handle(.fingerNotMatched, nowMs: t0)
+        #expect(missed.contains(.scanFinger(.leftIndex)))
+        #expect(missed.events.last == Notice(.placeFinger, .placeFinger(.leftIndex), finger: .leftIndex))
+        #expect(missed.events.last?.message == "Place your left index finger on the fingerprint reader")
+        let matched = evaluator.handle(.fingerMatched(finger: .leftIndex), nowMs: t0)
+        #expect(matched.result?.finger == .leftIndex)
+        // With identify, one scan looks among all of them, and the prompt names none.
+        let (_, any) = started(options(), facts: twoFingers)
+        #expect(any.contains(.scanFinger(nil)))
+    }
+
+    // MARK: H1 — an attempt that cannot be recorded is refused
+
+    @Test func evaluate_whenTheAttemptCannotBeRecorded_refusesItBeforeTheScan() {
+        var (evaluator, start) = started(options())
+        // The daemon executes outputs in order: the write before `.scanFinger(nil)` fails, so no scan starts.
+        #expect(start.first == persist(withPasscode.withFingerFailures(1, at: t0)))
+        let out = evaluator.handle(.recordFailed, nowMs: t0)
+        #expect(out == [.stopScan, .finish(Decision(.biometryNotAvailable, .attemptNotRecorded))])
+        #expect(
+            out.result?.message
+                == "The attempt could not be recorded (is the state directory's file system full?); fingerprint and passcode are refused until it can be"
+        )
+        #expect(evaluator.isFinished)
+    }
+
+    @Test func evaluate_whenTheWriteAfterAMatchFails_refusesTheMatch() {
+        var (evaluator, _) = started(options())
+        let matched = evaluator.handle(.fingerMatched(finger: rightIndex), nowMs: t0)
+        #expect(matched.first == persist(withPasscode.observed(t0)))
+        // That write failed: nothing after it ran, so no success was recorded or told.
+        let out = evaluator.handle(.recordFailed, nowMs: t0)
+        #expect(out == [.finish(Decision(.biometryNotAvailable, .attemptNotRecorded))])
+    }
+
+    @Test func evaluate_whenACountIsGivenBack_aFailedWriteLeavesItCounted() {
+        var (evaluator, _) = started(options())
+        let out = evaluator.handle(.timedOut, nowMs: t0)
+        let giveBack = out.compactMap { if case .persist(_, let ifItFails) = $0 { ifItFails } else { nil } }
+        #expect(giveBack == [.goOn])
+    }
+
+    @Test func evaluate_whenACrashLeftTheCountAtTheLimit_isLocked() {
+        // The fifth attempt was counted before its scan, then the daemon died: the flag was never set.
+        var state = withPasscode
+        state.fingerFailures = 5
+        let (evaluator, out) = started(options(), state: state)
+        #expect(out.code == .biometryLockout)
+        #expect(out.persisted.last?.biometryLocked == true)
+        #expect(evaluator.state.biometryLocked)
+    }
+}
+
+extension UserAuthState {
+    /// This state as the evaluator sees it after reading the clock at `nowMs`.
+    func observed(_ nowMs: Int64) -> UserAuthState {
+        var s = self
+        s.lastSeenMs = max(s.lastSeenMs, nowMs)
+        return s
+    }
+
+    func withFingerFailures(_ count: Int, at nowMs: Int64) -> UserAuthState {
+        var s = observed(nowMs)
+        s.fingerFailures = count
+        return s
     }
 }

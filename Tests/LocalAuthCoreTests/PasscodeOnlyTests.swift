@@ -9,7 +9,7 @@ import Testing
 @Suite struct PasscodeOnlyTests {
     @Test func evaluate_passcodeOnly_asksForThePasscodeWithoutScanning() {
         let (evaluator, out) = started(options(.devicePasscode), facts: oneFinger)
-        #expect(!out.contains(.scanFinger))
+        #expect(!out.contains(.scanFinger(nil)))
         #expect(out.eventKinds == [.passcodeNeeded])
         #expect(precedes(out.firstIndex(of: .requestPasscode), out.firstIndex(ofEvent: .passcodeNeeded)))
         #expect(evaluator.phase == .awaitingPasscode)
@@ -30,10 +30,11 @@ import Testing
         var state = withPasscode
         state.passcodeFailures = 5
         var (evaluator, _) = started(options(.devicePasscode, timeoutMs: 300_000), state: state)
-        let out = evaluator.handle(.passcodeEntered(correct: false, attemptToken: "x"), nowMs: t0)
+        let out = enter(&evaluator, correct: false, token: "x")
         #expect(out.persisted.last?.passcodeFailures == 6)
         #expect(out.persisted.last?.passcodeLockedUntilMs == t0 + 60_000)
-        #expect(out.events.last?.delayMs == 60_000)
+        #expect(precedes(out.persistIndex, out.firstIndex(of: .checkPasscode)))
+        #expect(out.events.first { $0.kind == .passcodeWrong }?.delayMs == 60_000)
     }
 
     @Test func canEvaluate_passcodeOnly_needsAPasscodeNotAFinger() {
@@ -41,10 +42,10 @@ import Testing
         #expect(
             PolicyEvaluator.canEvaluate(
                 policy: .devicePasscode, state: withPasscode, facts: noReader, config: config, nowMs: t0
-            ).resultCode == .success)
+            ).code == .success)
         #expect(
             PolicyEvaluator.canEvaluate(
                 policy: .devicePasscode, state: UserAuthState(), facts: oneFinger, config: config, nowMs: t0
-            ).resultCode == .passcodeNotSet)
+            ).code == .passcodeNotSet)
     }
 }

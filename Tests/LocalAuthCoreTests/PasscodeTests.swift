@@ -4,7 +4,9 @@ import LocalAuthCore
 import LocalAuthProtocol
 import Testing
 
-/// Rows P1–P14 of docs/policy.md: the passcode, its counters and delays, and the clock.
+/// Rows P of docs/policy.md: the passcode, its counters and delays, and the clock. A passcode is
+/// counted on disk before it is hashed (`enter` feeds `.passcodeEntered`, then `.passcodeChecked`
+/// once the evaluator asked for the check).
 @Suite struct PasscodeTests {
     /// A user who has just typed the `failures`-th wrong passcode at `t0`.
     func delayed(failures: Int, untilMs: Int64) -> UserAuthState {
@@ -15,41 +17,53 @@ import Testing
         return state
     }
 
+    func counted(_ state: UserAuthState, failures: Int, untilMs: Int64 = 0, at nowMs: Int64) -> UserAuthState {
+        var s = state.observed(nowMs)
+        s.passcodeFailures = failures
+        s.passcodeLockedUntilMs = untilMs
+        return s
+    }
+
     @Test func evaluate_whenPasscodeCorrect_resetsAllCountersBeforeSuccess() {
         var state = withPasscode
         state.fingerFailures = 5
         state.biometryLocked = true
         state.passcodeFailures = 3
         var evaluator = awaitingPasscode(state: state)
-        let out = evaluator.handle(.passcodeEntered(correct: true, attemptToken: "a"), nowMs: t0 + 5000)
+        let out = enter(&evaluator, correct: true, at: t0 + 5000)
         var reset = withPasscode
         reset.lastSeenMs = t0 + 5000
         #expect(
             out == [
-                .persist(reset), .recordSuccess,
-                .finish(
-                    Result(
-                        .success, "Authenticated with passcode", extra: [Field(tag: .domainState, value: [1, 2, 3])])),
+                persist(counted(state, failures: 4, at: t0 + 5000)), .checkPasscode, persist(reset), .recordSuccess,
+                .finish(Decision(.success, .authenticatedWithPasscode, domainState: [1, 2, 3])),
             ])
+        #expect(out.result?.message == "Authenticated with passcode")
     }
 
-    @Test func evaluate_whenPasscodeWrong_persistsBeforePasscodeWrong() {
+    @Test func evaluate_whenPasscodeWrong_isCountedBeforeItIsHashedAndAskedAgain() {
         var evaluator = awaitingPasscode()
-        let out = evaluator.handle(.passcodeEntered(correct: false, attemptToken: "a"), nowMs: t0)
-        var expected = withPasscode
-        expected.passcodeFailures = 1
-        expected.lastSeenMs = t0
-        #expect(out == [.persist(expected), .event(Event(.passcodeWrong, "Wrong passcode"))])
+        let out = enter(&evaluator, correct: false, token: "a")
+        #expect(
+            out == [
+                persist(counted(withPasscode, failures: 1, at: t0)), .checkPasscode,
+                .notify(Notice(.passcodeWrong, .wrongPasscode)),
+                .requestPasscode, .notify(Notice(.passcodeNeeded, .enterPasscode)),
+            ])
+        #expect(out.events.first?.message == "Wrong passcode")
         #expect(evaluator.phase == .awaitingPasscode)
     }
 
     @Test func evaluate_whenSameWrongPasscodeTwice_countsOnce() {
         var evaluator = awaitingPasscode()
-        _ = evaluator.handle(.passcodeEntered(correct: false, attemptToken: "a"), nowMs: t0)
-        let again = evaluator.handle(.passcodeEntered(correct: false, attemptToken: "a"), nowMs: t0)
-        #expect(again == [.event(Event(.passcodeWrong, "Wrong passcode"))])
+        _ = enter(&evaluator, correct: false, token: "a")
+        let again = enter(&evaluator, correct: false, token: "a")
+        // Counted before the hash like any attempt, then given back once the hash shows a repeat.
+        #expect(again.persisted.map(\.passcodeFailures) == [2, 1])
+        #expect(again.contains(.persist(counted(withPasscode, failures: 1, at: t0), ifItFails: .goOn)))
+        #expect(again.eventKinds == [.passcodeWrong, .passcodeNeeded])
         #expect(evaluator.state.passcodeFailures == 1)
-        _ = evaluator.handle(.passcodeEntered(correct: false, attemptToken: "b"), nowMs: t0)
+        _ = enter(&evaluator, correct: false, token: "b")
         #expect(evaluator.state.passcodeFailures == 2)
     }
 
@@ -57,13 +71,17 @@ import Testing
         var state = withPasscode
         state.passcodeFailures = 5
         var evaluator = awaitingPasscode(state: state)
-        let out = evaluator.handle(.passcodeEntered(correct: false, attemptToken: "a"), nowMs: t0)
-        let persisted = delayed(failures: 6, untilMs: t0 + 60_000)
+        let out = enter(&evaluator, correct: false, token: "a")
         #expect(
             out == [
-                .persist(persisted),
-                .event(Event(.passcodeWrong, "Passcode locked; try again in 1 minute", delayMs: 60_000)),
+                persist(delayed(failures: 6, untilMs: t0 + 60_000)), .checkPasscode,
+                .notify(Notice(.passcodeWrong, .passcodeLocked(remainingMs: 60_000), delayMs: 60_000)),
+                .requestPasscode,
+                .notify(
+                    Notice(
+                        .passcodeNeeded, .both(.enterPasscode, .passcodeLocked(remainingMs: 60_000)), delayMs: 60_000)),
             ])
+        #expect(out.events.first?.message == "Passcode locked; try again in 1 minute")
         #expect(!evaluator.isFinished)
     }
 
@@ -74,7 +92,7 @@ import Testing
         var delays: [Int64] = []
         for _ in 0..<5 {
             var evaluator = awaitingPasscode(state: state, at: now, timeoutMs: 300_000)
-            _ = evaluator.handle(.passcodeEntered(correct: false, attemptToken: "x"), nowMs: now)
+            _ = enter(&evaluator, correct: false, token: "x", at: now)
             state = evaluator.state
             delays.append(state.passcodeLockedUntilMs - now)
             now = state.passcodeLockedUntilMs
@@ -88,11 +106,12 @@ import Testing
         state.passcodeFailures = 6
         state.passcodeLockedUntilMs = 0
         var evaluator = awaitingPasscode(state: state, timeoutMs: 60_000)
-        let out = evaluator.handle(.passcodeEntered(correct: false, attemptToken: "a"), nowMs: t0)
-        let message = "Passcode locked; try again in 5 minutes"
+        let out = enter(&evaluator, correct: false, token: "a")
+        let locked = Phrase.passcodeLocked(remainingMs: 300_000)
         #expect(precedes(out.persistIndex, out.firstIndex(ofEvent: .passcodeWrong)))
-        #expect(out.events == [Event(.passcodeWrong, message, delayMs: 300_000)])
-        #expect(out.result == Result(.authenticationFailed, message))
+        #expect(out.events == [Notice(.passcodeWrong, locked, delayMs: 300_000)])
+        #expect(out.result == Decision(.authenticationFailed, locked))
+        #expect(out.result?.message == "Passcode locked; try again in 5 minutes")
         #expect(evaluator.isFinished)
     }
 
@@ -103,32 +122,36 @@ import Testing
         #expect(
             out == [
                 .requestPasscode,
-                .event(
-                    Event(
-                        .passcodeNeeded, "Enter your passcode — Passcode locked; try again in 45 seconds",
-                        delayMs: 45_000)),
+                .notify(
+                    Notice(
+                        .passcodeNeeded, .both(.enterPasscode, .passcodeLocked(remainingMs: 45_000)), delayMs: 45_000)),
             ])
+        #expect(out.events.first?.message == "Enter your passcode — Passcode locked; try again in 45 seconds")
     }
 
     @Test func evaluate_whenStartingDuringLongerDelay_failsAuthenticationFailedWithTime() {
         let state = delayed(failures: 7, untilMs: t0 + 300_000)
         let (evaluator, out) = started(options(.deviceOwnerAuthentication), state: state, facts: noFinger)
-        #expect(out == [.finish(Result(.authenticationFailed, "Passcode locked; try again in 5 minutes"))])
+        #expect(out == [.finish(Decision(.authenticationFailed, .passcodeLocked(remainingMs: 300_000)))])
+        #expect(out.result?.message == "Passcode locked; try again in 5 minutes")
         #expect(evaluator.isFinished)
     }
 
     @Test(arguments: [true, false])
-    func evaluate_duringDelay_refusesPasscodeUncounted(correct: Bool) {
+    func evaluate_duringDelay_refusesPasscodeUncountedAndUnhashed(correct: Bool) {
         var evaluator = awaitingPasscode(state: delayed(failures: 6, untilMs: t0 + 60_000))
-        let out = evaluator.handle(.passcodeEntered(correct: correct, attemptToken: "a"), nowMs: t0 + 10_000)
-        #expect(out == [.event(Event(.passcodeWrong, "Passcode locked; try again in 50 seconds", delayMs: 50_000))])
+        let out = enter(&evaluator, correct: correct, token: "a", at: t0 + 10_000)
+        #expect(!out.contains(.checkPasscode))
+        #expect(!out.persistsAnything)
+        #expect(out.events.first == Notice(.passcodeWrong, .passcodeLocked(remainingMs: 50_000), delayMs: 50_000))
+        #expect(out.events.first?.message == "Passcode locked; try again in 50 seconds")
         #expect(evaluator.state.passcodeFailures == 6)
         #expect(evaluator.passcodeDelayRemainingMs(nowMs: t0 + 10_000) == 50_000)
     }
 
     @Test func evaluate_whenDelayOver_acceptsPasscode() {
         var evaluator = awaitingPasscode(state: delayed(failures: 6, untilMs: t0 + 60_000))
-        let out = evaluator.handle(.passcodeEntered(correct: true, attemptToken: "a"), nowMs: t0 + 60_000)
+        let out = enter(&evaluator, correct: true, token: "a", at: t0 + 60_000)
         #expect(out.code == .success)
         #expect(out.persisted.last?.passcodeFailures == 0)
         #expect(out.persisted.last?.passcodeLockedUntilMs == 0)
@@ -142,9 +165,9 @@ import Testing
         #expect(start.events.last?.delayMs == 60_000)
         // A real minute later the clock still reads an hour early: the passcode is still refused.
         var evaluator = awaitingPasscode(state: state, at: t0 - hourMs)
-        let out = evaluator.handle(.passcodeEntered(correct: true, attemptToken: "a"), nowMs: t0 - hourMs + 60_000)
+        let out = enter(&evaluator, correct: true, token: "a", at: t0 - hourMs + 60_000)
         #expect(out.code == nil)
-        #expect(out.eventKinds == [.passcodeWrong])
+        #expect(out.eventKinds == [.passcodeWrong, .passcodeNeeded])
         #expect(evaluator.state.lastSeenMs == t0)
     }
 
@@ -153,15 +176,15 @@ import Testing
         state.passcodeFailures = 5
         state.lastSeenMs = t0
         var evaluator = awaitingPasscode(state: state, at: t0 - 3_600_000)
-        let out = evaluator.handle(.passcodeEntered(correct: false, attemptToken: "a"), nowMs: t0 - 3_600_000)
+        let out = enter(&evaluator, correct: false, token: "a", at: t0 - 3_600_000)
         #expect(out.persisted.last?.passcodeLockedUntilMs == t0 + 60_000)
         #expect(out.persisted.last?.lastSeenMs == t0)
     }
 
     @Test func evaluate_whenPasscodeArrivesWhileScanning_ignoresIt() {
         var (evaluator, _) = started(options(.deviceOwnerAuthentication))
-        #expect(evaluator.handle(.passcodeEntered(correct: true, attemptToken: "a"), nowMs: t0).isEmpty)
-        #expect(evaluator.handle(.passcodeEntered(correct: false, attemptToken: "b"), nowMs: t0).isEmpty)
+        #expect(evaluator.handle(.passcodeEntered, nowMs: t0).isEmpty)
+        #expect(evaluator.handle(.passcodeChecked(correct: true, attemptToken: "a"), nowMs: t0).isEmpty)
         #expect(evaluator.state.passcodeFailures == 0)
         #expect(evaluator.phase == .scanning)
     }
@@ -169,50 +192,82 @@ import Testing
     @Test func evaluate_whenTimedOutAwaitingPasscode_failsSystemCancel() {
         var evaluator = awaitingPasscode()
         let out = evaluator.handle(.timedOut, nowMs: t0 + 300_000)
-        #expect(out == [.finish(Result(.systemCancel, "Timed out waiting for the passcode"))])
+        #expect(out == [.finish(Decision(.systemCancel, .timedOutWaitingForPasscode))])
+        #expect(out.result?.message == "Timed out waiting for the passcode")
     }
 
     @Test func evaluate_whenCancelledAwaitingPasscode_isNotCounted() {
         var evaluator = awaitingPasscode()
         let out = evaluator.handle(.cancelled(.userCancel), nowMs: t0)
-        #expect(out == [.finish(Result(.userCancel, "Cancelled by the user"))])
+        #expect(out == [.finish(Decision(.userCancel, .cancelled(.userCancel)))])
+        #expect(out.result?.message == "Cancelled by the user")
     }
 
-    @Test func evaluate_everyBatch_persistsBeforeItsFirstReveal() {
-        // A crash between two outputs never loses a failure: in every batch, the persist (if
-        // any) precedes every event, recordSuccess and finish.
+    @Test func evaluate_neverRevealsAFailureOrASuccessBeforeItIsOnDisk() {
+        // A crash after any output loses no counted failure and shows no success that is not on
+        // disk: replaying every output in order, each reveal finds its count already written.
         var state = withPasscode
         state.fingerFailures = 2
         state.passcodeFailures = 4
         var (evaluator, first) = started(
             options(.deviceOwnerAuthentication, tries: 5, timeoutMs: 300_000), state: state)
-        var batches = [first]
+        var outputs = first
         var now = t0
-        for _ in 0..<3 { batches.append(evaluator.handle(.fingerNotMatched, nowMs: now)) }
+        for _ in 0..<3 { outputs += evaluator.handle(.fingerNotMatched, nowMs: now) }
         for token in ["a", "b"] {
             now += 61_000
-            batches.append(evaluator.handle(.passcodeEntered(correct: false, attemptToken: token), nowMs: now))
+            outputs += enter(&evaluator, correct: false, token: token, at: now)
         }
         now += 61_000
-        batches.append(evaluator.handle(.passcodeEntered(correct: true, attemptToken: "d"), nowMs: now))
-        #expect(batches.filter(\.persistsAnything).count == 6)
-        for batch in batches {
-            guard let persist = batch.lastIndex(where: \.isPersist) else { continue }
-            let reveals = batch.indices.filter { batch[$0].isReveal }
-            #expect(reveals.allSatisfy { $0 > persist }, "\(batch)")
+        outputs += enter(&evaluator, correct: true, token: "d", at: now)
+        var disk = state
+        var misses = 0
+        var wrongPasscodes = 0
+        for output in outputs {
+            switch output {
+            case .persist(let written, _): disk = written
+            case .notify(let n) where n.kind == .noMatch:
+                misses += 1
+                #expect(disk.fingerFailures >= state.fingerFailures + misses, "miss \(misses) told before written")
+            case .notify(let n) where n.kind == .biometryLocked: #expect(disk.biometryLocked)
+            case .notify(let n) where n.kind == .passcodeWrong:
+                wrongPasscodes += 1
+                #expect(disk.passcodeFailures >= state.passcodeFailures + wrongPasscodes)
+            case .checkPasscode:
+                #expect(disk.passcodeFailures >= state.passcodeFailures + wrongPasscodes + 1, "hashed before counted")
+            case .scanFinger:
+                #expect(disk.fingerFailures >= state.fingerFailures + misses + 1, "scanned before counted")
+            case .recordSuccess, .finish:
+                #expect(disk.fingerFailures == 0 && disk.passcodeFailures == 0 && !disk.biometryLocked)
+            default: break
+            }
         }
-        #expect(batches.last?.code == .success)
+        #expect(outputs.code == .success)
     }
-}
 
-extension PolicyOutput {
-    fileprivate var isPersist: Bool {
-        if case .persist = self { true } else { false }
-    }
-    fileprivate var isReveal: Bool {
-        switch self {
-        case .event, .finish, .recordSuccess: true
-        default: false
+    // MARK: H1 — a passcode that cannot be counted is refused unhashed
+
+    @Test func evaluate_passcode_whenItsCountCannotBeWritten_rightAndWrongAreRefusedAlikeUnhashed() {
+        var decisions: [Decision?] = []
+        for _ in [true, false] {
+            var evaluator = awaitingPasscode()
+            let before = evaluator.handle(.passcodeEntered, nowMs: t0)
+            #expect(before.first == persist(counted(withPasscode, failures: 1, at: t0)))
+            // That write failed: the daemon never executed `.checkPasscode`, so nothing was hashed.
+            let out = evaluator.handle(.recordFailed, nowMs: t0)
+            decisions.append(out.result)
+            #expect(!out.persistsAnything)
         }
+        #expect(decisions[0] == Decision(.biometryNotAvailable, .attemptNotRecorded))
+        #expect(decisions[0] == decisions[1])
+    }
+
+    @Test func evaluate_passcode_whenTheResetAfterACorrectOneCannotBeWritten_isRefusedAndStaysCounted() {
+        var evaluator = awaitingPasscode()
+        let out = enter(&evaluator, correct: true, token: "a")
+        #expect(out.persisted.map(\.passcodeFailures) == [1, 0])
+        // The reset failed: the count of 1 stays on disk and the success is never told.
+        let refused = evaluator.handle(.recordFailed, nowMs: t0)
+        #expect(refused == [.finish(Decision(.biometryNotAvailable, .attemptNotRecorded))])
     }
 }

@@ -14,7 +14,9 @@ import Testing
         // The edges, each with its C.
         "FingerprintReader": ["CLibfprint", "Glibc", "Dispatch", "Synchronization"],
         "LocalAuthCrypto": ["Crypto"],
-        "LocalAuthStore": ["LocalAuthCore", "LocalAuthCrypto", "CCrypt", "Glibc", "Synchronization"],
+        "LocalAuthStore": [
+            "LocalAuthProtocol", "LocalAuthCore", "LocalAuthCrypto", "CCrypt", "Glibc", "Synchronization",
+        ],
         "LocalAuthSystemd": ["CSystemd", "Logging", "Glibc", "Dispatch", "Synchronization"],
         // The daemon: no C of its own, no Foundation.
         "LocalAuthDaemon": [
@@ -34,7 +36,8 @@ import Testing
         "FingerprintReaderTests": ["FingerprintReader", "Testing", "Glibc", "Synchronization"],
         "LocalAuthCryptoTests": ["LocalAuthCrypto", "Testing"],
         "LocalAuthStoreTests": [
-            "LocalAuthStore", "LocalAuthCore", "LocalAuthCrypto", "Testing", "Glibc", "Synchronization",
+            "LocalAuthStore", "LocalAuthCore", "LocalAuthProtocol", "LocalAuthCrypto", "Testing", "Glibc",
+            "Synchronization",
         ],
         "LocalAuthDaemonTests": [
             "LocalAuthDaemon", "LocalAuthSystemd", "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader",

@@ -23,6 +23,7 @@ import Testing
             idle-exit-seconds = 30
             log-level = debug
             external-reader-drivers = synaptics, elan-moc
+            reader-share-seconds = 30
             """
         let (c, warnings) = try DaemonConfiguration.parse(text, file: "f")
         #expect(warnings.isEmpty)
@@ -35,6 +36,7 @@ import Testing
         #expect(c.idleExitSeconds == 30)
         #expect(c.logLevel == .debug)
         #expect(c.externalReaderDrivers == ["synaptics", "elan-moc"])
+        #expect(c.readerShareMs == 30_000)
     }
 
     @Test func parse_whenKeyIsUnknown_warnsWithLineAndGoesOn() throws {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import LocalAuthProtocol
 import Synchronization
 import Testing
 
@@ -66,5 +67,59 @@ import Testing
         gate.release()
         await alice.value
         #expect(queue.waiting(for: "alice") == nil)
+    }
+}
+
+/// The queue never holds a request past its deadline, nor behind the reader.
+@Suite struct UserQueueDeadlineTests {
+    @Test func enter_whenTheDeadlinePassesWhileWaiting_answersTimedOut() async throws {
+        let queue = UserQueue()
+        let gate = UserQueueTests.Gate()
+        let first = Task { await queue.serialize("alice") { await gate.wait() } }
+        try await UserQueueTests.eventually { queue.waiting(for: "alice") == 0 }
+        let turn = await queue.serialize("alice", wantsReader: false, deadlineMs: 50) {
+            UserQueue.Turn.granted
+        } refused: {
+            $0
+        }
+        #expect(turn == .timedOut)
+        #expect(queue.waiting(for: "alice") == 0)
+        gate.release()
+        await first.value
+    }
+
+    @Test func enter_whenTheSameUsersRequestTakesTheReader_answersThoseThatWantItAtOnce() async throws {
+        let queue = UserQueue()
+        let gate = UserQueueTests.Gate()
+        let first = Task { await queue.serialize("alice") { await gate.wait() } }
+        try await UserQueueTests.eventually { queue.waiting(for: "alice") == 0 }
+        let wantsReader = Task {
+            await queue.serialize("alice", wantsReader: true, deadlineMs: 60_000) {
+                UserQueue.Turn.granted
+            } refused: {
+                $0
+            }
+        }
+        let management = Task {
+            await queue.serialize("alice", wantsReader: false, deadlineMs: 60_000) {
+                UserQueue.Turn.granted
+            } refused: {
+                $0
+            }
+        }
+        try await UserQueueTests.eventually { queue.waiting(for: "alice") == 2 }
+        let label = RequestLabel(program: "sudo", account: "alice")
+        queue.readerTaken(by: label)
+        #expect(await wantsReader.value == .readerBusy(label))
+        // A request that wants the reader and comes now is answered without waiting.
+        let late = await queue.serialize("alice", wantsReader: true, deadlineMs: 60_000) {
+            UserQueue.Turn.granted
+        } refused: {
+            $0
+        }
+        #expect(late == .readerBusy(label))
+        gate.release()
+        #expect(await management.value == .granted)
+        await first.value
     }
 }

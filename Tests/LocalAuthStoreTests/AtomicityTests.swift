@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Glibc
 import LocalAuthCore
+import LocalAuthProtocol
 import Testing
 
 @testable import LocalAuthStore
@@ -76,7 +77,7 @@ import Testing
     /// print set is the old or the new one and that a changed set always has a changed domain state.
     func checkCrashesAtEveryStep(
         prepare: (EnrollmentStore) throws -> Void, operation: (EnrollmentStore) throws -> Void,
-        newFingers: [String]
+        newFingers: [FingerName]
     ) throws {
         let total = try stepCount(operation, prepare: prepare)
         #expect(total >= 6)

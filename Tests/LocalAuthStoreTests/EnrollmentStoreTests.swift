@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Glibc
 import LocalAuthCore
+import LocalAuthProtocol
 import Testing
 
 @testable import LocalAuthStore
@@ -372,7 +373,7 @@ import Testing
         try withTemporaryDirectory { tmp in
             let store = try EnrollmentStore(stateDirectory: tmp)
             // Reverse alphabetical, so file-name order would be wrong.
-            let order = ["right-thumb", "left-thumb", "left-index-finger"]
+            let order: [FingerName] = ["right-thumb", "left-thumb", "left-index-finger"]
             for (index, finger) in order.enumerated() {
                 _ = try store.addPrint(samplePrint(finger, seed: UInt8(index)), user: "alice")
             }
@@ -403,7 +404,6 @@ import Testing
         try withTemporaryDirectory { tmp in
             let store = try EnrollmentStore(stateDirectory: tmp)
             let bad = [
-                StoredPrint(finger: "left-toe", deviceKey: virtualDevice, data: [1], enrolledAtMs: 0),
                 StoredPrint(finger: "left-thumb", deviceKey: "../x", data: [1], enrolledAtMs: 0),
                 StoredPrint(finger: "left-thumb", deviceKey: "a@b", data: [1], enrolledAtMs: 0),
                 StoredPrint(finger: "left-thumb", deviceKey: virtualDevice, data: [], enrolledAtMs: 0),

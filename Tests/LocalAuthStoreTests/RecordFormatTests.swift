@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import LocalAuthCore
+import LocalAuthProtocol
 import Testing
 
 @testable import LocalAuthStore
@@ -118,7 +119,7 @@ import Testing
 
     @Test func printFileName_parsesBackOnlyForKnownFingers() {
         let name = PrintRecord.fileName(finger: "left-thumb", deviceKey: "synaptics.usb-3")
-        #expect(PrintRecord.parseFileName(name)! == ("left-thumb", "synaptics.usb-3"))
+        #expect(PrintRecord.parseFileName(name)! == (FingerName.leftThumb, "synaptics.usb-3"))
         #expect(PrintRecord.parseFileName("left-toe@dev.print") == nil)
         #expect(PrintRecord.parseFileName("left-thumb@.hidden.print") == nil)
         #expect(PrintRecord.parseFileName(name + ".corrupt-123") == nil)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Glibc
 import LocalAuthCore
+import LocalAuthProtocol
 import Synchronization
 import Testing
 
@@ -79,7 +80,7 @@ final class CrashAfter: Sendable {
 let virtualDevice = "virtual_device-0"
 
 /// A print as the virtual device makes them: 61 opaque bytes.
-func samplePrint(_ finger: String = "right-index-finger", device: String = virtualDevice, seed: UInt8 = 1)
+func samplePrint(_ finger: FingerName = "right-index-finger", device: String = virtualDevice, seed: UInt8 = 1)
     -> StoredPrint
 {
     StoredPrint(
@@ -90,3 +91,8 @@ func samplePrint(_ finger: String = "right-index-finger", device: String = virtu
 let sampleHash = "$y$j9T$abcdefghijklmnopqrstu.$ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijk/0"
 
 let isRoot = geteuid() == 0
+
+/// Finger names written as fprintd spells them, for readable tests; an unknown name is a test bug.
+extension FingerName: ExpressibleByStringLiteral {
+    public init(stringLiteral name: String) { self = FingerName(rawValue: name)! }
+}

@@ -33,7 +33,9 @@ final class Daemon: @unchecked Sendable {
         process.arguments =
             ["--socket", socketPath, "--state-dir", directory + "/state"] + (virtualReader ? ["--virtual-reader"] : [])
         // A clean environment: no FP_VIRTUAL_* variable may give the reader-less daemon a device.
-        process.environment = ["PATH": "/usr/bin:/bin"]
+        // This process asks as root for root's account; it stands where a greeter's worker stands,
+        // in an active local session on seat0 (python-dbusmock's logind; docs/security.md).
+        process.environment = ["PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": try Self.seat.get()]
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = FileHandle(forWritingAtPath: logPath)!
         process.standardError = log
@@ -49,6 +51,35 @@ final class Daemon: @unchecked Sendable {
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// `tests/system/logind_mock.py --greeter`, one for every daemon of this test process; it lives
+    /// as long as the process (it stops when its standard input closes).
+    static let seat: Swift.Result<String, Error> = Swift.Result {
+        let mock = Process()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        var template = Array("/tmp/la-seat-XXXXXX".utf8CString)
+        guard let dir = mkdtemp(&template) else { throw DaemonError.setup("mkdtemp failed") }
+        mock.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        mock.arguments = [
+            root.appendingPathComponent("tests/system/logind_mock.py").path, String(cString: dir), "--greeter",
+        ]
+        let input = Pipe()
+        let output = Pipe()
+        mock.standardInput = input
+        mock.standardOutput = output
+        mock.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try mock.run()
+        keepAlive = (mock, input)
+        var line: [UInt8] = []
+        let fd = output.fileHandleForReading.fileDescriptor
+        var byte: UInt8 = 0
+        while read(fd, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("ready ") else { throw DaemonError.setup("logind mock: \(text)") }
+        return String(text.dropFirst("ready ".count))
+    }
+    nonisolated(unsafe) private static var keepAlive: (Process, Pipe)?
 
     deinit {
         if process.isRunning {

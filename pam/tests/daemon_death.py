@@ -43,6 +43,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
+import seat  # noqa: E402
 
 PAM_SUCCESS, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_MAXTRIES = 0, 7, 9, 11
 USER, FINGER, STRANGER = "nobody", "finger-1", "stranger"
@@ -72,7 +73,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             [os.path.join(self.bin, "localauthd"), "--socket", self.sock, "--state-dir",
              self.state, "--virtual-reader"], stdout=self.log, stderr=self.log,
-            env={"PATH": "/usr/bin:/bin"})
+            env=seat.env({"PATH": "/usr/bin:/bin"}))
         deadline = began + 30
         while True:
             try:

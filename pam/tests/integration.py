@@ -29,6 +29,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
 import ptyterm  # noqa: E402
+import seat  # noqa: E402
 from lawire import EVENT, RESULT  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -127,7 +128,7 @@ class RealDaemon:
         self.state = ctx.mkdir("state")
         self.bin = ARGS.bin
         self.proc = ctx.spawn([os.path.join(self.bin, "localauthd"), "--socket", self.sock,
-                               "--state-dir", self.state, "--virtual-reader"],
+                               "--state-dir", self.state, "--virtual-reader"], env=seat.env(),
                               stdout=subprocess.DEVNULL, stderr=open(ctx.path("localauthd.log"), "w"))
         deadline = time.monotonic() + 15
         while True:
@@ -572,11 +573,12 @@ def owner_policy_passcode_wrong(ctx):
 
 @case()
 def owner_policy_wrong_then_right_passcode_prompts_again(ctx):
-    # passcodeWrong with nothing after it: the daemon waits for the next passcode.
+    # After passcodeWrong the daemon asks again itself (passcodeNeeded): the module asks then.
     fake = FakeDaemon(ctx, [
         event(lawire.EV_PASSCODE_NEEDED, "Enter your passcode"),
-        {"expect_passcode": "1234", "right": [], "wrong": [event(
-            lawire.EV_PASSCODE_WRONG, "Wrong passcode")["send"]]},
+        {"expect_passcode": "1234", "right": [], "wrong": [
+            event(lawire.EV_PASSCODE_WRONG, "Wrong passcode")["send"],
+            event(lawire.EV_PASSCODE_NEEDED, "Enter your passcode")["send"]]},
         {"expect_passcode": "1234", "right": [result(0)["send"]], "wrong": []},
         {"recv": True}])
     res = ctx.pam(ctx.service("socket=%s policy=owner" % fake.sock), "nobody", PAM_SUCCESS,
@@ -585,6 +587,22 @@ def owner_policy_wrong_then_right_passcode_prompts_again(ctx):
     check(res["errors"] == ["Wrong passcode"], str(res))
     check([f["frame"] for f in fake.frames()] == [lawire.HELLO, lawire.EVALUATE, lawire.PASSCODE,
                                                   lawire.PASSCODE], str(fake.frames()))
+
+
+@case()
+def owner_policy_passcode_wrong_alone_is_not_asked_again(ctx):
+    # passcodeWrong, then a pause, then the RESULT: the module guesses nothing from the pause (it
+    # once asked again after 100 ms of silence); the daemon asks with passcodeNeeded when it wants.
+    fake = FakeDaemon(ctx, [
+        event(lawire.EV_PASSCODE_NEEDED, "Enter your passcode"),
+        {"expect_passcode": "1234", "right": [], "wrong": [
+            event(lawire.EV_PASSCODE_WRONG, "Wrong passcode")["send"]]},
+        {"sleep": 0.4}, result(-1, "Wrong passcode"), {"recv": True}])
+    res = ctx.pam(ctx.service("socket=%s policy=owner" % fake.sock), "nobody", PAM_AUTH_ERR,
+                  answers=["0000", "never asked"])
+    expect_code(res, PAM_AUTH_ERR)
+    check([f["frame"] for f in fake.frames()] == [lawire.HELLO, lawire.EVALUATE, lawire.PASSCODE],
+          "asked once: %s" % fake.frames())
 
 
 @case()

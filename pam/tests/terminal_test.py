@@ -19,7 +19,9 @@ counted, the reader free; su ends; (d) daemon stopped -> the password prompt at 
 (e) the password typed at the prompt -> root without the reader, asked once; (f) a finger while
 a password is half typed -> root, the typed text dropped; (g) `echo PW | sudo -S` -> root
 without the reader, `sudo -n` fails at once. Then the ways out that must leave the terminal as
-it was: the daemon killed, sudo killed with SIGTERM, the terminal closed, Ctrl-Z and fg. Each
+it was: the daemon killed, sudo killed with SIGTERM, the terminal closed, Ctrl-Z and fg. And the
+red team's scenario (issue 13, C2): another user's `su lapamalice` gets no finger while alice's
+own request gets her touch; `login` run by root in a pseudo-terminal gets the password. Each
 step's time is printed (time.monotonic() before send-keys to the capture that shows the
 result, so tmux's own few milliseconds are included); assertions use generous bounds.
 
@@ -46,6 +48,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(HERE, "..", "..", "README.md")
 EXAMPLES = os.path.join(HERE, "..", "examples")
 ALICE, ALICE_PW = "lapamalice", "Alice-pass 4711"
+# The red team's attacker (issue 13, C2): another user of the machine, at a terminal of their own.
+MALLORY, MALLORY_PW = "lacoremallory", "Mallory-pass 0815"
 PROMPT = "Password or finger for %s: " % ALICE
 SUDO_PROMPT = "[sudo] password for %s:" % ALICE
 # Generous bounds for a loaded 2-core machine; the figures printed are what counts.
@@ -74,7 +78,7 @@ def readme_stack():
 class World:
     def __init__(self, args):
         self.args = args
-        self.m = sandbox.Machine(args.module, args.bin, {ALICE: ALICE_PW})
+        self.m = sandbox.Machine(args.module, args.bin, {ALICE: ALICE_PW, MALLORY: MALLORY_PW})
         self.m.write_sudoers([ALICE])
         self.stock_sudo = open("/etc/pam.d/sudo").read()
         self.enable_profile()
@@ -461,34 +465,59 @@ def case_su(w):
 
 
 def case_login(w):
-    """login, run by root at a terminal: the prompt, and a finger logs in."""
+    """login, run by root in a pseudo-terminal with no login session: the finger is not offered —
+    a process whose real uid is 0 and that is in no session is asked for a finger only from the
+    virtual terminal in front, where getty's login runs (docs/security.md; the pseudo-terminal
+    case is root's own tools, cron, services) — the reason is shown, and the password logs in."""
     root = tmuxterm.Terminal(w.m.root, "root")
     try:
         mark = root.mark()
         t0 = time.monotonic()
         root.type_line("login %s" % ALICE)
-        _, seen = root.wait_for(PROMPT, "login's prompt", since=mark)
-        t_prompt = seen - t0
-        t0 = time.monotonic()
-        w.m.touch("finger-1")
-        _, seen = root.wait_for(lambda s: s.rstrip().endswith("$") and "Last login" not in
-                                s.splitlines()[-1] and ALICE in s, "logged in", since=mark)
+        s, seen = root.wait_for(lambda s: "Password" in s, "login's password prompt", since=mark)
+        figure("login (pseudo-terminal, no session): Enter -> password prompt", seen - t0)
+        check("not from the terminal in front" in s[mark:],
+              "the reason is shown: %s" % s[mark:])
+        check(PROMPT not in s[mark:], "the finger was offered: %s" % s[mark:])
+        root.type_line(ALICE_PW)
+        root.wait_for(lambda s: s.rstrip().endswith("$") and "Last login" not in
+                      s.splitlines()[-1] and ALICE in s, "logged in", since=mark)
         mark2 = root.mark()
         root.type_line("whoami; exit")
         root.wait_for(lambda s: re.search(r"^%s$" % ALICE, s, re.M), "whoami", since=mark2)
-        figure("login: Enter -> prompt shown", t_prompt)
-        figure("login: touch -> logged in", seen - t0)
-        # Ctrl-C at login's prompt ends login, as at its own password prompt.
-        mark = root.mark()
-        root.type_line("login %s; echo rc=$?" % ALICE)
-        root.wait_for(PROMPT, "login's prompt", since=mark)
-        t0 = time.monotonic()
-        root.keys("C-c")
-        s, seen = root.wait_for(lambda s: s.rstrip().endswith("\n$"), "login ended", since=mark)
-        check("Password:" not in s[mark:] and "Last login" not in s[mark:], s[mark:])
-        figure("login: Ctrl-C in the finger wait -> login ended", seen - t0)
     finally:
         root.close()
+
+
+def case_su_hijack(w):
+    """The red team's scenario (issue 13, C2) with the real su: another user runs `su lapamalice`
+    and waits; alice touches the reader for her own request. The attacker's su gets no finger —
+    the reason is shown, then su's own password prompt — and alice's request gets her touch."""
+    mallory = tmuxterm.Terminal(w.m.root, MALLORY)
+    try:
+        mark_m = mallory.mark()
+        t0 = time.monotonic()
+        mallory.type_line("su %s -c whoami" % ALICE)
+        s, seen = mallory.wait_for(lambda s: "Password:" in s, "the attacker's su asks a password",
+                                   since=mark_m)
+        figure("su by another user: Enter -> the password prompt, no finger", seen - t0)
+        check("not from %s's own session" % ALICE in s[mark_m:], "the reason: %s" % s[mark_m:])
+        check(PROMPT not in s[mark_m:], "the attacker's su was offered the finger: %s" % s[mark_m:])
+        # Alice, at her own terminal, asks for her own account and touches the reader.
+        mark, _ = start(w, "su %s -c whoami" % ALICE)
+        s, t_user = act(w, mark, lambda: w.m.touch("finger-1"),
+                        lambda s: re.search(r"^%s$" % ALICE, s, re.M), "whoami after alice's own su")
+        done(w, mark)
+        figure("su to the own account while another user's su waits: touch -> switched", t_user)
+        # The attacker's su still waits for a password: it got no shell as alice.
+        screen = mallory.screen()[mark_m:]
+        check(re.search(r"^%s$" % ALICE, screen, re.M) is None, "the attacker got a shell: %s" % screen)
+        mallory.keys("C-c")
+        mallory.wait_for(lambda s: s.rstrip().endswith("\n$"), "the attacker's su ended", since=mark_m)
+        evaluations = [l for l in w.m.audit() if "op=evaluate" in l and "caller_real_uid=%d " % w.m.uids[MALLORY] in l]
+        check(evaluations and "result=biometryNotAvailable" in evaluations[-1], "audit: %s" % evaluations)
+    finally:
+        mallory.close()
 
 
 def case_host_facts(w):
@@ -543,7 +572,8 @@ CASES = [
     ("terminal_closed_during_the_prompt_frees_the_reader", case_terminal_closed),
     ("ctrl_z_and_fg_keep_the_terminal_and_the_prompt", case_suspend),
     ("su_prompt_finger_and_typed_password", case_su),
-    ("login_prompt_and_finger", case_login),
+    ("login_in_a_pseudo_terminal_gets_the_password_not_the_finger", case_login),
+    ("su_by_another_user_gets_no_finger_and_the_owner_keeps_their_touch", case_su_hijack),
 ]
 
 

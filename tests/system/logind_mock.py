@@ -2,18 +2,28 @@
 # SPDX-License-Identifier: Apache-2.0
 """A private system bus with python-dbusmock's logind template, driven line by line on stdin.
 
-Usage: logind_mock.py DIRECTORY. Prints `ready ADDRESS` once the mock owns org.freedesktop.login1
-(give ADDRESS to the daemon as DBUS_SYSTEM_BUS_ADDRESS), then answers each command with one line:
+Usage: logind_mock.py DIRECTORY [--greeter]. Prints `ready ADDRESS` once the mock owns
+org.freedesktop.login1 (give ADDRESS to the daemon as DBUS_SYSTEM_BUS_ADDRESS), then answers each
+command with one line:
 
   lid closed|open          LidClosed on the Manager
   session local|remote     GetSessionByPID answers session c1 for every pid; its Remote property
   session none             GetSessionByPID fails with NoSessionForPID, as for a pid outside sessions
+  add-session ID SEAT UID NAME CLASS active|inactive local|remote
+                           a session (SEAT `-`: none, as for ssh); logind's properties as it has them
+  place UID ID|none        GetSessionByPID for a process whose real uid is UID (`*`: any other)
+  set-active ID yes|no     the session's Active property (it comes to the front, or goes behind)
   sleep | wake             emit PrepareForSleep(true | false)
   inhibitors               `inhibitors WHO:WHAT:MODE …` (ListInhibitors)
   quit
 
+With --greeter, every process starts out in session c1: class greeter, active on seat0, local —
+where a display manager's worker (root) asks for whoever types their name. The test harnesses
+stand there (docs/security.md: who may be asked for a finger).
+
 The template has no GetSessionByPID or LidClosed; both are added here, as logind has them.
 """
+import json
 import os
 import subprocess
 import sys
@@ -48,10 +58,37 @@ BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Config
 </busconfig>
 """
 
-NO_SESSION = (
-    "raise dbus.exceptions.DBusException('no session for pid %d' % args[0], "
-    "name='org.freedesktop.login1.NoSessionForPID')"
-)
+# GetSessionByPID: the session placed for the process's real uid (`place`), else for `*`.
+BY_PID = """
+import json
+with open(%r) as f:
+    places = json.load(f)
+uid = '*'
+try:
+    with open('/proc/%%d/status' %% args[0]) as f:
+        uid = [l.split()[1] for l in f if l.startswith('Uid:')][0]
+except OSError:
+    pass
+session = places.get(uid, places.get('*'))
+if session is None:
+    raise dbus.exceptions.DBusException('no session for pid %%d' %% args[0],
+                                        name='org.freedesktop.login1.NoSessionForPID')
+ret = '/org/freedesktop/login1/session/' + session
+"""
+
+
+def add_session(bus, mock, words):
+    """add-session ID SEAT UID NAME CLASS active|inactive local|remote"""
+    sid, seat, uid, name, klass, active, remote = words
+    path = mock.AddSession(sid, "seat0" if seat == "-" else seat, dbus.UInt32(int(uid)), name,
+                           active == "active")
+    session = bus.get_object("org.freedesktop.login1", path)
+    props = dbus.Interface(session, dbus.PROPERTIES_IFACE)
+    props.Set(SESSION, "Class", klass)
+    props.Set(SESSION, "Active", active == "active")
+    props.Set(SESSION, "Remote", remote == "remote")
+    if seat == "-":
+        props.Set(SESSION, "Seat", dbus.Struct(("", dbus.ObjectPath("/")), signature="so"))
 
 
 def main():
@@ -78,7 +115,24 @@ def main():
         mock = dbus.Interface(manager, dbusmock.MOCK_IFACE)
         mock.AddProperty(MANAGER, "LidClosed", False)
         mock.AddSession("c1", "seat0", dbus.UInt32(os.getuid()), "root", True)
-        mock.AddMethod(MANAGER, "GetSessionByPID", "u", "o", NO_SESSION)
+        places_file = os.path.join(directory, "places.json")
+        places = {}
+
+        def place(uid, session):
+            if session is None:
+                places.pop(uid, None)
+            else:
+                places[uid] = session
+            with open(places_file + ".new", "w") as f:
+                json.dump(places, f)
+            os.replace(places_file + ".new", places_file)
+
+        place("*", None)
+        mock.AddMethod(MANAGER, "GetSessionByPID", "u", "o", BY_PID % places_file)
+        if "--greeter" in sys.argv[2:]:
+            session = bus.get_object("org.freedesktop.login1", SESSION_PATH)
+            session.Set(SESSION, "Class", "greeter", dbus_interface=dbus.PROPERTIES_IFACE)
+            place("*", "c1")
         print("ready " + address, flush=True)
         for line in sys.stdin:
             words = line.split()
@@ -89,11 +143,18 @@ def main():
             if words[0] == "lid" and words[1:] in (["closed"], ["open"]):
                 manager.Set(MANAGER, "LidClosed", words[1] == "closed", dbus_interface=dbus.PROPERTIES_IFACE)
             elif words[0] == "session" and words[1:] == ["none"]:
-                mock.AddMethod(MANAGER, "GetSessionByPID", "u", "o", NO_SESSION)
+                place("*", None)
             elif words[0] == "session" and words[1:] in (["local"], ["remote"]):
-                mock.AddMethod(MANAGER, "GetSessionByPID", "u", "o", "ret = '%s'" % SESSION_PATH)
+                place("*", "c1")
                 session = bus.get_object("org.freedesktop.login1", SESSION_PATH)
                 session.Set(SESSION, "Remote", words[1] == "remote", dbus_interface=dbus.PROPERTIES_IFACE)
+            elif words[0] == "add-session" and len(words) == 8:
+                add_session(bus, mock, words[1:])
+            elif words[0] == "set-active" and len(words) == 3:
+                session = bus.get_object("org.freedesktop.login1", PATH + "/session/" + words[1])
+                session.Set(SESSION, "Active", words[2] == "yes", dbus_interface=dbus.PROPERTIES_IFACE)
+            elif words[0] == "place" and len(words) == 3:
+                place(words[1], None if words[2] == "none" else words[2])
             elif words in (["sleep"], ["wake"]):
                 mock.EmitSignal(MANAGER, "PrepareForSleep", "b", [words[0] == "sleep"])
             elif words == ["inhibitors"]:

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+import LocalAuthCore
+import LocalAuthProtocol
+import LocalAuthSystemd
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Where a request comes from (the caller's real uid, login session, terminal) and the presence
+/// rule's verdict on it, found before anything about the target account is read (issue 13, C2/L1).
+/// Every door goes through `Daemon.handle`, so every door meets the same rule.
+struct Whereabouts {
+    let origin: RequestOrigin
+    let place: CallerSession
+    let verdict: Presence.Verdict
+    /// Whose request a prompt is: the calling program and the account.
+    let label: RequestLabel
+    /// The session part of the reuse scope: the session's key, or one of its own, matching no other,
+    /// for a connection whose creator is gone.
+    let reuseKey: String
+
+    /// Asks the kernel (through the connection's pinned process) and logind, in one visit to the bus
+    /// with the lid when the reader is built in.
+    nonisolated(nonsending) static func find(
+        caller: PeerCredentials, target: String, tty: String?, service: String?, parts: DaemonParts
+    ) async -> Whereabouts {
+        let device = await parts.currentDevice()
+        let builtIn = device.map { !parts.configuration.externalReaderDrivers.contains($0.driver) } ?? false
+        let place = await parts.sessions.view(of: caller.pid, uid: caller.uid, tty: tty, askLid: builtIn)
+        // Checked after the lookups by pid: if the process that connected is gone, they may have
+        // been about another process that has its pid now (issue 13, L4).
+        let orphaned = !caller.isStillTheConnectingProcess
+        let real = caller.realUID
+        let requesterUID: UInt32? = caller.uid != 0 ? caller.uid : (real == 0 ? nil : real)
+        var activeOnASeat = false
+        if place.session == nil, place.logindPresent, let requesterUID {
+            activeOnASeat = await parts.sessions.isActiveOnASeat(uid: requesterUID)
+        }
+        let session = place.session.map {
+            SessionFacts(
+                owner: PeerCredentials.userName(of: $0.ownerUID), sessionClass: $0.sessionClass, seat: $0.seat,
+                isActive: $0.isActive, isRemote: $0.isRemote)
+        }
+        let origin = RequestOrigin(
+            uid: caller.uid, name: caller.userName, realUID: real,
+            realName: real.flatMap { $0 == caller.uid ? caller.userName : PeerCredentials.userName(of: $0) },
+            session: session, logindPresent: place.logindPresent,
+            onForegroundVT: ForegroundTerminal.isForeground(caller.process?.controllingTTY),
+            requesterActiveOnASeat: activeOnASeat, connectionOrphaned: orphaned)
+        let program = caller.process?.command ?? service.map { Echo.truncated($0, maxBytes: 32) } ?? "a request"
+        return Whereabouts(
+            origin: origin, place: place, verdict: Presence.decide(origin, target: target),
+            label: RequestLabel(program: program, account: target),
+            reuseKey: orphaned ? "orphaned:\(caller.pid):\(parts.clock())" : place.key)
+    }
+
+    /// The refusal, as the answer to an evaluation or a canEvaluate; nil when biometrics may be offered.
+    var refusal: Decision? {
+        guard case .refused(let why) = verdict else { return nil }
+        return Decision(.biometryNotAvailable, .fingerNotAvailable(why))
+    }
+}
+
+/// The virtual terminal in front (`/sys/class/tty/tty0/active`) and whether a caller's controlling
+/// terminal is it: where `login` runs before pam_systemd gives it a session.
+enum ForegroundTerminal {
+    static func isForeground(_ controllingTTY: UInt32?, activePath: String = "/sys/class/tty/tty0/active") -> Bool {
+        guard let controllingTTY, let name = virtualTerminal(controllingTTY), let active = read(activePath) else {
+            return false
+        }
+        return name == active
+    }
+
+    /// "ttyN" for a virtual terminal's device number (major 4, minor 1…63); nil for anything else
+    /// (a pseudo-terminal, a serial line).
+    static func virtualTerminal(_ device: UInt32) -> String? {
+        let major = (device >> 8) & 0xfff
+        let minor = (device & 0xff) | ((device >> 12) & 0xfff00)
+        guard major == 4, (1...63).contains(minor) else { return nil }
+        return "tty\(minor)"
+    }
+
+    private static func read(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let n = Glibc.read(fd, &buffer, buffer.count)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[..<n], as: UTF8.self).trimmingNewline
+    }
+}
+
+extension String {
+    fileprivate var trimmingNewline: String { String(prefix { $0 != "\n" }) }
+}
