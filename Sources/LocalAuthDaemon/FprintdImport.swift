@@ -66,14 +66,14 @@ struct FprintdImport {
             await serialize(user) {
                 for print in found {
                     let held = (try? parts.store.prints(user: user, deviceKey: print.key)) ?? []
-                    if held.contains(where: { $0.finger == print.finger.rawValue }) {
+                    if held.contains(where: { $0.finger == print.finger }) {
                         outcome.skipped.append((print.path, "\(user) has \(print.finger.rawValue) enrolled already"))
                         continue
                     }
                     do {
                         _ = try parts.store.addPrint(
                             StoredPrint(
-                                finger: print.finger.rawValue, deviceKey: print.key, data: print.data,
+                                finger: print.finger, deviceKey: print.key, data: print.data,
                                 enrolledAtMs: parts.clock()),
                             user: user)
                         outcome.imported.append((user, print.finger.rawValue))

@@ -37,8 +37,8 @@ import Testing
     }
 
     @Test func canEvaluate_biometrics_whenFingersAreOnlyOnAnUnpluggedReader_failsDisconnected() {
-        let facts = EvaluationFacts(readerAvailable: true, enrolledFingers: [], enrolledOnlyOnAbsentReaders: true)
-        #expect(check(.deviceOwnerAuthenticationWithBiometrics, facts: facts).resultCode == .biometryDisconnected)
+        let facts = EvaluationFacts(enrolledFingers: [], enrolledOnlyOnAbsentReaders: true)
+        #expect(check(.deviceOwnerAuthenticationWithBiometrics, facts: facts).code == .biometryDisconnected)
     }
 
     @Test func canEvaluate_biometrics_whenLocked_failsLockout() {

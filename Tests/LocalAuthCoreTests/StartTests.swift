@@ -40,25 +40,22 @@ import Testing
     }
 
     @Test(arguments: [
-        EvaluationFacts(readerAvailable: true, enrolledFingers: [], enrolledOnlyOnAbsentReaders: true),
-        EvaluationFacts(
-            readerAvailable: false, readerUnavailableReason: "no fingerprint reader is connected", enrolledFingers: [],
-            enrolledOnlyOnAbsentReaders: true),
+        EvaluationFacts(enrolledFingers: [], enrolledOnlyOnAbsentReaders: true),
+        EvaluationFacts(readerUnavailable: .noReader, enrolledFingers: [], enrolledOnlyOnAbsentReaders: true),
     ])
     func evaluate_biometrics_whenFingersAreOnlyOnAnUnpluggedReader_failsDisconnected(facts: EvaluationFacts) {
         let (_, out) = started(options(), facts: facts)
         #expect(
             out == [
-                .finish(
-                    Result(
-                        .biometryDisconnected, "The fingerprint reader your fingers are enrolled on is not connected"))
+                .finish(Decision(.biometryDisconnected, .fingersOnDisconnectedReader))
             ])
+        #expect(out.result?.message == "The fingerprint reader your fingers are enrolled on is not connected")
     }
 
     @Test func evaluate_deviceOwner_whenFingersAreOnlyOnAnUnpluggedReader_asksPasscode() {
-        let facts = EvaluationFacts(readerAvailable: true, enrolledFingers: [], enrolledOnlyOnAbsentReaders: true)
+        let facts = EvaluationFacts(enrolledFingers: [], enrolledOnlyOnAbsentReaders: true)
         let (_, out) = started(options(.deviceOwnerAuthentication), facts: facts)
-        #expect(out == [.requestPasscode, .event(Event(.passcodeNeeded, "Enter your passcode"))])
+        #expect(out == [.requestPasscode, .notify(Notice(.passcodeNeeded, .enterPasscode))])
     }
 
     @Test func evaluate_biometrics_whenLocked_failsLockout() {

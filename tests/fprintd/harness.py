@@ -28,6 +28,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGING = os.path.join(REPO, "packaging", "fprintd-compat")
 POLKITD = "/usr/lib/polkit-1/polkitd"
+LOGIND_MOCK = os.path.join(REPO, "tests", "system", "logind_mock.py")
 DEVICE = "/net/reactivated/Fprint/Device/0"
 
 # The test users and what polkit allows each, as the rules file below says. On a real machine
@@ -234,6 +235,7 @@ class World:
         subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/run/dbus"], check=True)
         system_d = self.folder("system.d", {
             "org.freedesktop.PolicyKit1.conf": read("/usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf"),
+            "org.freedesktop.login1.conf": read("/usr/share/dbus-1/system.d/org.freedesktop.login1.conf"),
             "net.reactivated.Fprint.conf": read(os.path.join(PACKAGING, "net.reactivated.Fprint.conf")),
         })
         self.bind(system_d, "/usr/share/dbus-1/system.d")
@@ -248,6 +250,24 @@ class World:
         wait_for("the system bus", lambda: os.path.exists("/run/dbus/system_bus_socket"))
         self.start([POLKITD, "--no-debug"], "polkitd.log")
         wait_for("polkitd", lambda: self.owner("org.freedesktop.PolicyKit1"))
+        # logind (python-dbusmock's, on this bus): every process in an active local greeter session
+        # on seat0, where the daemon's presence rule lets a caller ask for any account (docs/security.md,
+        # "Who may be asked for a finger"), as the other harnesses stand. `self.logind` takes
+        # logind_mock.py's commands (e.g. "place 64202 none").
+        mock_dir = tempfile.mkdtemp(prefix="logind-", dir=self.tmp)
+        self.logind = subprocess.Popen(
+            ["/usr/bin/python3", LOGIND_MOCK, mock_dir, "--greeter", "--on-bus", "unix:path=/run/dbus/system_bus_socket"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=self.env())
+        self.procs.append(self.logind)
+        line = self.logind.stdout.readline().strip()
+        if not line.startswith("ready "):
+            raise AssertionError("logind mock: %r" % line)
+
+    def logind_command(self, command):
+        """One logind_mock.py command; returns its answer line."""
+        self.logind.stdin.write(command + "\n")
+        self.logind.stdin.flush()
+        return self.logind.stdout.readline().strip()
 
     def folder(self, name, files):
         path = os.path.join(self.tmp, name)
@@ -351,6 +371,9 @@ class World:
 
     def teardown(self):
         self.stop_daemon()
+        if getattr(self, "logind", None):
+            self.logind.stdin.close()  # logind_mock.py stops when its input closes
+            self.logind.stdout.close()
         for proc in reversed(self.procs):
             if proc.poll() is None:
                 proc.terminate()

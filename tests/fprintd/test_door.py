@@ -316,6 +316,50 @@ class VerifyTests(DoorTest):
         owner.ok("Release")
 
 
+class PresenceTests(DoorTest):
+    """The daemon's presence rule (docs/security.md, "Who may be asked for a finger") holds for the
+    door's callers: a finger only answers the person at the reader who asked. Each test places a
+    caller's uid in a session of the mock logind, then puts it back in the greeter session."""
+
+    def place(self, *commands):
+        for command in commands:
+            self.assertEqual(WORLD.logind_command(command), "ok", command)
+
+    def tearDown(self):
+        super().tearDown()
+        WORLD.logind_command("place 64201 none")
+        WORLD.logind_command("place 0 none")
+
+    def test_verifyStart_fromTheUsersSessionBehindAnother_isPermissionDeniedAndCountsNothing(self):
+        WORLD.enrol_as_root("ladbus1")
+        self.place("add-session c2 seat0 64201 ladbus1 user inactive local", "place 64201 c2")
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        answer = c.call("VerifyStart", "any")
+        self.assertError(answer, "PermissionDenied")
+        self.assertIn("Fingerprint not available", answer["message"])
+        c.ok("Release")
+        self.assertNotIn('op=lockout user="ladbus1"', WORLD.log())
+        # Back in front of the reader, the same user verifies.
+        self.place("set-active c2 yes")
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        self.assertEqual(self.verify_over_dbus(c, "ladbus1-right-index-finger"), {"ok": ["verify-match", True]})
+        c.ok("Release")
+
+    def test_verifyStart_byRootInAnotherUsersSession_forTheOwner_isPermissionDenied(self):
+        # Issue 13, C2 over D-Bus: a process with real uid 0 in ladbus2's session (root's tools, a
+        # setuid helper ladbus2 ran) claims the device for ladbus1, who is not at the reader.
+        WORLD.enrol_as_root("ladbus1", print_id="c2-owner")
+        self.place("add-session c3 seat0 64202 ladbus2 user active local", "place 0 c3")
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        answer = c.call("VerifyStart", "any")
+        self.assertError(answer, "PermissionDenied")
+        self.assertIn("Fingerprint not available", answer["message"])
+        c.ok("Release")
+
+
 class LockoutTests(DoorTest):
     def test_fiveMissesOverDBus_lockBiometricsForTheSocketToo(self):
         WORLD.enrol_as_root("ladbus1")
