@@ -194,7 +194,9 @@ public actor Daemon {
                     await enrollment.enroll(
                         user: user, finger: finger, passcodeCapable: passcodeCapable, caller: caller, io: io,
                         door: door
-                    ) { proof in await daemon.evaluate(proof, user: user, io: io, whereabouts: whereabouts!, door: door) }
+                    ) { proof in
+                        await daemon.evaluate(proof, user: user, io: io, whereabouts: whereabouts!, door: door)
+                    }
                 })
         case .list:
             return Route(

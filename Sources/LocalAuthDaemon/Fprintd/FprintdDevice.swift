@@ -663,7 +663,8 @@ final class FprintdDevice: @unchecked Sendable {
     /// A verify or enrol request ended: its final status (unless one was reported), then any Stop or
     /// Release that waited for it.
     private func finished(kind: ActionKind, result: LocalAuthProtocol.Result, stopped: Bool) {
-        audit.debug("\(path): \(kind) ended: \(result.resultCode) \(result.message ?? "")\(stopped ? " (stopped)" : "")")
+        let code = result.resultCode.map { "\($0)" } ?? "code \(result.code)"
+        audit.debug("\(path): \(kind) ended: \(code) \(result.message)\(stopped ? " (stopped)" : "")")
         running = nil
         stopRunning = nil
         // The reader's own word comes before libfprint's hot-plug event: the claim ends as unplugged.
