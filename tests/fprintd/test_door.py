@@ -330,7 +330,7 @@ class PresenceTests(DoorTest):
         WORLD.logind_command("place 64201 none")
         WORLD.logind_command("place 0 none")
 
-    def test_verifyStart_fromTheUsersSessionBehindAnother_isPermissionDeniedAndCountsNothing(self):
+    def test_verifyStart_fromTheUsersSessionBehindAnother_isPermissionDenied_andInFrontMatches(self):
         WORLD.enrol_as_root("ladbus1")
         self.place("add-session c2 seat0 64201 ladbus1 user inactive local", "place 64201 c2")
         c = self.client("ladbus1")
@@ -339,7 +339,6 @@ class PresenceTests(DoorTest):
         self.assertError(answer, "PermissionDenied")
         self.assertIn("Fingerprint not available", answer["message"])
         c.ok("Release")
-        self.assertNotIn('op=lockout user="ladbus1"', WORLD.log())
         # Back in front of the reader, the same user verifies.
         self.place("set-active c2 yes")
         c = self.client("ladbus1")
