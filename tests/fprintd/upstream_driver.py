@@ -4,6 +4,8 @@
 a time limit per test: several of its tests wait for a D-Bus signal without limit, so a daemon that
 never sends it would stop the whole run. A GLib timeout wakes the default main context every 0.2 s so
 that the per-test SIGALRM can end a wait inside GLib. Writes a JSON summary to argv[2].
+The suite's logind answers GetSessionByPID with an active greeter session (UPSTREAM_NO_SESSION=1:
+not, as the suite has it).
 UPSTREAM_STORAGE_VIA_LIST=1: the suite's storage checks ask ListEnrolledFingers instead of looking
 for fprintd's files."""
 import json
@@ -22,6 +24,26 @@ import fprintd  # noqa: E402  (the upstream suite, from the fetched source tree)
 from gi.repository import GLib  # noqa: E402
 
 GLib.timeout_add(200, lambda: True)
+
+if not os.environ.get("UPSTREAM_NO_SESSION"):
+    # localauthd asks logind where each caller sits (docs/security.md, "Who may be asked for a
+    # finger"); the suite's python-dbusmock logind has no GetSessionByPID, so its callers (root)
+    # would be in no session and refused every finger. As this project's own harnesses do, every
+    # caller is put in an active local greeter session on seat0, where root may ask for any account.
+    import dbus  # noqa: E402
+
+    _spawn = fprintd.FPrintdTest.spawn_server_template.__func__
+
+    def _spawn_with_session(cls, template, parameters=None, stdout=None, system_bus=None):
+        server, obj = _spawn(cls, template, parameters, stdout, system_bus)
+        if template == "logind":
+            path = obj.AddSession("c1", "seat0", dbus.UInt32(0), "root", True)
+            session = cls.get_dbus(system_bus=True).get_object("org.freedesktop.login1", path)
+            session.Set("org.freedesktop.login1.Session", "Class", "greeter", dbus_interface=dbus.PROPERTIES_IFACE)
+            obj.AddMethod("org.freedesktop.login1.Manager", "GetSessionByPID", "u", "o", "ret = %r" % str(path))
+        return server, obj
+
+    fprintd.FPrintdTest.spawn_server_template = classmethod(_spawn_with_session)
 
 if os.environ.get("UPSTREAM_STORAGE_VIA_LIST"):
     # fprintd's suite checks a print is stored by looking for fprintd's own file
