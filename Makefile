@@ -50,6 +50,7 @@ test: deps build-debug pam pam-asan
 	$(MAKE) pam-test-unit pam-test-integration pam-test-asan pam-test-install
 	$(MAKE) pam-test-locker pam-test-terminal pam-test-stacks pam-test-keyring
 	$(MAKE) pam-test-death pam-test-hostile pam-test-memcheck pam-test-failinject
+	$(MAKE) test-fprintd
 	$(MAKE) test-system
 	$(MAKE) lint
 
@@ -114,6 +115,30 @@ uninstall:
 	$(MAKE) pam-uninstall PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	if [ -d $(DESTDIR)$(DOCDIR) ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(DOCDIR); fi
 
+# fprintd's D-Bus API (the localauth-fprintd-compat package): the bus policy, the D-Bus activation
+# file, fprintd's polkit actions, and the drop-in that starts localauthd with --fprintd-compat.
+DBUSDIR ?= $(PREFIX)/share/dbus-1
+POLKITDIR ?= $(PREFIX)/share/polkit-1/actions
+COMPAT_FILES := $(DESTDIR)$(DBUSDIR)/system.d/net.reactivated.Fprint.conf \
+	$(DESTDIR)$(DBUSDIR)/system-services/net.reactivated.Fprint.service \
+	$(DESTDIR)$(POLKITDIR)/net.reactivated.fprint.device.policy \
+	$(DESTDIR)$(UNITDIR)/localauthd.service.d/fprintd-compat.conf
+.PHONY: install-fprintd-compat uninstall-fprintd-compat
+install-fprintd-compat:
+	install -d -m 0755 $(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(POLKITDIR) \
+		$(DESTDIR)$(UNITDIR)/localauthd.service.d
+	install -m 0644 packaging/fprintd-compat/net.reactivated.Fprint.conf $(DESTDIR)$(DBUSDIR)/system.d/
+	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/fprintd-compat/net.reactivated.Fprint.service \
+		> $(DESTDIR)$(DBUSDIR)/system-services/net.reactivated.Fprint.service
+	install -m 0644 packaging/fprintd-compat/net.reactivated.fprint.device.policy $(DESTDIR)$(POLKITDIR)/
+	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/fprintd-compat/fprintd-compat.conf \
+		> $(DESTDIR)$(UNITDIR)/localauthd.service.d/fprintd-compat.conf
+	chmod 0644 $(COMPAT_FILES)
+
+uninstall-fprintd-compat:
+	rm -f $(COMPAT_FILES)
+	-rmdir $(DESTDIR)$(UNITDIR)/localauthd.service.d 2>/dev/null
+
 # A Debian package of the release build: dist/localauth_VERSION_ARCH.deb (scripts/make-deb.sh).
 # test-deb installs it with dpkg -i on this machine, checks it and removes it (tests/system/deb.sh);
 # it changes the machine while it runs, so it is not part of `make test`.
@@ -124,6 +149,14 @@ deb: pam
 
 test-deb: deb
 	tests/system/deb.sh dist/localauth_$${DEB_VERSION:-0.1.0}_$$(dpkg --print-architecture).deb
+
+# fprintd's D-Bus API served by localauthd (tests/fprintd): the real system bus daemon with our bus
+# policy, the real polkitd with our actions and pkttyagent, Debian's fprintd-* tools, pam_fprintd.so
+# and a listening client, in a private mount and pid namespace (root). fprintd's own suite is not
+# here (it is not ours; tests/fprintd/upstream-suite.sh runs it from outside).
+.PHONY: test-fprintd
+test-fprintd: build-debug pam
+	LOCALAUTH_PAM_MODULE=$(abspath $(PAM_MODULE)) tests/fprintd/run.sh $(BIN_DEBUG)
 
 # The installed tree, the units under systemd-analyze, the man pages, the promised config errors.
 test-system: build-debug pam

@@ -24,6 +24,10 @@ Figures (docs/performance.md explains each):
      authentications
   8  1000 concurrent status clients while verifies run (ours): a) all at once, b) Poisson
      arrivals at 1000 requests per second in all
+  9  LASecret.loadData after a finger, beside evaluatePolicy (ours)
+  10 fprintd's clients through localauthd's D-Bus door (--fprintd-compat, a private bus of its
+     own with the real polkitd) beside fprintd: pam_fprintd.so pam_authenticate with a matching
+     finger (the same bench_client, service line and reader driver), fprintd-list as a process
 
 Usage: /usr/bin/python3 bench/bench.py [--quick] [--json PATH]   (as root; `make bench`)
 Prints the table and writes JSON (default bench/results/bench-<UTC time>.json and latest.json).
@@ -467,6 +471,11 @@ class Theirs(Stack):
         return int(r.stdout.split()[1]) if r.returncode == 0 else None
 
     def start(self):
+        self.start_bus()
+        self.activate()
+
+    def start_bus(self):
+        """The private system bus and the real polkitd on it."""
         self.dbus = self.bench.procs.start(
             ["dbus-daemon", "--config-file=" + self.conf, "--nofork", "--nopidfile",
              "--nosyslog"], env=self.env(), stdout=subprocess.DEVNULL,
@@ -477,7 +486,6 @@ class Theirs(Stack):
             stderr=open(os.path.join(self.tmp, "polkitd.log"), "w"))
         wait_for("polkitd on the private bus",
                  lambda: self.owner_pid("org.freedesktop.PolicyKit1"), proc=self.polkitd)
-        self.activate()
 
     def activate(self):
         """The first fprintd-list starts fprintd through D-Bus activation."""
@@ -532,6 +540,32 @@ class Theirs(Stack):
         return elapsed
 
 
+class OursOverDBus(Theirs):
+    """localauthd --fprintd-compat on a private system bus of its own with the real polkitd, reached
+    by fprintd's clients (pam_fprintd.so, fprintd-enroll, fprintd-list) exactly as Theirs is: the
+    same client code, the other daemon. Figure 10 sets the two side by side."""
+    name = "localauth (D-Bus)"
+
+    def __init__(self, bench, tmp):
+        super().__init__(bench, tmp)
+        os.unlink(os.path.join(tmp, "system-services", "net.reactivated.Fprint.service"))
+        self.sock = os.path.join(tmp, "socket")
+        self.state = os.path.join(tmp, "state")
+        self.virtual = os.path.join(self.state, "virtual-reader.socket")
+        self.log = os.path.join(tmp, "localauthd.log")
+
+    def start(self):
+        self.start_bus()
+        with open(self.log, "a") as log_file:
+            self.daemon = self.bench.procs.start(
+                [os.path.join(self.bench.args.bin, "localauthd"), "--socket", self.sock, "--state-dir",
+                 self.state, "--virtual-reader", "--fprintd-compat"], env=self.env(),
+                stdout=subprocess.DEVNULL, stderr=log_file)
+        wait_for("localauthd --fprintd-compat on the private bus (log %s)" % self.log,
+                 lambda: self.owner_pid("net.reactivated.Fprint"), proc=self.daemon)
+        self.pid = self.daemon.pid
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -543,6 +577,7 @@ class Bench:
         self.ours = Ours(self, os.path.join(self.tmp, "ours"))
         self.theirs = Theirs(self, os.path.join(self.tmp, "theirs"))
         self.sides = (self.ours, self.theirs)
+        self.over_dbus = OursOverDBus(self, os.path.join(self.tmp, "ours-dbus"))
         self.results = {}
 
     def close(self):
@@ -643,6 +678,33 @@ class Bench:
             s.list_cmd(), s.env(), "list")[0])
         self.record("6 list (warm)", "localauth", out["localauth"][1:])
         self.record("6 list (warm)", "fprintd", out["fprintd"][1:])
+
+        # 10: fprintd's clients against both daemons: pam_fprintd.so (the same bench_client, PAM
+        # service and reader driver) and fprintd-list, through fprintd and through localauthd's
+        # D-Bus door, interleaved.
+        log("figure 10: pam_fprintd.so and fprintd-list through localauthd's D-Bus door and fprintd ...")
+        dbus = self.over_dbus
+        dbus.start()
+        dbus.enrol()
+        pair = (dbus, self.theirs)
+
+        def alternate(rounds, fn):
+            out = {s.name: [] for s in pair}
+            for i in range(rounds):
+                for side in (pair if i % 2 == 0 else pair[::-1]):
+                    out[side.name].append(fn(side))
+            return out
+        rows = alternate(blocks, lambda s: s.client(per_block + 1, [(s.match, PRINT_ID)])[1:])
+        for side, label in ((dbus, "localauth"), (self.theirs, "fprintd")):
+            r = sum(rows[side.name], [])
+            if any(x["rc"] != PAM_SUCCESS for x in r):
+                sys.exit("%s: pam_fprintd matching runs failed: %s" % (side.name, r[0]))
+            for key, part in (("total_ns", "total"), ("prompt_ns", "start_to_prompt"),
+                              ("result_ns", "prompt_to_result")):
+                self.record("10 pam_fprintd match " + part, label, [x[key] for x in r])
+        out = alternate(a.process_runs + 1, lambda s: timed(s.list_cmd(), s.env(), "fprintd-list")[0])
+        self.record("10 fprintd-list (warm)", "localauth", out[dbus.name][1:])
+        self.record("10 fprintd-list (warm)", "fprintd", out[self.theirs.name][1:])
 
         # 4 and 8: the Swift client against our daemon.
         log("figure 4: canEvaluatePolicy / status through the Swift client ...")

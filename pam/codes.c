@@ -27,7 +27,8 @@ int la_result_to_pam(int64_t code, const struct la_outcome *seen)
     case LA_PASSCODE_NOT_SET: /* nothing this module can check for this account */
     case LA_BIOMETRY_NOT_AVAILABLE:
     case LA_BIOMETRY_NOT_ENROLLED:
-    case LA_BIOMETRY_LOCKOUT: /* the password still works; the message says why */
+    case LA_BIOMETRY_DISCONNECTED: /* the fingers are on a reader that is unplugged */
+    case LA_BIOMETRY_LOCKOUT:      /* the password still works; the message says why */
     case LA_INVALID_CONTEXT:
     case LA_NOT_INTERACTIVE:
     case LA_INVALID_REQUEST:
@@ -49,7 +50,7 @@ int la_result_is_shown(int64_t code)
      * closed, a remote session), and so is "not interactive". */
     return code == LA_BIOMETRY_LOCKOUT || code == LA_TIMED_OUT || code == LA_BUSY ||
            code == LA_NOT_AUTHORIZED || code == LA_BIOMETRY_NOT_AVAILABLE ||
-           code == LA_NOT_INTERACTIVE;
+           code == LA_BIOMETRY_DISCONNECTED || code == LA_NOT_INTERACTIVE;
 }
 
 const char *la_result_name(int64_t code)
@@ -73,6 +74,8 @@ const char *la_result_name(int64_t code)
         return "biometryNotEnrolled";
     case LA_BIOMETRY_LOCKOUT:
         return "biometryLockout";
+    case LA_BIOMETRY_DISCONNECTED:
+        return "biometryDisconnected";
     case LA_APP_CANCEL:
         return "appCancel";
     case LA_INVALID_CONTEXT:

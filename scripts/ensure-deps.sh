@@ -5,7 +5,8 @@
 set -euo pipefail
 packages=(pkg-config libfprint-2-dev libglib2.0-dev libpam0g-dev libsystemd-dev libcrypt-dev
     libpam-wrapper pamtester python3-pypamtest clang-format man-db util-linux systemd
-    python3-dbusmock dbus-daemon i3lock xvfb xdotool valgrind sudo tmux)
+    python3-dbusmock dbus-daemon i3lock xvfb xdotool valgrind sudo tmux
+    fprintd libpam-fprintd polkitd python3-gi gir1.2-glib-2.0)
 # The keyring scenario (make pam-test-keyring): the real pam_gnome_keyring and its daemon, secret-tool, gdbus.
 packages+=(libpam-gnome-keyring gnome-keyring libsecret-tools libglib2.0-bin)
 # A target that needs more names them: scripts/ensure-deps.sh dpkg-dev (make deb).

@@ -3,7 +3,8 @@
 # Builds dist/localauth_VERSION_ARCH.deb (make deb): the tree `make install PREFIX=/usr` lays out,
 # from the release build (the Swift runtime linked statically, so nothing needs /opt/swift), with
 # maintainer scripts that register the PAM profile with pam-auth-update (it stays disabled until
-# an administrator selects it) and remove it again, as libpam-fprintd does.
+# an administrator selects it) and remove it again, as libpam-fprintd does; and
+# dist/localauth-fprintd-compat_VERSION_all.deb (fprintd's D-Bus API, below).
 set -euo pipefail
 version=${DEB_VERSION:-0.1.0}
 built=${BUILT:-.build/release}
@@ -47,3 +48,20 @@ mkdir -p dist
 dpkg-deb --root-owner-group -Zxz --build "$root" "$out" >/dev/null
 echo "$out"
 dpkg-deb --info "$out" | sed -n 's/^ \(Package\|Version\|Depends\|Installed-Size\):/  \1:/p'
+
+# The second package, localauth-fprintd-compat_VERSION_all.deb: fprintd's D-Bus API (off unless
+# installed; Provides/Conflicts/Replaces fprintd, so installing localauth alone never fights fprintd).
+compat=$stage/compat
+compat_out=dist/localauth-fprintd-compat_${version}_all.deb
+make -s install-fprintd-compat PREFIX=/usr DESTDIR="$compat" >/dev/null
+install -d -m 0755 "$compat/usr/share/doc/localauth-fprintd-compat" "$compat/DEBIAN"
+install -m 0644 LICENSE "$compat/usr/share/doc/localauth-fprintd-compat/copyright"
+size=$(du -sk --exclude=DEBIAN "$compat" | cut -f1)
+sed -e "s|@VERSION@|$version|" -e "s|@SIZE@|$size|" packaging/fprintd-compat/control.in > "$compat/DEBIAN/control"
+install -m 0755 packaging/fprintd-compat/postinst packaging/fprintd-compat/postrm "$compat/DEBIAN/"
+(cd "$compat" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) \
+    > "$compat/DEBIAN/md5sums"
+chmod 0644 "$compat/DEBIAN/md5sums"
+dpkg-deb --root-owner-group -Zxz --build "$compat" "$compat_out" >/dev/null
+echo "$compat_out"
+dpkg-deb --info "$compat_out" | sed -n 's/^ \(Package\|Version\|Depends\|Provides\|Conflicts\):/  \1:/p'

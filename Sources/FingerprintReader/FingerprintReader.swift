@@ -15,6 +15,7 @@ private final class ReaderRegistry: Sendable {
         var order: [String] = []
         var byDevice: [ObjectIdentifier: String] = [:]
         var subscribers: [UInt64: AsyncStream<HotplugEvent>.Continuation] = [:]
+        var statusSubscribers: [UInt64: AsyncStream<ReaderStatusEvent>.Continuation] = [:]
         var nextSubscriber: UInt64 = 0
         var closed = false
     }
@@ -49,6 +50,13 @@ private final class ReaderRegistry: Sendable {
                 hasStorage: facts.hasStorage, isSwipe: facts.isSwipe)
             let slot = ReaderSlot(info: info, device: device, lingerMs: lingerMs)
             device.onRemoved { [weak slot] in slot?.deviceRemoved() }
+            let key = id
+            device.onStatus { [weak self] present, needed, stages, swipe in
+                self?.publish(
+                    ReaderStatusEvent(
+                        deviceID: key, fingerPresent: present, fingerNeeded: needed, enrollStages: stages,
+                        isSwipe: swipe))
+            }
             state.slots[id] = slot
             state.order.append(id)
             state.byDevice[ObjectIdentifier(device)] = id
@@ -71,6 +79,12 @@ private final class ReaderRegistry: Sendable {
         for subscriber in subscribers { subscriber.yield(.removed(info)) }
     }
 
+    private func publish(_ event: ReaderStatusEvent) {
+        for subscriber in state.withLock({ Array($0.statusSubscribers.values) }) { subscriber.yield(event) }
+    }
+
+    func subscribeStatus() -> AsyncStream<ReaderStatusEvent> { subscribe(to: \.statusSubscribers) }
+
     func slot(_ id: String) throws(ReaderError) -> ReaderSlot {
         guard let slot = state.withLock({ $0.slots[id] }) else { throw .noDevice }
         return slot
@@ -80,12 +94,18 @@ private final class ReaderRegistry: Sendable {
 
     var devices: [ReaderDeviceInfo] { allSlots.map(\.info) }
 
-    func subscribe() -> AsyncStream<HotplugEvent> {
-        let (stream, continuation) = AsyncStream<HotplugEvent>.makeStream()
+    func subscribe() -> AsyncStream<HotplugEvent> { subscribe(to: \.subscribers) }
+
+    /// A new stream registered in `list` (an already closed registry gives an ended one), unregistered
+    /// when its consumer goes.
+    private func subscribe<Event: Sendable>(
+        to list: WritableKeyPath<State, [UInt64: AsyncStream<Event>.Continuation]> & Sendable
+    ) -> AsyncStream<Event> {
+        let (stream, continuation) = AsyncStream<Event>.makeStream()
         let key: UInt64? = state.withLock { state in
             if state.closed { return nil }
             state.nextSubscriber += 1
-            state.subscribers[state.nextSubscriber] = continuation
+            state[keyPath: list][state.nextSubscriber] = continuation
             return state.nextSubscriber
         }
         guard let key else {
@@ -93,7 +113,7 @@ private final class ReaderRegistry: Sendable {
             return stream
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: key) }
+            _ = self?.state.withLock { $0[keyPath: list].removeValue(forKey: key) }
         }
         return stream
     }
@@ -104,6 +124,8 @@ private final class ReaderRegistry: Sendable {
             state.closed = true
             let slots = state.order.compactMap { state.slots[$0] }
             let subscribers = Array(state.subscribers.values)
+            for status in state.statusSubscribers.values { status.finish() }
+            state.statusSubscribers.removeAll()
             state.slots.removeAll()
             state.order.removeAll()
             state.subscribers.removeAll()
@@ -165,6 +187,12 @@ public final class FingerprintReader: Sendable {
     /// Readers appearing and going from now on (libfprint's device-added / device-removed).
     public func hotplugEvents() -> AsyncStream<HotplugEvent> {
         registry.subscribe()
+    }
+
+    /// Finger status and stage-count changes of every reader from now on (libfprint's
+    /// `notify::finger-status` and `notify::nr-enroll-stages`), reported as they happen.
+    public func statusEvents() -> AsyncStream<ReaderStatusEvent> {
+        registry.subscribeStatus()
     }
 
     /// When no reader is known, enumerates again in the background (a fresh `FpContext`), at most
@@ -246,6 +274,29 @@ public final class FingerprintReader: Sendable {
     /// operation (which holds the reader open): it returns once the reader is open, or `.busy` after 2 s.
     public func ensureOpen(deviceID: String) async throws(ReaderError) {
         try await registry.slot(deviceID).ensureOpen().get()
+    }
+
+    /// What a serialised print says about itself (`fp_print_deserialize`): its driver, device id, finger
+    /// and user. Bytes that are not a libfprint print are `.dataInvalid`; no reader is involved.
+    public func describePrint(_ bytes: [UInt8]) async throws(ReaderError) -> PrintFacts {
+        try await thread.run { describe(bytes) }.get()
+    }
+
+    /// Opens the reader now and keeps it open until `releaseHold` (fprintd's Claim: the reader stays open
+    /// for its claimer). Holds are counted; the reader closes after the linger time once none remains.
+    public func hold(deviceID: String) async throws(ReaderError) {
+        try await registry.slot(deviceID).hold().get()
+    }
+
+    /// Ends one `hold` of the reader; nothing when it is not present.
+    public func releaseHold(deviceID: String) {
+        try? registry.slot(deviceID).releaseHold()
+    }
+
+    /// Ends one `hold` and, when it was the last, closes the reader now (`fp_device_close`, after the
+    /// operations queued before), reporting the close's error, as fprintd's Release does.
+    public func releaseHoldAndClose(deviceID: String) async throws(ReaderError) {
+        try await registry.slot(deviceID).releaseHoldAndClose().get()
     }
 
     /// Prepares open readers for system suspend (`fp_device_suspend`); best effort, errors are ignored.

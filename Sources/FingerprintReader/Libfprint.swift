@@ -129,7 +129,8 @@ private func readerError(consuming error: UnsafeMutablePointer<GError>?) -> Read
         case FP_DEVICE_ERROR_DATA_INVALID: return .dataInvalid
         case FP_DEVICE_ERROR_DATA_NOT_FOUND: return .dataNotFound
         case FP_DEVICE_ERROR_DATA_FULL: return .dataFull
-        default: return .failed(message)  // GENERAL, PROTO, NOT_OPEN, ALREADY_OPEN, DATA_DUPLICATE, TOO_HOT
+        case FP_DEVICE_ERROR_PROTO: return .communication
+        default: return .failed(message)  // GENERAL, NOT_OPEN, ALREADY_OPEN, DATA_DUPLICATE, TOO_HOT
         }
     }
     if domain == clibfprint_io_error_quark() {
@@ -185,6 +186,8 @@ private final class AsyncCall: @unchecked Sendable {
     var stages = 0
     /// Cancelled because the device went away, not by the caller.
     var cancelledByRemoval = false
+    /// An identify's gallery, to tell which print the match callback names (empty for a verify).
+    var gallery: [OpaquePointer] = []
     /// Reads the `GAsyncResult`; set by the operation before it calls libfprint, cleared once it ran.
     var onReady: ((OpaquePointer?) -> Void)?
 
@@ -215,20 +218,31 @@ private let asyncReady: GAsyncReadyCallback = { _, result, data in
 private let releaseCall: GDestroyNotify = { data in Unmanaged<AsyncCall>.fromOpaque(data!).release() }
 
 /// `FpEnrollProgress`: a completed stage, or a retry hint when `error` is set.
-private let enrollProgress: FpEnrollProgress = { _, completed, _, data, error in
+/// The stage count is read at each stage (`fp_device_get_nr_enroll_stages`): a driver may change it
+/// while an enrolment runs (libfprint's virtual devices do on SET_ENROLL_STAGES).
+private let enrollProgress: FpEnrollProgress = { device, completed, _, data, error in
     let call = Unmanaged<AsyncCall>.fromOpaque(data!).takeUnretainedValue()
     if let error {
         if let retry = readerRetry(error) { call.progress?(.retry(retry)) }
     } else {
-        call.progress?(.enrollStage(done: Int(completed), of: call.stages))
+        let stages = device.map { Int(fp_device_get_nr_enroll_stages($0)) } ?? call.stages
+        call.progress?(.enrollStage(done: Int(completed), of: stages))
     }
 }
 
-/// `FpMatchCb`: only retry hints matter here; the match itself arrives through the finish call.
-private let matchProgress: FpMatchCb = { _, _, _, data, error in
-    guard let error else { return }
+/// `FpMatchCb`: a retry hint, or the answer as soon as libfprint knows it (the finish call may come
+/// later: a reader can wait for the finger to be lifted first).
+private let matchProgress: FpMatchCb = { _, match, _, data, error in
     let call = Unmanaged<AsyncCall>.fromOpaque(data!).takeUnretainedValue()
-    if let retry = readerRetry(error) { call.progress?(.retry(retry)) }
+    if let error {
+        if let retry = readerRetry(error) { call.progress?(.retry(retry)) }
+        return
+    }
+    guard let match else { return call.progress?(.matched(index: nil)) ?? () }
+    if call.gallery.isEmpty { return call.progress?(.matched(index: 0)) ?? () }
+    // libfprint names the gallery's own object; fp_print_equal covers a driver that copies it.
+    let index = call.gallery.firstIndex(of: match) ?? call.gallery.firstIndex { fp_print_equal($0, match) != 0 }
+    call.progress?(.matched(index: index))
 }
 
 /// `GDestroyNotify` that drops a GObject reference (`g_object_unref`), for `GPtrArray`s of prints.
@@ -248,13 +262,52 @@ private func serialize(_ print: OpaquePointer) -> Result<[UInt8], ReaderError> {
     return .success(Array(UnsafeBufferPointer(start: data, count: Int(length))))
 }
 
+/// Whether `bytes` are a print libfprint can deserialise without aborting the process.
+///
+/// `fp_print_deserialize` (libfprint 1.94) checks the outer GVariant, but then reads the print's
+/// payload with `g_variant_get_child_value`, which calls `g_error` (abort) on a payload of the wrong
+/// shape: a truncated or damaged file takes the daemon down. So the bytes are checked first, with
+/// GLib's own untrusted-data functions: the "FP3" magic, a GVariant of libfprint's print type in
+/// normal form (`g_variant_is_normal_form` checks every nested value), and a payload of the type
+/// `fp_print_serialize` writes: a variant for a raw print (type 1), `(a(aiaiai))` for an image
+/// print (NBIS, type 2).
+func isWellFormedPrint(_ bytes: [UInt8]) -> Bool {
+    guard bytes.count > 3, bytes[0] == 0x46, bytes[1] == 0x50, bytes[2] == 0x33 else { return false }
+    let type = g_variant_type_new("(issbymsmsia{sv}v)")
+    defer { g_variant_type_free(type) }
+    // A copy of our own: GVariant needs aligned memory, and the variant must not outlive it.
+    let body = Array(bytes[3...])
+    return body.withUnsafeBytes { buffer -> Bool in
+        guard let outer = g_variant_new_from_data(type, buffer.baseAddress, gsize(buffer.count), 0, nil, nil) else {
+            return false
+        }
+        g_variant_ref_sink(outer)
+        defer { g_variant_unref(outer) }
+        guard g_variant_is_normal_form(outer) != 0, g_variant_n_children(outer) == 10 else { return false }
+        let kind = g_variant_get_child_value(outer, 0)
+        let boxed = g_variant_get_child_value(outer, 9)
+        defer {
+            g_variant_unref(kind)
+            g_variant_unref(boxed)
+        }
+        let payload = g_variant_get_variant(boxed)
+        defer { g_variant_unref(payload) }
+        let payloadType = String(cString: g_variant_get_type_string(payload))
+        switch g_variant_get_int32(kind) {
+        case 1: return payloadType == "v"  // FPI_PRINT_RAW
+        case 2: return payloadType == "(a(aiaiai))"  // FPI_PRINT_NBIS
+        default: return false
+        }
+    }
+}
+
 /// Wraps `fp_print_deserialize` and `fp_print_compatible`; returns a full reference the caller must unref.
 /// A print made by another reader is refused as `.dataInvalid`, so it is never offered to this one.
 private func deserialize(_ bytes: [UInt8], for device: UnsafeMutablePointer<FpDevice>) -> Result<
     OpaquePointer, ReaderError
 > {
-    // fp_print_deserialize g_asserts (aborting the process) on fewer than 4 bytes; anything longer it checks itself.
-    guard bytes.count > 3 else { return .failure(.dataInvalid) }
+    // fp_print_deserialize aborts the process on fewer than 4 bytes and on a damaged payload.
+    guard isWellFormedPrint(bytes) else { return .failure(.dataInvalid) }
     var error: UnsafeMutablePointer<GError>?
     let print = bytes.withUnsafeBufferPointer { buffer in
         fp_print_deserialize(buffer.baseAddress, gsize(buffer.count), &error)
@@ -265,6 +318,23 @@ private func deserialize(_ bytes: [UInt8], for device: UnsafeMutablePointer<FpDe
         return .failure(.dataInvalid)
     }
     return .success(print)
+}
+
+/// Wraps `fp_print_deserialize` and the `fp_print_get_*` getters: what a serialised print says
+/// about itself, without any reader. GLib thread.
+func describe(_ bytes: [UInt8]) -> Result<PrintFacts, ReaderError> {
+    guard isWellFormedPrint(bytes) else { return .failure(.dataInvalid) }
+    var error: UnsafeMutablePointer<GError>?
+    let print = bytes.withUnsafeBufferPointer { buffer in
+        fp_print_deserialize(buffer.baseAddress, gsize(buffer.count), &error)
+    }
+    guard let print else { return .failure(readerError(consuming: error)) }
+    defer { g_object_unref(UnsafeMutableRawPointer(print)) }
+    func text(_ value: UnsafePointer<gchar>?) -> String? { value.map { String(cString: $0) } }
+    return .success(
+        PrintFacts(
+            driver: text(fp_print_get_driver(print)) ?? "", deviceID: text(fp_print_get_device_id(print)) ?? "",
+            finger: Int(fp_print_get_finger(print).rawValue), username: text(fp_print_get_username(print))))
 }
 
 // MARK: - Devices
@@ -295,6 +365,8 @@ final class FprintDevice: @unchecked Sendable {
     /// Called on the GLib thread once libfprint emits FpDevice::removed (no operation pending any more); the owner
     /// must then close the device so the context can drop it.
     private let removedHandler: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
+    /// Called on the GLib thread with (finger present, finger needed, enrol stages, swipe) when one changes.
+    private let statusHandler: Mutex<(@Sendable (Bool, Bool, Int, Bool) -> Void)?> = Mutex(nil)
 
     /// Wraps `g_object_ref` and the `fp_device_get_*` getters; GLib thread only.
     fileprivate init(_ device: UnsafeMutablePointer<FpDevice>, thread: GLibThread) {
@@ -321,6 +393,26 @@ final class FprintDevice: @unchecked Sendable {
         clibfprint_connect_notify(
             device, "notify::finger-status",
             { _, _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().fingerStatusChanged() }, me)
+        clibfprint_connect_notify(
+            device, "notify::nr-enroll-stages",
+            { _, _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().reportStatus() }, me)
+        clibfprint_connect_notify(
+            device, "notify::scan-type",
+            { _, _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().reportStatus() }, me)
+    }
+
+    /// Sets the closure told of finger-status and stage-count changes.
+    func onStatus(_ handler: @escaping @Sendable (Bool, Bool, Int, Bool) -> Void) {
+        statusHandler.withLock { $0 = handler }
+    }
+
+    /// Wraps `fp_device_get_finger_status` and `fp_device_get_nr_enroll_stages` for the status handler.
+    private func reportStatus() {
+        guard let device, let handler = statusHandler.withLock({ $0 }) else { return }
+        let status = fp_device_get_finger_status(device).rawValue
+        handler(
+            status & FP_FINGER_STATUS_PRESENT.rawValue != 0, status & FP_FINGER_STATUS_NEEDED.rawValue != 0,
+            Int(fp_device_get_nr_enroll_stages(device)), fp_device_get_scan_type(device) == FP_SCAN_TYPE_SWIPE)
     }
 
     /// Sets the closure run when libfprint reports the device removed.
@@ -347,6 +439,7 @@ final class FprintDevice: @unchecked Sendable {
         let needed = fp_device_get_finger_status(device).rawValue & FP_FINGER_STATUS_NEEDED.rawValue != 0
         if needed && !fingerNeeded { current?.progress?(.fingerNeeded) }
         fingerNeeded = needed
+        reportStatus()
     }
 
     /// Drops the signal handlers and the reference (`g_signal_handlers_disconnect_by_data`, `g_object_unref`);
@@ -400,8 +493,11 @@ final class FprintDevice: @unchecked Sendable {
                     if unplugged || cancelling { call.cancel() }
                 }
             }
-        } onCancel: {
-            call.cancel()
+        } onCancel: { [thread] in
+            // On the GLib thread, between libfprint's callbacks: a driver reads its cancellable's
+            // state in the middle of one (virtual_device asserts in should_wait_to_sleep when the
+            // flag flips there from another thread), so it must never change under its feet.
+            thread.post { call.cancel() }
         }
     }
 
@@ -536,6 +632,7 @@ final class FprintDevice: @unchecked Sendable {
                     g_ptr_array_add(gallery, UnsafeMutableRawPointer(print))
                 }
             }
+            call.gallery = members
             call.onReady = { [members] result in
                 defer { g_ptr_array_unref(gallery) }
                 var match: OpaquePointer?

@@ -20,6 +20,8 @@ final class ReaderSlot: Sendable {
         /// Counts operations, so a linger timer armed by an older one does not close under a newer one.
         var generation: UInt64 = 0
         var linger: DeadlineTimer?
+        /// Holders that keep the device open between operations (a claim of fprintd's D-Bus API).
+        var holds = 0
     }
     private let state = Mutex(State())
 
@@ -41,6 +43,47 @@ final class ReaderSlot: Sendable {
             try? await Task.sleep(for: .milliseconds(10))
         }
         return .failure(.busy)
+    }
+
+    /// Opens the device (as `ensureOpen`) and keeps it open until `releaseHold`, however long the
+    /// linger time.
+    func hold() async -> Result<Void, ReaderError> {
+        state.withLock { $0.holds += 1 }
+        let opened = await ensureOpen()
+        if case .failure = opened { releaseHold() }
+        return opened
+    }
+
+    /// Ends one `hold`; the device closes after the linger time once nothing holds it.
+    func releaseHold() {
+        let generation: UInt64? = state.withLock { state in
+            guard state.holds > 0 else { return nil }
+            state.holds -= 1
+            return state.holds == 0 ? state.generation : nil
+        }
+        if let generation { scheduleLinger(after: generation) }
+    }
+
+    /// Ends one `hold`, and when none remains closes the device now, after any operation queued
+    /// before (fprintd's Release closes the reader and reports the close's error).
+    func releaseHoldAndClose() async -> Result<Void, ReaderError> {
+        let last: Bool = state.withLock { state in
+            guard state.holds > 0 else { return false }
+            state.holds -= 1
+            return state.holds == 0
+        }
+        guard last else { return .success(()) }
+        do {
+            try await queue.acquire()
+        } catch {
+            return .failure(error)
+        }
+        defer { queue.release() }
+        guard state.withLock({ $0.isOpen && !$0.closing && $0.holds == 0 }) else { return .success(()) }
+        let closed = await device.close()
+        // libfprint considers a device closed after close, even when close reports an error.
+        state.withLock { $0.isOpen = false }
+        return closed
     }
 
     /// Runs `body` with the device open, after every operation queued before it.
@@ -96,7 +139,7 @@ final class ReaderSlot: Sendable {
             return  // cancelled in the queue: an operation arrived, it re-arms the timer
         }
         defer { queue.release() }
-        let idle = state.withLock { $0.generation == generation && $0.isOpen && !$0.closing }
+        let idle = state.withLock { $0.generation == generation && $0.isOpen && !$0.closing && $0.holds == 0 }
         guard idle else { return }
         _ = await device.close()
         // libfprint considers a device closed after close, even when close reports an error.

@@ -76,6 +76,10 @@ public enum ReaderProgress: Sendable, Equatable {
     case retry(ReaderRetry)
     /// The reader is now waiting for a finger (`FP_FINGER_STATUS_NEEDED` became set): the moment to prompt.
     case fingerNeeded
+    /// libfprint's match callback (`FpMatchCb`): a verify's or identify's answer is known, possibly
+    /// before the operation finishes (a reader may still wait for the finger to lift). The index in
+    /// the gallery (0 for a verify) of the matching print; nil for no match.
+    case matched(index: Int?)
 }
 
 /// How a reader operation failed; libfprint's errors are mapped to these in exactly one function.
@@ -96,8 +100,53 @@ public enum ReaderError: Error, Sendable, Equatable {
     case dataFull
     /// The reader cannot do this (`FP_DEVICE_ERROR_NOT_SUPPORTED`, or no identify support).
     case notSupported
+    /// The reader stopped talking sense (`FP_DEVICE_ERROR_PROTO`): fprintd calls this "disconnected".
+    case communication
     /// Anything else, with GError's message.
     case failed(String)
+}
+
+/// What a reader reports between operations' results: libfprint's `finger-status` flags, its
+/// `nr-enroll-stages` and `scan-type` (which libfprint's virtual devices let a test change).
+public struct ReaderStatusEvent: Sendable, Equatable {
+    /// `ReaderDeviceInfo.id` of the reader.
+    public let deviceID: String
+    /// `FP_FINGER_STATUS_PRESENT`: a finger is on the sensor.
+    public let fingerPresent: Bool
+    /// `FP_FINGER_STATUS_NEEDED`: the reader waits for a finger.
+    public let fingerNeeded: Bool
+    /// `fp_device_get_nr_enroll_stages`.
+    public let enrollStages: Int
+    /// `fp_device_get_scan_type` is `FP_SCAN_TYPE_SWIPE`.
+    public let isSwipe: Bool
+
+    public init(deviceID: String, fingerPresent: Bool, fingerNeeded: Bool, enrollStages: Int, isSwipe: Bool) {
+        self.deviceID = deviceID
+        self.fingerPresent = fingerPresent
+        self.fingerNeeded = fingerNeeded
+        self.enrollStages = enrollStages
+        self.isSwipe = isSwipe
+    }
+}
+
+/// What a serialised print says about itself (`fp_print_get_driver`, `_device_id`, `_finger`,
+/// `_username`): the reader it was made on and whose finger it is.
+public struct PrintFacts: Sendable, Equatable {
+    public let driver: String
+    public let deviceID: String
+    /// libfprint's `FpFinger`: 1 (left thumb) … 10 (right little finger), 0 unknown.
+    public let finger: Int
+    public let username: String?
+
+    public init(driver: String, deviceID: String, finger: Int, username: String?) {
+        self.driver = driver
+        self.deviceID = deviceID
+        self.finger = finger
+        self.username = username
+    }
+
+    /// The store's key for the reader this print belongs to.
+    public var storageKey: String { ReaderDeviceInfo.storageKey(driver: driver, deviceID: deviceID) }
 }
 
 /// A reader appeared or went away.

@@ -22,11 +22,17 @@ public struct EvaluationFacts: Sendable, Equatable {
     public var label: RequestLabel?
     /// Why the password is required instead of a finger now (`PasswordRule`); nil: it is not.
     public var passwordRequired: PasswordRequiredReason?
+    /// The user's fingers are enrolled only on readers that are not connected (a USB reader
+    /// unplugged), none on a present one; the daemon sets it only when nothing else (a remote
+    /// session, a closed lid) already keeps biometrics away.
+    public var enrolledOnlyOnAbsentReaders: Bool
 
     public init(
         readerUnavailable: ReaderUnavailable? = nil, enrolledFingers: [FingerName], stateReadable: Bool = true,
-        lastSuccessMs: Int64? = nil, label: RequestLabel? = nil, readerCanIdentify: Bool = true
+        lastSuccessMs: Int64? = nil, label: RequestLabel? = nil, readerCanIdentify: Bool = true,
+        enrolledOnlyOnAbsentReaders: Bool = false
     ) {
+        self.enrolledOnlyOnAbsentReaders = enrolledOnlyOnAbsentReaders
         self.readerCanIdentify = readerCanIdentify
         self.readerUnavailable = readerUnavailable
         self.enrolledFingers = enrolledFingers

@@ -464,8 +464,13 @@ public struct PolicyEvaluator: Sendable {
     }
 
     /// Why biometrics cannot be used now, in Apple's order: no reader, nothing enrolled, lockout;
-    /// then the "password required" rules.
+    /// then the "password required" rules. A user whose fingers are only on a reader that is not
+    /// connected is told so first (`biometryDisconnected`, Apple's code for a removable accessory that
+    /// is not there), whether or not another reader is.
     static func biometryProblem(state: UserAuthState, facts: EvaluationFacts, config: LockoutConfig) -> Decision? {
+        if facts.enrolledOnlyOnAbsentReaders && facts.enrolledFingers.isEmpty {
+            return Decision(.biometryDisconnected, .fingersOnDisconnectedReader)
+        }
         if let why = facts.readerUnavailable { return Decision(.biometryNotAvailable, .fingerNotAvailable(why)) }
         if facts.enrolledFingers.isEmpty { return Decision(.biometryNotEnrolled, .noFingerEnrolled) }
         if LockoutRules.biometryLocked(state, config: config) {

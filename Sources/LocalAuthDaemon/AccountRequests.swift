@@ -9,10 +9,13 @@ import LocalAuthStore
 struct AccountRequests {
     let parts: DaemonParts
 
-    nonisolated(nonsending) func list(user: String) async -> LocalAuthProtocol.Result {
-        let device = await parts.currentDevice()
+    /// The user's fingers on the reader `readerID` names (none when it is not present), else on
+    /// every reader, present or not.
+    nonisolated(nonsending) func list(user: String, readerID: String? = nil) async -> LocalAuthProtocol.Result {
         let prints =
-            device != nil ? parts.enrolledPrints(user, on: device) : ((try? parts.store.allPrints(user: user)) ?? [])
+            readerID != nil
+            ? parts.enrolledPrints(user, on: await parts.currentDevice(readerID))
+            : ((try? parts.store.allPrints(user: user)) ?? [])
         var extra = Frame(.result)
         var seen = Set<FingerName>()
         for p in prints where seen.insert(p.finger).inserted { extra.append(.finger, string: p.finger.rawValue) }
@@ -23,26 +26,32 @@ struct AccountRequests {
             extra: extra.fields)
     }
 
-    nonisolated(nonsending) func delete(user: String, finger: FingerName?, all: Bool) async
+    /// Deletes the finger (or `all`) on every reader, or only on the one `readerID` names.
+    nonisolated(nonsending) func delete(user: String, finger: FingerName?, all: Bool, readerID: String? = nil) async
         -> LocalAuthProtocol.Result
     {
         guard all || finger != nil else { return Result(.invalidRequest, "Name a finger or ask for all") }
+        let named = readerID == nil ? nil : await parts.currentDevice(readerID)
+        if readerID != nil && named == nil { return Result(.biometryNotAvailable, "That reader is not connected") }
         let prints = (try? parts.store.allPrints(user: user)) ?? []
-        let doomed = prints.filter { all || $0.finger == finger }
+        let doomed = prints.filter {
+            (all || $0.finger == finger) && (named == nil || $0.deviceKey == named?.storageKey)
+        }
         guard !doomed.isEmpty else {
             return Result(
                 .notFound, all ? "No fingers enrolled for \(user)" : "\(finger!.rawValue) is not enrolled for \(user)")
         }
         // Prints kept on the reader's own storage go too, best effort: the store is the truth.
-        if let reader = parts.reader, let device = await parts.currentDevice(), device.hasStorage {
+        if let reader = parts.reader, let device = await parts.currentDevice(readerID), device.hasStorage {
             for p in doomed where p.deviceKey == device.storageKey {
                 try? await reader.deleteStoredPrint(deviceID: device.id, print: p.data)
             }
         }
         do {
             // One write, one new domain state, however many prints go.
-            var state = all ? try parts.store.removeAllPrints(user: user) : UserAuthState()
-            if !all {
+            let everything = all && named == nil
+            var state = everything ? try parts.store.removeAllPrints(user: user) : UserAuthState()
+            if !everything {
                 for p in doomed {
                     state = try parts.store.removePrint(user: user, deviceKey: p.deviceKey, finger: p.finger)
                 }

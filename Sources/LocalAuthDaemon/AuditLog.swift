@@ -35,6 +35,7 @@ public struct AuditLog: Sendable {
         "passcodeRemove": "bd3c1e09ec7a4e14b3d02697958d86ce",
         "lockoutReset": "e0b94baaf4f7405a9754ad0b425d3e3f",
         "passwordUsed": "393e7726c481468a9ab020c1df9be624",
+        "importFprintd": "6f2a9f3cbb8e4d0e9c41b7d25a1e8f07",
         "lockout": "e136a5c682a14b56adaea1fdf2f10cc2",
         "lifecycle": "c798909507b444cda2a8fe8dffc53862",
         "notice": "83d5376377214d788d04d9928ee674c4",

@@ -86,7 +86,7 @@ public struct PeerCredentials: Equatable, Sendable, CustomStringConvertible {
 /// The operations the authorisation table speaks of; one per request type.
 public enum Operation: String, Sendable, CaseIterable {
     case status, canEvaluate, evaluate, enroll, list, delete, devices, simulate
-    case passcodeSet, passcodeRemove, lockoutReset, passwordUsed
+    case passcodeSet, passcodeRemove, lockoutReset, passwordUsed, importFprintd
     case rightSave, rightGet, rightRemove, rightUse
 
     public init(_ request: Request) {
@@ -107,6 +107,7 @@ public enum Operation: String, Sendable, CaseIterable {
         case .rightRemove: self = .rightRemove
         case .rightUse: self = .rightUse
         case .passwordUsed: self = .passwordUsed
+        case .importFprintd: self = .importFprintd
         }
     }
 }
@@ -137,9 +138,12 @@ public enum Authorization {
         }
         if caller.isRoot { return .allowed }
         switch operation {
-        case .simulate, .lockoutReset:
-            return .refused(
-                "only root may \(operation == .simulate ? "drive the simulated reader" : "reset a lockout")")
+        case .simulate:
+            return .refused("only root may drive the simulated reader")
+        case .lockoutReset:
+            return .refused("only root may reset a lockout")
+        case .importFprintd:
+            return .refused("only root may import fprintd's prints")
         case .devices:
             return .allowed
         case .status, .canEvaluate, .evaluate, .enroll, .list, .delete, .passcodeSet, .passcodeRemove, .rightRemove,

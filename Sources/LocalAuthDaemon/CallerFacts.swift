@@ -18,13 +18,15 @@ struct CallerFacts {
     /// The reader is there but built in and the lid is closed (Apple's `builtInSensorInaccessible`).
     var builtInSensorInaccessible = false
 
-    /// The reader and the store; logind was asked already (`whereabouts`).
+    /// The reader and the store; logind was asked already (`whereabouts`). A door may name the
+    /// reader (`readerID`) and the one finger that counts (`finger`).
     nonisolated(nonsending) static func gather(
-        user: String, whereabouts: Whereabouts, parts: DaemonParts
+        user: String, whereabouts: Whereabouts, parts: DaemonParts, readerID: String? = nil,
+        finger: FingerName? = nil
     ) async -> CallerFacts {
-        let device = await parts.currentDevice()
+        let (device, onlyOnAbsentReaders) = await parts.device(forUser: user, named: readerID)
         let loaded = parts.loadState(user)
-        let prints = parts.enrolledPrints(user, on: device)
+        let prints = parts.enrolledPrints(user, on: device).filter { finger == nil || $0.finger == finger }
         let builtIn = device.map { !parts.configuration.externalReaderDrivers.contains($0.driver) } ?? false
         let unavailable: ReaderUnavailable?
         if case .refused(let why) = whereabouts.verdict {
@@ -36,9 +38,11 @@ struct CallerFacts {
         } else {
             unavailable = nil
         }
+        // An unplugged USB reader is named as such, unless something else keeps biometrics away anyway.
+        let disconnected = onlyOnAbsentReaders && (unavailable == nil || unavailable == .noReader)
         var evaluation = EvaluationFacts(
             readerUnavailable: unavailable, enrolledFingers: prints.map(\.finger), stateReadable: loaded.readable,
-            readerCanIdentify: device?.supportsIdentify ?? true)
+            readerCanIdentify: device?.supportsIdentify ?? true, enrolledOnlyOnAbsentReaders: disconnected)
         // Only when a finger could otherwise be used: the rules read a file and may ask logind.
         if unavailable == nil, !prints.isEmpty {
             evaluation.passwordRequired = await parts.passwordRequirementForEvaluation(user: user).reason

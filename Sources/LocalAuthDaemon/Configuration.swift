@@ -25,6 +25,12 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var externalReaderDrivers: Set<String> = []
     /// Where the key that seals prints and rights comes from (docs/adr/0006-sealing.md).
     public var sealing = SealingConfiguration()
+    /// Serve fprintd's D-Bus API (`net.reactivated.Fprint`) on the system bus too.
+    public var fprintdCompat = false
+    /// Where fprintd kept its prints: imported at first start and by `localauthctl import-fprintd`.
+    public var fprintdStateDir = FprintdImport.defaultRoot
+    /// Whether the configuration names `fprintd-state-dir` (see `DaemonMain.importsFprintdPrintsAtFirstStart`).
+    public var fprintdStateDirGiven = false
     /// One account's evaluations hold the reader at most this long in any window of twice as long;
     /// then the reader is the others' (issue 13, M1).
     public var readerShareMs: Int64 = 60_000
@@ -73,6 +79,14 @@ public struct DaemonConfiguration: Equatable, Sendable {
             guard !v.isEmpty, v.utf8.count <= 1024, v.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f })
             else { throw ValueError(reason: "'\(v)' is not a TCTI (e.g. device:/dev/tpmrm0)") }
             c.sealing.tpm2Device = v
+        },
+        "fprintd-compat": { c, v throws(ValueError) in c.fprintdCompat = try yesNo(v) },
+        "fprintd-state-dir": { c, v throws(ValueError) in
+            guard v.hasPrefix("/"), !v.contains("\0") else {
+                throw ValueError(reason: "'\(v)' is not an absolute path")
+            }
+            c.fprintdStateDir = v
+            c.fprintdStateDirGiven = true
         },
         "reader-share-seconds": { c, v throws(ValueError) in c.readerShareMs = Int64(try integer(v, 5...3600)) * 1000 },
         "password-after-restart": { c, v throws(ValueError) in c.passwordRules.afterRestart = try yesNo(v) },
@@ -146,6 +160,15 @@ public struct DaemonConfiguration: Equatable, Sendable {
         return n
     }
 
+    /// `yes` or `no`.
+    static func yesNo(_ value: String) throws(ValueError) -> Bool {
+        switch value {
+        case "yes": return true
+        case "no": return false
+        default: throw ValueError(reason: "'\(value)' is not yes or no")
+        }
+    }
+
     /// swift-log's level names, as journalctl shows them: `trace` … `critical`.
     static func level(_ value: String) throws(ValueError) -> Logger.Level {
         guard let level = Logger.Level(rawValue: value) else {
@@ -171,15 +194,6 @@ public struct DaemonConfiguration: Equatable, Sendable {
             out.insert(String(name))
         }
         return out
-    }
-
-    /// `yes` or `no`.
-    static func yesNo(_ value: String) throws(ValueError) -> Bool {
-        switch value {
-        case "yes": return true
-        case "no": return false
-        default: throw ValueError(reason: "'\(value)' is not yes or no")
-        }
     }
 
     /// Seconds in `word`: a whole number of seconds, or with an s, m, h or d suffix; nil when it is

@@ -33,8 +33,15 @@ public actor Daemon {
 
     /// Handles one request to its RESULT. Cancelling the calling task ends it as `systemCancel`.
     public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO) async -> LocalAuthProtocol.Result {
+        await handle(request, caller: caller, io: io, door: DoorContext())
+    }
+
+    /// The same, for a door that names a reader or a finger, or proved presence itself (`DoorContext`).
+    public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
+        -> LocalAuthProtocol.Result
+    {
         let arrivedMs = parts.clock()
-        let route = route(request, caller: caller, io: io, arrivedMs: arrivedMs)
+        let route = route(request, caller: caller, io: io, door: door, arrivedMs: arrivedMs)
         let target: String?
         if case .machine = route.work { target = nil } else { target = request.user ?? caller.userName }
         if case .refused(let why) = Authorization.decide(route.operation, caller: caller, target: target) {
@@ -95,7 +102,7 @@ public actor Daemon {
         if route.audited {
             parts.audit.decision(
                 route.operation, user: target, caller: caller, result: result.resultCode ?? .internalError,
-                detail: result.message, fields: route.auditFields)
+                detail: result.message, fields: route.auditFields + (route.via.map { [("via", $0)] } ?? []))
         }
         return result
     }
@@ -132,9 +139,21 @@ public actor Daemon {
         /// How long it may wait for the user's turn, from its arrival: an evaluation's own timeout.
         var deadlineMs: Int64? = UserQueue.managementWaitMs
         var work: Work
+        /// The door the request came through, when not the socket (`DoorContext.name`): audited as `via`.
+        var via: String? = nil
     }
 
-    private func route(_ request: Request, caller: PeerCredentials, io: RequestIO, arrivedMs: Int64) -> Route {
+    private func route(
+        _ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext, arrivedMs: Int64
+    ) -> Route {
+        var route = plainRoute(request, caller: caller, io: io, door: door, arrivedMs: arrivedMs)
+        route.via = door.name
+        return route
+    }
+
+    private func plainRoute(
+        _ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext, arrivedMs: Int64
+    ) -> Route {
         let readers = ReaderRequests(parts: parts)
         let accounts = AccountRequests(parts: parts)
         switch request {
@@ -152,7 +171,7 @@ public actor Daemon {
             return Route(
                 operation: .canEvaluate, audited: false, presence: .always,
                 work: .account { _, user, whereabouts in
-                    await readers.canEvaluate(policy: policy, user: user, whereabouts: whereabouts!)
+                    await readers.canEvaluate(policy: policy, user: user, whereabouts: whereabouts!, door: door)
                 })
         case .evaluate(let options):
             return Route(
@@ -164,7 +183,8 @@ public actor Daemon {
                     // The request's deadline runs from its arrival: the wait for its turn is part of it.
                     var options = options
                     options.timeoutMs = max(options.timeoutMs - (daemon.parts.clock() - arrivedMs), 1)
-                    return await daemon.evaluate(options, user: user, io: io, whereabouts: whereabouts!).result
+                    return await daemon.evaluate(options, user: user, io: io, whereabouts: whereabouts!, door: door)
+                        .result
                 })
         case .enroll(_, let finger, let passcodeCapable):
             let enrollment = Enrollment(parts: parts)
@@ -173,16 +193,22 @@ public actor Daemon {
                 wantsReader: true, deadlineMs: parts.configuration.enrollTimeoutMs,
                 work: .account { daemon, user, whereabouts in
                     await enrollment.enroll(
-                        user: user, finger: finger, passcodeCapable: passcodeCapable, caller: caller, io: io
-                    ) { proof in await daemon.evaluate(proof, user: user, io: io, whereabouts: whereabouts!) }
+                        user: user, finger: finger, passcodeCapable: passcodeCapable, caller: caller, io: io,
+                        door: door
+                    ) { proof in
+                        await daemon.evaluate(proof, user: user, io: io, whereabouts: whereabouts!, door: door)
+                    }
                 })
         case .list:
             return Route(
-                operation: .list, audited: true, work: .account { _, user, _ in await accounts.list(user: user) })
+                operation: .list, audited: true,
+                work: .account { _, user, _ in await accounts.list(user: user, readerID: door.readerID) })
         case .delete(_, let finger, let all):
             return Route(
                 operation: .delete, audited: true,
-                work: .account { _, user, _ in await accounts.delete(user: user, finger: finger, all: all) })
+                work: .account { _, user, _ in
+                    await accounts.delete(user: user, finger: finger, all: all, readerID: door.readerID)
+                })
         case .passcodeSet(_, let passcode, let old):
             return Route(
                 operation: .passcodeSet, audited: true, presence: .unlessRoot, service: "localauthctl passcode",
@@ -245,14 +271,28 @@ public actor Daemon {
                         return await daemon.evaluate(evaluation, user: user, io: io, whereabouts: whereabouts!).result
                     }
                 })
+        case .importFprintd(let from):
+            let importer = FprintdImport(parts: parts)
+            let root = from ?? parts.configuration.fprintdStateDir
+            return Route(
+                operation: .importFprintd, audited: true,
+                work: .machine { daemon in
+                    await importer.run(from: root, caller: caller) { user, body in
+                        await daemon.parts.userQueue.serialize(user, body)
+                    }
+                })
         }
     }
 
     /// One evaluation for `user`: the facts it decides on, its reuse window, its run (which sleep
     /// can cancel). Also the proof of presence before a later finger is enrolled.
-    func evaluate(_ options: EvaluateOptions, user: String, io: RequestIO, whereabouts: Whereabouts) async -> Decision {
+    func evaluate(
+        _ options: EvaluateOptions, user: String, io: RequestIO, whereabouts: Whereabouts,
+        door: DoorContext = DoorContext()
+    ) async -> Decision {
         if let refusal = whereabouts.refusal { return refusal }
-        let facts = await CallerFacts.gather(user: user, whereabouts: whereabouts, parts: parts)
+        let facts = await CallerFacts.gather(
+            user: user, whereabouts: whereabouts, parts: parts, readerID: door.readerID, finger: door.finger)
         let scope = ReuseScope(user: user, service: options.service ?? "", session: whereabouts.reuseKey)
         let run = EvaluationRun(
             options, user: user, facts: facts, lastSuccessMs: reuseWindows[scope], label: whereabouts.label, io: io,

@@ -44,11 +44,28 @@ struct DaemonParts: Sendable {
         lease = ReaderLease(queue: queue)
     }
 
-    /// The reader biometrics use: the first one libfprint reports.
-    nonisolated(nonsending) func currentDevice() async -> ReaderDeviceInfo? {
-        let device = await reader?.devices().first
+    /// The reader biometrics use: the one named (`ReaderDeviceInfo.id`, nil when it is not present),
+    /// else the first one libfprint reports.
+    nonisolated(nonsending) func currentDevice(_ named: String? = nil) async -> ReaderDeviceInfo? {
+        let present = await reader?.devices() ?? []
+        if let named { return present.first { $0.id == named } }
+        let device = present.first
         if device == nil { reader?.lookForReadersIfNone() }  // a replugged reader is found again
         return device
+    }
+
+    /// The reader a user's evaluation uses, with several readers: the one a door names; else the
+    /// first present reader that holds one of the user's prints; else the first present reader.
+    /// `onlyOnAbsentReaders`: the user's prints are all on readers that are not connected.
+    nonisolated(nonsending) func device(forUser user: String, named: String?) async -> (
+        device: ReaderDeviceInfo?, onlyOnAbsentReaders: Bool
+    ) {
+        if let named { return (await currentDevice(named), false) }
+        let present = await reader?.devices() ?? []
+        if present.isEmpty { reader?.lookForReadersIfNone() }
+        let keys = Set(((try? store.allPrints(user: user)) ?? []).map(\.deviceKey))
+        let holding = present.first { keys.contains($0.storageKey) }
+        return (holding ?? present.first, holding == nil && !keys.isEmpty)
     }
 
     /// A user's stored state; unreadable (corrupt, or the read failed) is said, never read as empty.

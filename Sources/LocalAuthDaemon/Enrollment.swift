@@ -16,18 +16,23 @@ struct Enrollment {
         .rightLittle, .leftLittle,
     ]
 
-    /// Enrols `requested` (else the first free finger of `order`) for `user`; `prove` runs the proof
-    /// of presence a non-root caller needs.
+    /// Enrols `requested` (else the first free finger of `order`) for `user` on the reader the door
+    /// names (else the current one); `prove` runs the proof of presence a non-root caller needs,
+    /// unless the door proved presence itself (`DoorContext.presence`).
     nonisolated(nonsending) func enroll(
         user: String, finger requested: FingerName?, passcodeCapable: Bool, caller: PeerCredentials, io: RequestIO,
-        prove: (EvaluateOptions) async -> Decision
+        door: DoorContext = DoorContext(), prove: (EvaluateOptions) async -> Decision
     ) async -> LocalAuthProtocol.Result {
-        guard let reader = parts.reader, let device = await parts.currentDevice() else {
+        guard let reader = parts.reader, let device = await parts.currentDevice(door.readerID) else {
             return Result(.biometryNotAvailable, "No fingerprint reader is connected")
         }
         let all = (try? parts.store.allPrints(user: user)) ?? []
         let onDevice = all.filter { $0.deviceKey == device.storageKey }
-        if !caller.isRoot {
+        if case .polkitAuthentication(let id) = door.presence, !caller.isRoot {
+            parts.audit.info(
+                "enrolment for \(user) by \(caller): presence proven by polkit (the account password, temporary authorisation \(id))"
+            )
+        } else if !caller.isRoot {
             guard !all.isEmpty else {
                 return Result(
                     .notAuthorized,
@@ -66,8 +71,14 @@ struct Enrollment {
         }
         defer { parts.lease.release(holder.id, nowMs: parts.clock()) }
         io.send(Notice(.placeFinger, .forRequest(.placeFinger(finger), label), finger: finger).event)
+        let checksDuplicates = door.refuseDuplicates && device.supportsIdentify
+        if checksDuplicates, let refused = await refuseDuplicate(user: user, reader: reader, device: device, io: io) {
+            return refused
+        }
         let data: [UInt8]
-        switch await scanStages(of: finger, user: user, reader: reader, device: device, io: io) {
+        switch await scanStages(
+            of: finger, user: user, reader: reader, device: device, io: io, extraStage: checksDuplicates)
+        {
         case .print(let scanned): data = scanned
         case .failed(let result): return result
         }
@@ -92,21 +103,66 @@ struct Enrollment {
         case failed(LocalAuthProtocol.Result)
     }
 
-    /// The reader's enrol stages, each reported to the client, within the enrolment timeout.
+    /// The duplicate check: one identify scan against every account's prints on this reader. A
+    /// match ends the enrolment (`alreadyEnrolled`, naming no account); otherwise the scan is reported
+    /// as the first of `enrollStages + 1` stages. Nil: no duplicate, go on.
+    private nonisolated(nonsending) func refuseDuplicate(
+        user: String, reader: FingerprintReader, device: ReaderDeviceInfo, io: RequestIO
+    ) async -> LocalAuthProtocol.Result? {
+        let users = (try? parts.store.users()) ?? []
+        let gallery = users.flatMap { (try? parts.store.prints(user: $0, deviceKey: device.storageKey)) ?? [] }
+        let timeout = parts.configuration.enrollTimeoutMs
+        let scan = Task {
+            try await reader.identify(deviceID: device.id, prints: gallery.map(\.data)) { progress in
+                if case .retry(let r) = progress {
+                    let hint = RetryHint(r)
+                    io.send(Event(.retry, hint.message, hint: hint))
+                }
+            }
+        }
+        let timer = DeadlineTimer(ms: timeout) { scan.cancel() }
+        defer { timer.cancel() }
+        do {
+            let match = try await withTaskCancellationHandler {
+                try await scan.value
+            } onCancel: {
+                scan.cancel()
+            }
+            if match != nil {
+                return Result(.alreadyEnrolled, "This finger is enrolled already; enrol another finger")
+            }
+        } catch ReaderError.dataNotFound {
+            // A match-on-chip reader's own answer for "none of these prints is stored here": no duplicate.
+        } catch {
+            if Task.isCancelled { return Result(.systemCancel, "Enrolment cancelled") }
+            if ReaderError.cancelled == error as? ReaderError {
+                return Result(.timedOut, "No finger was presented within \(timeout / 1000) s")
+            }
+            return Result(.biometryNotAvailable, ReaderError.failureMessage(error))
+        }
+        let stages = Int64(device.enrollStages + 1)
+        io.send(Event(.enrollStage, "Enrolling: stage 1 of \(stages)", stage: 1, stages: stages))
+        return nil
+    }
+
+    /// The reader's enrol stages, each reported to the client, within the enrolment timeout; with
+    /// `extraStage`, numbered after the duplicate check's.
     private nonisolated(nonsending) func scanStages(
-        of finger: FingerName, user: String, reader: FingerprintReader, device: ReaderDeviceInfo, io: RequestIO
+        of finger: FingerName, user: String, reader: FingerprintReader, device: ReaderDeviceInfo, io: RequestIO,
+        extraStage: Bool = false
     ) async -> Scan {
+        let shift = extraStage ? 1 : 0
         let timeout = parts.configuration.enrollTimeoutMs
         let enrolment = Task {
             try await reader.enroll(deviceID: device.id, finger: finger.fingerNumber, username: user) { progress in
                 switch progress {
                 case .enrollStage(let done, let of):
-                    io.send(
-                        Event(.enrollStage, "Enrolling: stage \(done) of \(of)", stage: Int64(done), stages: Int64(of)))
+                    let (stage, stages) = (Int64(done + shift), Int64(of + shift))
+                    io.send(Event(.enrollStage, "Enrolling: stage \(stage) of \(stages)", stage: stage, stages: stages))
                 case .retry(let r):
                     let hint = RetryHint(r)
                     io.send(Event(.retry, hint.message, hint: hint))
-                case .fingerNeeded:
+                case .fingerNeeded, .matched:
                     break
                 }
             }

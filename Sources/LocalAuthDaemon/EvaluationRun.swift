@@ -3,6 +3,7 @@ import FingerprintReader
 import LocalAuthCore
 import LocalAuthProtocol
 import LocalAuthStore
+import Synchronization
 
 /// One evaluation from start to RESULT: the policy evaluator fed by the reader, the client's
 /// signals and a deadline, its outputs executed in order (a state is persisted before anything
@@ -123,7 +124,9 @@ struct EvaluationRun {
                     // "Make sure a scan runs": a retry hint leaves the reader's scan running.
                     if scan == nil {
                         let feed = self.feed
-                        scan = startScan(finger) { feed.yield(.policy($0)) }
+                        let started = startScan(finger) { feed.yield(.policy($0)) }
+                        io.scanStarted?(started)
+                        scan = started
                     }
                 case .stopScan:
                     scan?.cancel()
@@ -179,7 +182,13 @@ struct EvaluationRun {
                 input = .cancelled(.systemCancel)
             }
             switch input {
-            case .fingerMatched, .fingerNotMatched, .readerFailed: scan = nil  // that scan has ended
+            case .fingerMatched, .fingerNotMatched, .readerFailed:
+                // That scan has answered. A reader that answered at libfprint's match callback may
+                // still be finishing the operation (waiting for the finger to lift, or reporting a
+                // late error that no longer counts): as fprintd, it gets a moment to finish on its
+                // own before it is cancelled. The reader's next operation waits for it meanwhile.
+                if let scan { Self.cancel(scan, afterMs: Self.finishGraceMs) }
+                scan = nil
             default: break
             }
             outputs = evaluator.handle(input, nowMs: parts.clock())
@@ -224,6 +233,19 @@ struct EvaluationRun {
         }.value
     }
 
+    /// How long a scan that has answered may go on before it is cancelled (fprintd's
+    /// `VERIFY_STOP_DEVICE_WAIT`, one second).
+    static let finishGraceMs: Int64 = 1000
+
+    /// Cancels `scan` unless it ends within `ms`.
+    static func cancel(_ scan: Task<Void, Never>, afterMs ms: Int64) {
+        let timer = DeadlineTimer(ms: ms) { scan.cancel() }
+        Task {
+            await scan.value
+            timer.cancel()
+        }
+    }
+
     /// Verifies one print (`finger`'s, or the only one) or identifies among several on the reader;
     /// the outcome becomes policy input.
     private func startScan(_ finger: FingerName?, report: @escaping @Sendable (PolicyInput) -> Void) -> Task<
@@ -237,22 +259,32 @@ struct EvaluationRun {
                 report(.readerFailed("no fingerprint reader is connected"))
                 return
             }
+            // The answer counts once: at libfprint's match callback when it gives one (the reader may
+            // finish the operation later), else when the operation finishes.
+            let answered = Mutex(false)
+            let answer: @Sendable (Int?) -> Void = { index in
+                guard
+                    answered.withLock({ done in
+                        defer { done = true }; return !done
+                    })
+                else { return }
+                report(index.map { .fingerMatched(finger: prints[$0].finger) } ?? .fingerNotMatched)
+            }
             let progress: @Sendable (ReaderProgress) -> Void = { p in
-                if case .retry(let r) = p { report(.fingerRetry(RetryHint(r))) }
+                switch p {
+                case .retry(let r): report(.fingerRetry(RetryHint(r)))
+                case .matched(let index) where index.map({ prints.indices.contains($0) }) ?? true: answer(index)
+                default: break
+                }
             }
             do {
                 if prints.count > 1 && device.supportsIdentify {
-                    if let index = try await reader.identify(
-                        deviceID: device.id, prints: prints.map(\.data), progress: progress)
-                    {
-                        report(.fingerMatched(finger: prints[index].finger))
-                    } else {
-                        report(.fingerNotMatched)
-                    }
+                    answer(
+                        try await reader.identify(deviceID: device.id, prints: prints.map(\.data), progress: progress))
                 } else {
                     switch try await reader.verify(deviceID: device.id, print: prints[0].data, progress: progress) {
-                    case .match: report(.fingerMatched(finger: prints[0].finger))
-                    case .noMatch: report(.fingerNotMatched)
+                    case .match: answer(0)
+                    case .noMatch: answer(nil)
                     }
                 }
             } catch ReaderError.cancelled {

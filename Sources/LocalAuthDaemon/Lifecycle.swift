@@ -11,7 +11,9 @@ import LocalAuthSystemd
 /// The daemon's command line: `localauthd --socket PATH --state-dir DIR [--config FILE] [--virtual-reader]`.
 public struct DaemonOptions: Sendable, Equatable {
     public var socketPath = "/run/localauthd/socket"
-    public var stateDirectory = "/var/lib/localauthd"
+    public var stateDirectory = DaemonOptions.systemStateDirectory
+    /// The system instance's state directory (systemd's `StateDirectory=localauthd`).
+    public static let systemStateDirectory = "/var/lib/localauthd"
     public var configPath: String?
     public var virtualReader = false
     /// `--linger-ms`, overriding the configuration; -1: never close.
@@ -21,6 +23,12 @@ public struct DaemonOptions: Sendable, Equatable {
     /// `--connection-idle-ms`: close a connection with no request running after this long (for
     /// tests; the default is `Server.Limits().idleTimeoutMs`, 30 s).
     public var connectionIdleMsOverride: Int64?
+    /// `--fprintd-compat`: serve fprintd's D-Bus API too (also `fprintd-compat = yes`).
+    public var fprintdCompat = false
+    /// Whether `--socket` / `--state-dir` were given: when not, systemd's (or a test's)
+    /// `RUNTIME_DIRECTORY` / `STATE_DIRECTORY` choose them.
+    public var socketGiven = false
+    public var stateDirectoryGiven = false
 
     public static let usage = """
         usage: localauthd [--socket PATH] [--state-dir DIR] [--config FILE] [--virtual-reader] [--linger-ms N]
@@ -34,6 +42,9 @@ public struct DaemonOptions: Sendable, Equatable {
           --linger-ms N      keep the reader open N ms after its last use (overrides reader-linger-ms; -1: never close)
           --connection-idle-ms N
                              close a connection that runs no request after N ms (default 30000)
+          --fprintd-compat   also serve fprintd's D-Bus API (net.reactivated.Fprint) on the system bus
+        Without --socket and --state-dir, RUNTIME_DIRECTORY/socket and the first STATE_DIRECTORY entry
+        are used when systemd (or a test) sets them.
         """
 
     public enum ParseError: Error, Equatable, CustomStringConvertible {
@@ -64,9 +75,12 @@ public struct DaemonOptions: Sendable, Equatable {
             case "--socket":
                 socketPath = try value(a)
                 guard socketPath.hasPrefix("/"), socketPath.utf8.count < 108 else { throw .badValue(a, socketPath) }
+                socketGiven = true
             case "--state-dir":
                 stateDirectory = try value(a)
                 guard stateDirectory.hasPrefix("/") else { throw .badValue(a, stateDirectory) }
+                stateDirectoryGiven = true
+            case "--fprintd-compat": fprintdCompat = true
             case "--config": configPath = try value(a)
             case "--virtual-reader": virtualReader = true
             case "--check-config": checkConfig = true
@@ -85,6 +99,28 @@ public struct DaemonOptions: Sendable, Equatable {
     }
 }
 
+extension DaemonOptions {
+    /// The options with systemd's directories filled in where the command line gave none: the first
+    /// entry of `STATE_DIRECTORY` for `--state-dir`, `RUNTIME_DIRECTORY/socket` for `--socket`
+    /// (systemd's `StateDirectory=` / `RuntimeDirectory=`, and fprintd's test suite, set them).
+    public func withSystemdDirectories(
+        environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }
+    ) -> DaemonOptions {
+        var options = self
+        func first(_ name: String) -> String? {
+            guard let value = environment(name), let entry = value.split(separator: ":").first,
+                entry.hasPrefix("/")
+            else { return nil }
+            return String(entry)
+        }
+        if !stateDirectoryGiven, let state = first("STATE_DIRECTORY") { options.stateDirectory = state }
+        if !socketGiven, let run = first("RUNTIME_DIRECTORY"), (run + "/socket").utf8.count < 108 {
+            options.socketPath = run + "/socket"
+        }
+        return options
+    }
+}
+
 /// Starts the parts in order, serves until SIGTERM or SIGINT (or, when socket-activated, until
 /// idle for `idle-exit-seconds`), stops them in reverse. Tells systemd each step (`STATUS=`),
 /// `READY=1` once a connection can be answered, `WATCHDOG=1` while the event loop and the daemon
@@ -97,6 +133,7 @@ public enum DaemonMain {
     }
 
     public static func run(_ options: DaemonOptions) async -> Int32 {
+        let options = options.withSystemdDirectories()
         let early = AuditLog()
         signal(SIGPIPE, SIG_IGN)
         raiseDescriptorLimit()
@@ -186,11 +223,18 @@ public enum DaemonMain {
         logind.watchSleep { goingToSleep in
             if goingToSleep { await daemon.prepareForSleep() } else { await daemon.resumedFromSleep() }
         }
+        if importsFprintdPrintsAtFirstStart(options, config) {
+            await importFprintdPrints(
+                daemon: daemon, from: config.fprintdStateDir, stateDirectory: options.stateDirectory, audit: audit)
+        }
         let adopted = SocketActivation.adoptedSocket()
         let devices = await reader?.devices() ?? []
         let readers = devices.isEmpty ? "no reader" : devices.map(\.name).joined(separator: ", ")
         let place = adopted != nil ? "the socket from systemd" : options.socketPath
-        let idleExit = adopted != nil ? config.idleExitSeconds : 0
+        // A D-Bus client's claim is invisible to the socket's idle count: with fprintd's API the
+        // daemon stays, as fprintd -t does.
+        let fprintdCompat = options.fprintdCompat || config.fprintdCompat
+        let idleExit = adopted != nil && !fprintdCompat ? config.idleExitSeconds : 0
         let serving =
             "Serving on \(place); reader: \(readers)"
             + (idleExit > 0 ? "; exits after \(idleExit) s without a connection" : "")
@@ -215,6 +259,14 @@ public enum DaemonMain {
             audit.notice("cannot listen on \(options.socketPath): \(error)")
             Notify.status("Cannot listen on \(options.socketPath): \(error)")
             return 1
+        }
+        var fprintd: FprintdService?
+        if fprintdCompat {
+            do {
+                fprintd = try await FprintdService(daemon: daemon, reader: reader, audit: audit)
+            } catch {
+                audit.notice("cannot serve fprintd's D-Bus API: \(error); serving the socket only")
+            }
         }
         if adopted == nil { Notify.send("READY=1\nSTATUS=\(serving)") }
         audit.info("ready on \(place); readers: \(readers)")
@@ -242,6 +294,7 @@ public enum DaemonMain {
             Notify.send("STOPPING=1\nSTATUS=Exiting: no connection for \(seconds) s; the socket starts it again")
             audit.info("exiting after \(seconds) s without a connection; the next connection starts the daemon again")
         }
+        fprintd?.shutdown()
         await server.shutdown()
         logind.close()
         if let reader, !(await finishes(within: .seconds(3), { await reader.shutdown() })) {
@@ -252,6 +305,32 @@ public enum DaemonMain {
         if adopted == nil { unlink(options.socketPath) }
         _ = sources
         return 0
+    }
+
+    /// The system instance takes the machine's fprintd prints at its first start; a daemon on a
+    /// state directory of its own (a test's, a second instance) only when its configuration names
+    /// `fprintd-state-dir`, so that it never reads the machine's prints by default.
+    static func importsFprintdPrintsAtFirstStart(_ options: DaemonOptions, _ config: DaemonConfiguration) -> Bool {
+        options.stateDirectory == DaemonOptions.systemStateDirectory || config.fprintdStateDirGiven
+    }
+
+    /// At first start, the prints fprintd left in `from` (when it exists) come along, once: a marker
+    /// in the state directory says it was done, so a finger deleted later never comes back.
+    static func importFprintdPrints(daemon: Daemon, from root: String, stateDirectory: String, audit: AuditLog) async {
+        let marker = stateDirectory + "/" + FprintdImport.doneMarker
+        var st = stat()
+        guard lstat(marker, &st) != 0, lstat(root, &st) == 0 else { return }
+        let me = PeerCredentials(pid: getpid(), uid: 0, gid: 0, userName: "root")
+        let result = await daemon.handle(.importFprintd(from: root), caller: me, io: .silent)
+        audit.info("first start: \(result.message)")
+        let fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        } else {
+            audit.notice(
+                "cannot write \(marker) (\(String(cString: strerror(errno)))); the import runs again next start")
+        }
     }
 
     /// Runs `body` in a task of its own; false when it has not finished after `limit` (it runs on).

@@ -45,10 +45,11 @@ struct ReaderRequests {
             .success, "\(reader); \(user): \(count) finger\(count == 1 ? "" : "s") enrolled", extra: extra.fields)
     }
 
-    nonisolated(nonsending) func canEvaluate(policy: PolicyKind, user: String, whereabouts: Whereabouts) async
-        -> LocalAuthProtocol.Result
-    {
-        let facts = await CallerFacts.gather(user: user, whereabouts: whereabouts, parts: parts)
+    nonisolated(nonsending) func canEvaluate(
+        policy: PolicyKind, user: String, whereabouts: Whereabouts, door: DoorContext = DoorContext()
+    ) async -> LocalAuthProtocol.Result {
+        let facts = await CallerFacts.gather(
+            user: user, whereabouts: whereabouts, parts: parts, readerID: door.readerID, finger: door.finger)
         var result = PolicyEvaluator.canEvaluate(
             policy: policy, state: facts.state, facts: facts.evaluation, config: parts.configuration.lockout,
             nowMs: parts.clock()

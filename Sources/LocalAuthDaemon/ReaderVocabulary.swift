@@ -33,6 +33,7 @@ extension ReaderError {
         case .dataNotFound: return "the print is not on the reader"
         case .dataFull: return "the reader's storage is full"
         case .notSupported: return "the reader cannot do this"
+        case .communication: return "the fingerprint reader stopped answering properly"
         case .failed(let why): return why
         }
     }

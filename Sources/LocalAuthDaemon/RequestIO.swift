@@ -25,23 +25,77 @@ public enum ClientSignal: Sendable, Equatable {
 public struct RequestIO: Sendable {
     public let send: @Sendable (Event) -> Void
     public let signals: ClientSignals
+    /// Receives each reader scan the request starts. An evaluation answers at libfprint's match
+    /// callback, and the reader may still be finishing that scan (waiting for the finger to lift) for
+    /// up to `EvaluationRun.finishGraceMs`: a door that must know when the reader is free again
+    /// (fprintd's VerifyStop waits for it) awaits these.
+    public let scanStarted: (@Sendable (Task<Void, Never>) -> Void)?
 
     /// A door that offers each signal as it arrives (`ClientSignals.offer`).
-    public init(send: @escaping @Sendable (Event) -> Void, signals: ClientSignals) {
+    public init(
+        send: @escaping @Sendable (Event) -> Void, signals: ClientSignals,
+        scanStarted: (@Sendable (Task<Void, Never>) -> Void)? = nil
+    ) {
         self.send = send
         self.signals = signals
+        self.scanStarted = scanStarted
     }
 
     /// A door whose signals come as a stream: they are offered one by one as they arrive. The
     /// stream buffers what the door puts in it; a door a client can flood offers to a
     /// `ClientSignals` directly, as the socket does.
-    public init(send: @escaping @Sendable (Event) -> Void, signals stream: AsyncStream<ClientSignal>) {
+    public init(
+        send: @escaping @Sendable (Event) -> Void, signals stream: AsyncStream<ClientSignal>,
+        scanStarted: (@Sendable (Task<Void, Never>) -> Void)? = nil
+    ) {
         let signals = ClientSignals()
         Task {
             for await signal in stream { _ = signals.offer(signal) }
             signals.finish()
         }
-        self.init(send: send, signals: signals)
+        self.init(send: send, signals: signals, scanStarted: scanStarted)
+    }
+}
+
+extension RequestIO {
+    /// No events wanted, no client signals to give (the daemon's own requests, a door's questions).
+    static var silent: RequestIO {
+        let signals = ClientSignals()
+        signals.finish()
+        return RequestIO(send: { _ in }, signals: signals)
+    }
+}
+
+/// What a door other than the socket adds to a request: which reader and finger it names, and a
+/// proof of presence it obtained itself. The socket's requests carry none of these.
+public struct DoorContext: Sendable, Equatable {
+    /// Presence proven outside the daemon, accepted instead of root for a user's enrolment.
+    public enum Presence: Sendable, Equatable {
+        /// polkit answered the enrolment action with a temporary authorisation: the person typed the
+        /// account's password into the authentication agent for the calling process (`*_keep`).
+        case polkitAuthentication(temporaryAuthorization: String)
+    }
+
+    /// `ReaderDeviceInfo.id` of the reader to use; nil: the daemon chooses.
+    public var readerID: String?
+    /// For an evaluation: only this finger counts.
+    public var finger: FingerName?
+    public var presence: Presence?
+    /// For an enrolment on a reader that can identify: first a scan that must match no enrolled
+    /// print of any account (fprintd's duplicate check), reported as one more enrol stage.
+    public var refuseDuplicates: Bool
+    /// Named in the audit record (`via=`): the door, e.g. "dbus".
+    public var name: String?
+
+    public init(
+        readerID: String? = nil, finger: FingerName? = nil, presence: Presence? = nil, refuseDuplicates: Bool = false,
+        name: String? = nil
+    ) {
+        self.readerID = readerID
+        self.finger = finger
+        self.presence = presence
+        self.refuseDuplicates = refuseDuplicates
+        self.name = name
     }
 }
 

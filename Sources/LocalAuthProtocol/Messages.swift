@@ -85,6 +85,8 @@ public enum Request: Equatable, Sendable {
     case rightUse(RightUseOptions)
     /// The account's password just succeeded in the PAM stack of `service` (never the password itself).
     case passwordUsed(user: String?, service: String?)
+    /// Imports the prints fprintd stored under `from` (the daemon's `fprintd-state-dir` when nil).
+    case importFprintd(from: String?)
 
     /// The account the request is about, when it names one.
     public var user: String? {
@@ -97,7 +99,7 @@ public enum Request: Equatable, Sendable {
         case .rightSave(let u, _, _, _), .rightGet(let u, _), .rightRemove(let u, _): u
         case .rightUse(let o): o.user
         case .passwordUsed(let u, _): u
-        case .devices, .simulate: nil
+        case .devices, .simulate, .importFprintd: nil
         }
     }
 
@@ -172,6 +174,10 @@ public enum Request: Equatable, Sendable {
             f.append(.user, optionalString: user)
             f.append(.service, optionalString: service)
             return f
+        case .importFprintd(let from):
+            var f = Frame(.importFprintd)
+            f.append(.argument, optionalString: from)
+            return f
         }
     }
 
@@ -224,6 +230,7 @@ public enum Request: Equatable, Sendable {
         case .lockoutReset: self = .lockoutReset(user: try required(.user))
         case .rightSave, .rightGet, .rightRemove, .rightUse: self = try Self.rightRequest(f)
         case .passwordUsed: self = .passwordUsed(user: f.string(.user), service: f.string(.service))
+        case .importFprintd: self = .importFprintd(from: f.string(.argument))
         default: throw .notARequest(f.type)
         }
     }

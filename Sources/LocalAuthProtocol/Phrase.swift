@@ -24,6 +24,8 @@ public indirect enum Phrase: Equatable, Sendable {
     /// A passcode-only requirement (a right's `devicePasscode`) with no passcode set.
     case noPasscodeSet
     case noFingerEnrolled
+    /// The user's fingers are enrolled only on readers that are not connected (`biometryDisconnected`).
+    case fingersOnDisconnectedReader
     case stateUnreadable
     /// The state could not be written before the attempt, or the success could not be recorded: the
     /// attempt is refused, whether the finger or passcode was right or wrong.
@@ -93,6 +95,7 @@ public indirect enum Phrase: Equatable, Sendable {
         case .noPasscodeAndNoFinger: "No passcode is set and no fingerprint can be used"
         case .noPasscodeSet: "No passcode is set"
         case .noFingerEnrolled: "No fingerprint is enrolled for this user"
+        case .fingersOnDisconnectedReader: "The fingerprint reader your fingers are enrolled on is not connected"
         case .stateUnreadable: "Stored authentication state is unreadable; ask an administrator"
         case .attemptNotRecorded:
             "The attempt could not be recorded (is the state directory's file system full?); "

@@ -14,6 +14,7 @@ public enum ResultCode: Int64, Sendable, CaseIterable {
     case biometryLockout = -8
     case appCancel = -9
     case invalidContext = -10
+    case biometryDisconnected = -13
     case notInteractive = -1004
     case notAuthorized = -1100
     case invalidRequest = -1101
@@ -38,6 +39,7 @@ public enum ResultCode: Int64, Sendable, CaseIterable {
         case .biometryLockout: "biometryLockout"
         case .appCancel: "appCancel"
         case .invalidContext: "invalidContext"
+        case .biometryDisconnected: "biometryDisconnected"
         case .notInteractive: "notInteractive"
         case .notAuthorized: "notAuthorized"
         case .invalidRequest: "invalidRequest"

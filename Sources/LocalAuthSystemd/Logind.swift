@@ -333,6 +333,8 @@ public final class Logind: @unchecked Sendable {
         }
         if let fd {
             inhibitor = fd
+            // fprintd's words: clients of its D-Bus API (and its test suite) wait for this line.
+            log.info("Got delay inhibitor for sleep")
         } else {
             log.notice("logind refused a sleep delay inhibitor; the reader is not suspended before sleep")
         }
@@ -342,12 +344,14 @@ public final class Logind: @unchecked Sendable {
         guard inhibitor >= 0 else { return }
         Glibc.close(inhibitor)
         inhibitor = -1
+        log.info("Released delay inhibitor for sleep")
     }
 
     private func prepareForSleep(_ goingToSleep: Bool) {
         sleepGeneration += 1
         let generation = sleepGeneration
         guard let handler = sleepHandler else { return }
+        log.info("Preparing devices for \(goingToSleep ? "sleep" : "resume")")
         if goingToSleep {
             queue.asyncAfter(deadline: .now() + Self.sleepDelayLimit) {
                 guard self.sleepGeneration == generation, self.inhibitor >= 0 else { return }

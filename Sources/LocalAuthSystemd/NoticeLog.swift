@@ -6,6 +6,8 @@
 public protocol NoticeLog: Sendable {
     /// Something went wrong or changed that an administrator should see.
     func notice(_ message: String)
+    /// A step of the daemon's life worth a line at the default level (sleep and resume).
+    func info(_ message: String)
     /// Detail for `log-level = debug`.
     func debug(_ message: String)
 }

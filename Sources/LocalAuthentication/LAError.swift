@@ -51,7 +51,7 @@ public struct LAError: _BridgedStoredNSError {
         case companionNotAvailable = -11
         /// Never reported on Linux; declared for source compatibility with macOS code.
         case biometryNotPaired = -12
-        /// Never reported on Linux; declared for source compatibility with macOS code.
+        /// The user's fingers are enrolled only on a reader that is not connected (a USB reader unplugged).
         case biometryDisconnected = -13
         /// Never reported on Linux; declared for source compatibility with macOS code.
         case invalidDimensions = -14

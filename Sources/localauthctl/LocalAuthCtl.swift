@@ -20,8 +20,8 @@ enum Exit {
         switch ResultCode(rawValue: result) {
         case .success: success
         case .authenticationFailed, .userCancel, .userFallback, .systemCancel, .appCancel: failed
-        case .biometryNotAvailable, .biometryNotEnrolled, .biometryLockout, .passcodeNotSet, .notInteractive,
-            .invalidContext:
+        case .biometryNotAvailable, .biometryNotEnrolled, .biometryLockout, .biometryDisconnected, .passcodeNotSet,
+            .notInteractive, .invalidContext:
             unavailable
         case .notAuthorized: notAuthorized
         case .invalidRequest, .notFound, .busy, .alreadyEnrolled, .internalError, .notSupported, .timedOut, nil: refused
@@ -148,7 +148,7 @@ struct LocalAuthCtl: ParsableCommand {
             """,
         subcommands: [
             Devices.self, Enroll.self, Verify.self, List.self, Delete.self, Status.self, Simulate.self, Passcode.self,
-            Lockout.self, Right.self,
+            Lockout.self, Right.self, ImportFprintd.self,
         ])
 }
 
@@ -374,5 +374,26 @@ struct Lockout: ParsableCommand {
         func run() throws {
             try connection.run(.lockoutReset(user: user))
         }
+    }
+}
+
+struct ImportFprintd: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import-fprintd",
+        abstract: "Import the fingerprints fprintd stored (root only).",
+        discussion: """
+            Reads fprintd's prints (default: the daemon's fprintd-state-dir, /var/lib/fprint), checks each \
+            (a root-owned regular file of a print's size that libfprint reads, made on the reader, for the \
+            finger and the user its path names) and adds those an account does not have yet. fprintd's \
+            files are never changed. Each import and each skip is in the journal.
+            """)
+    @OptionGroup var connection: ClientOptions
+    @Option(help: "fprintd's state directory (<dir>/<user>/<driver>/<device>/<finger>).")
+    var from: String?
+    func validate() throws {
+        if let from, !from.hasPrefix("/") { throw ValidationError("--from needs an absolute path") }
+    }
+    func run() throws {
+        try connection.run(.importFprintd(from: from))
     }
 }

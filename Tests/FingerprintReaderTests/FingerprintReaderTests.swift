@@ -68,6 +68,26 @@ struct FingerprintReaderTests {
         #expect(try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) == .match)
     }
 
+    @Test func verifyAndIdentify_reportTheAnswerAtLibfprintsMatchCallback() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "early")
+        for (scan, expected) in [("early", 0 as Int?), ("someone", nil)] {
+            let log = EventLog<ReaderProgress>()
+            try sendCommand("SCAN \(scan)", to: sockets.device)
+            _ = try await reader.verify(deviceID: device.id, print: print, progress: log.record)
+            #expect(log.events.contains(.matched(index: expected)), "\(scan)")
+        }
+        let storage = try await Shared.device("virtual_device_storage")
+        let first = try await enrollVirtual(reader, storage, socket: sockets.storage, scanID: "gallery-a")
+        let second = try await enrollVirtual(reader, storage, socket: sockets.storage, scanID: "gallery-b")
+        let log = EventLog<ReaderProgress>()
+        try sendCommand("SCAN gallery-b", to: sockets.storage)
+        let index = try await reader.identify(deviceID: storage.id, prints: [first, second], progress: log.record)
+        #expect(index == 1)
+        #expect(log.events.contains(.matched(index: 1)))
+    }
+
     @Test func verify_whenScanDiffers_returnsNoMatch() async throws {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
@@ -135,6 +155,39 @@ struct FingerprintReaderTests {
         let device = try await Shared.device("virtual_device")
         await #expect(throws: ReaderError.dataInvalid) {
             try await reader.verify(deviceID: device.id, print: garbage, progress: { _ in })
+        }
+    }
+
+    @Test func describePrint_ofAnEnrolledPrint_namesItsReaderFingerAndUser() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "described")
+        let facts = try await reader.describePrint(print)
+        #expect(facts.driver == "virtual_device" && facts.deviceID == device.libfprintDeviceID)
+        #expect(facts.storageKey == device.storageKey)
+        #expect(facts.finger == 2)  // enrollVirtual enrols the left index finger
+    }
+
+    /// libfprint 1.94's `fp_print_deserialize` aborts the process (GLib-ERROR "Attempt to access item 0
+    /// in a container with only 0 items") on a truncated print: every cut and damaged copy must be
+    /// refused as data, never reach it.
+    @Test func describeAndVerify_ofEveryTruncatedOrDamagedPrint_throwDataInvalidWithoutAborting() async throws {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "damaged")
+        for length in 0..<print.count {
+            await #expect(throws: ReaderError.dataInvalid, "cut to \(length) bytes") {
+                try await reader.describePrint(Array(print.prefix(length)))
+            }
+        }
+        for index in 3..<print.count {
+            var damaged = print
+            damaged[index] ^= 0xFF
+            // A flipped byte may still be a well-formed print (a different string); it must never abort.
+            _ = try? await reader.describePrint(damaged)
+        }
+        await #expect(throws: ReaderError.dataInvalid) {
+            try await reader.verify(deviceID: device.id, print: Array(print.prefix(20)), progress: { _ in })
         }
     }
 
@@ -318,6 +371,8 @@ struct FingerprintReaderTests {
             try connection.send(frame: whorl)
         }
         let print = try await enrolling.value.get()
+        // An image print (NBIS minutiae) passes the same shape check as a raw one.
+        #expect(try await reader.describePrint(print).driver == "virtual_image")
 
         for (frame, expected) in [(whorl, VerifyOutcome.match), (arch, .noMatch)] {
             let verifyLog = EventLog<ReaderProgress>()

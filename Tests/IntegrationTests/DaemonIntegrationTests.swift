@@ -379,7 +379,10 @@ final class HeldConnections {
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.settimeout(5)
                 s.connect(sys.argv[1])
-                s.sendall(hello)
+                try:
+                    s.sendall(hello)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # a refused connection may be closed before its HELLO; its ERROR is still there to read
                 (n,) = struct.unpack(">I", s.recv(4, socket.MSG_WAITALL))
                 body = s.recv(n, socket.MSG_WAITALL)
                 (t,) = struct.unpack(">H", body[:2])

@@ -161,6 +161,23 @@ struct ReaderFaultTests {
         try Self.fingerMatches(d)
     }
 
+    @Test func lateErrorAfterTheMatch_endsTheAnsweredScan_andNeverReachesTheNextRequest() async throws {
+        // fprintd's test_verify_error_ignored_after_report, on the socket: the reader reports the
+        // match, then an error. The answer goes out at the match and stands; the scan gets a second
+        // to finish (EvaluationRun.finishGraceMs) and its late error changes nothing, neither this
+        // answer nor the next request's.
+        let d = try DaemonHarness(extraArguments: ["--linger-ms", "-1"])
+        try await d.enroll(user: "alice", printID: "alice-1")
+        let verify = Pending(d, .evaluate(Self.biometrics()))
+        #expect(await verify.waitFor(.placeFinger))
+        for command in ["SLEEP 50", "SCAN alice-1", "SLEEP 0", "ERROR 4"] {  // 4: FP_DEVICE_ERROR_BUSY
+            try Self.virtualDevice(d, command)
+        }
+        let r = try await verify.result()
+        #expect(r.isSuccess, "\(r.message)")
+        try Self.fingerMatches(d)
+    }
+
     @Test func error_midEnrol_givesBiometryNotAvailable_storesNothing_andNextEnrolWorks() async throws {
         let d = try DaemonHarness()
         let enrol = Pending(d, .enroll(user: "alice", finger: .rightIndex))

@@ -36,6 +36,11 @@ import Testing
         #expect(result.biometryType == .touchID)
     }
 
+    @Test func canEvaluate_biometrics_whenFingersAreOnlyOnAnUnpluggedReader_failsDisconnected() {
+        let facts = EvaluationFacts(enrolledFingers: [], enrolledOnlyOnAbsentReaders: true)
+        #expect(check(.deviceOwnerAuthenticationWithBiometrics, facts: facts).code == .biometryDisconnected)
+    }
+
     @Test func canEvaluate_biometrics_whenLocked_failsLockout() {
         var state = withPasscode
         state.biometryLocked = true

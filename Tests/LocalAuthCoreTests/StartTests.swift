@@ -39,6 +39,25 @@ import Testing
         #expect(out.result?.message == "No fingerprint is enrolled for this user")
     }
 
+    @Test(arguments: [
+        EvaluationFacts(enrolledFingers: [], enrolledOnlyOnAbsentReaders: true),
+        EvaluationFacts(readerUnavailable: .noReader, enrolledFingers: [], enrolledOnlyOnAbsentReaders: true),
+    ])
+    func evaluate_biometrics_whenFingersAreOnlyOnAnUnpluggedReader_failsDisconnected(facts: EvaluationFacts) {
+        let (_, out) = started(options(), facts: facts)
+        #expect(
+            out == [
+                .finish(Decision(.biometryDisconnected, .fingersOnDisconnectedReader))
+            ])
+        #expect(out.result?.message == "The fingerprint reader your fingers are enrolled on is not connected")
+    }
+
+    @Test func evaluate_deviceOwner_whenFingersAreOnlyOnAnUnpluggedReader_asksPasscode() {
+        let facts = EvaluationFacts(enrolledFingers: [], enrolledOnlyOnAbsentReaders: true)
+        let (_, out) = started(options(.deviceOwnerAuthentication), facts: facts)
+        #expect(out == [.requestPasscode, .notify(Notice(.passcodeNeeded, .enterPasscode))])
+    }
+
     @Test func evaluate_biometrics_whenLocked_failsLockout() {
         var state = withPasscode
         state.biometryLocked = true

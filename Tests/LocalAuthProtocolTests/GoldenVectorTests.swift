@@ -184,6 +184,7 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         .devices, .passcodeSet(user: nil, passcode: "1234", oldPasscode: "4321"),
         .passcodeRemove(user: "a", oldPasscode: nil),
         .lockoutReset(user: "a"), .passwordUsed(user: "a", service: "login"), .passwordUsed(user: nil, service: nil),
+        .importFprintd(from: nil), .importFprintd(from: "/var/lib/fprint"),
     ])
     func request_roundTripsThroughItsFrame(_ request: Request) throws {
         var reader = FrameReader()

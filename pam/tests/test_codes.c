@@ -25,6 +25,7 @@ static void table(void)
         {-8, PAM_AUTHINFO_UNAVAIL},
         {-9, PAM_AUTH_ERR},
         {-10, PAM_AUTHINFO_UNAVAIL},
+        {-13, PAM_AUTHINFO_UNAVAIL},
         {-1004, PAM_AUTHINFO_UNAVAIL},
         {-1100, PAM_AUTH_ERR},
         {-1101, PAM_AUTHINFO_UNAVAIL},
@@ -65,7 +66,8 @@ static void conversation_failure_is_conv_err_for_cancels(void)
 static void shown_results_and_names(void)
 {
     CHECK(la_result_is_shown(-8) && la_result_is_shown(-1107) && la_result_is_shown(-1100));
-    CHECK(la_result_is_shown(-6) && la_result_is_shown(-1004));
+    CHECK(la_result_is_shown(-6) && la_result_is_shown(-13) && la_result_is_shown(-1004));
+    CHECK(strcmp(la_result_name(-13), "biometryDisconnected") == 0);
     CHECK(!la_result_is_shown(-7) && !la_result_is_shown(0) && !la_result_is_shown(-1));
     CHECK(strcmp(la_result_name(-1107), "timedOut") == 0);
     CHECK(strcmp(la_result_name(42), "unknown") == 0);

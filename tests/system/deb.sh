@@ -61,4 +61,31 @@ if dpkg -P localauth > "$work/purge.log" 2>&1 && ! dpkg-query -W -f='${Status}' 
 else
     fail "dpkg -P: $(cat "$work/purge.log")"
 fi
+# localauth-fprintd-compat: its fields and files. It conflicts with fprintd, which this machine may
+# need for other tests, so it is installed only where fprintd is not.
+compat=$(dirname "$deb")/localauth-fprintd-compat_$(dpkg-deb -f "$deb" Version)_all.deb
+if [ -f "$compat" ]; then
+    for field in "Provides: fprintd" "Conflicts: fprintd" "Replaces: fprintd" \
+        "Depends: localauth (= $(dpkg-deb -f "$deb" Version))"; do
+        dpkg-deb -f "$compat" | grep -qF "$field" && ok "compat package: $field" || fail "compat package lacks $field"
+    done
+    contents=$(dpkg-deb -c "$compat")
+    for f in usr/share/dbus-1/system.d/net.reactivated.Fprint.conf \
+        usr/share/dbus-1/system-services/net.reactivated.Fprint.service \
+        usr/share/polkit-1/actions/net.reactivated.fprint.device.policy \
+        usr/lib/systemd/system/localauthd.service.d/fprintd-compat.conf; do
+        grep -q " ./$f\$" <<< "$contents" && ok "compat package has /$f" || fail "compat package lacks /$f"
+    done
+    if dpkg-query -W -f='${Status}' fprintd 2>/dev/null | grep -q 'install ok installed'; then
+        echo "ok - compat package not installed here: fprintd is installed (they conflict) # SKIP"
+    elif dpkg -i "$deb" "$compat" > "$work/compat.log" 2>&1; then
+        ok "dpkg -i localauth localauth-fprintd-compat"
+        dpkg -r localauth-fprintd-compat localauth > "$work/compat.log" 2>&1 && dpkg -P localauth >/dev/null 2>&1 \
+            && ok "both removed" || fail "removal: $(cat "$work/compat.log")"
+    else
+        fail "dpkg -i of both: $(cat "$work/compat.log")"
+    fi
+else
+    fail "no $compat next to $deb"
+fi
 exit $failed

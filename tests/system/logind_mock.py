@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A private system bus with python-dbusmock's logind template, driven line by line on stdin.
 
-Usage: logind_mock.py DIRECTORY [--greeter]. Prints `ready ADDRESS` once the mock owns
+Usage: logind_mock.py DIRECTORY [--greeter] [--on-bus ADDRESS]. Prints `ready ADDRESS` once the mock owns
 org.freedesktop.login1 (give ADDRESS to the daemon as DBUS_SYSTEM_BUS_ADDRESS), then answers each
 command with one line:
 
@@ -93,13 +93,19 @@ def add_session(bus, mock, words):
 
 def main():
     directory = sys.argv[1]
-    config = os.path.join(directory, "bus.conf")
-    socket = os.path.join(directory, "system_bus_socket")
-    with open(config, "w") as f:
-        f.write(BUS_CONFIG.format(socket=socket))
-    bus_daemon = subprocess.Popen(["dbus-daemon", "--config-file", config, "--nofork", "--print-address=1"],
-                                  stdout=subprocess.PIPE, text=True)
-    address = bus_daemon.stdout.readline().strip()
+    if "--on-bus" in sys.argv[2:]:
+        # A bus that is already there (the fprintd door's private system bus, whose policy lets
+        # root own org.freedesktop.login1): the mock joins it instead of starting its own.
+        address = sys.argv[sys.argv.index("--on-bus") + 1]
+        bus_daemon = None
+    else:
+        config = os.path.join(directory, "bus.conf")
+        socket = os.path.join(directory, "system_bus_socket")
+        with open(config, "w") as f:
+            f.write(BUS_CONFIG.format(socket=socket))
+        bus_daemon = subprocess.Popen(["dbus-daemon", "--config-file", config, "--nofork", "--print-address=1"],
+                                      stdout=subprocess.PIPE, text=True)
+        address = bus_daemon.stdout.readline().strip()
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=address)
     mock_server = subprocess.Popen([sys.executable, "-m", "dbusmock", "--system", "--template", "logind"],
                                    env=env, stdout=subprocess.DEVNULL)
@@ -168,9 +174,10 @@ def main():
             print("ok", flush=True)
     finally:
         mock_server.kill()
-        bus_daemon.kill()
         mock_server.wait()
-        bus_daemon.wait()
+        if bus_daemon:
+            bus_daemon.kill()
+            bus_daemon.wait()
     return 0
 
 

@@ -1,0 +1,901 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""The fprintd door's contract: `localauthd --fprintd-compat` on the real system bus daemon with our
+bus policy, checked by the real polkitd with our polkit actions, driven by D-Bus clients running as
+root and as test users, on libfprint's virtual reader. Run through tests/fprintd/run.sh."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import DEVICE, Agent, Client, password  # noqa: E402
+
+ERR = "net.reactivated.Fprint.Error."
+WORLD = None
+
+
+def setUpModule():
+    global WORLD
+    WORLD = harness.World(BIN)
+    WORLD.setup()
+
+
+def tearDownModule():
+    WORLD.teardown()
+
+
+class DoorTest(unittest.TestCase):
+    """A fresh daemon (empty store) per test class; clients closed after each test."""
+
+    @classmethod
+    def setUpClass(cls):
+        WORLD.start_daemon()
+
+    def setUp(self):
+        self.clients = []
+        self.agents = []
+
+    def tearDown(self):
+        if os.environ.get("DOOR_DEBUG"):
+            print(WORLD.log()[-4000:])
+        for agent in self.agents:
+            agent.close()
+        for client in self.clients:
+            client.close()
+
+    def client(self, user=None):
+        c = Client(WORLD, user)
+        self.clients.append(c)
+        return c
+
+    def agent(self, user, client, typed):
+        a = Agent(WORLD, user, client.pid, typed)
+        self.agents.append(a)
+        return a
+
+    def assertError(self, answer, name):
+        self.assertEqual(answer.get("error"), ERR + name, answer)
+
+    def enrolled(self, user):
+        r = WORLD.ctl("list", "--user", user)
+        return [line.strip() for line in r.stdout.splitlines() if line.strip().endswith("finger") or "thumb" in line]
+
+    def verify_over_dbus(self, client, print_id):
+        """Claimed device: VerifyStart("any"), a touch, the final status; VerifyStop."""
+        client.ok("VerifyStart", "any")
+        WORLD.virtual("SCAN " + print_id)
+        status = client.wait("VerifyStatus")
+        client.ok("VerifyStop")
+        return status
+
+
+class ManagerTests(DoorTest):
+    def test_getDevices_listsTheReaderAsDevice0(self):
+        self.assertEqual(self.client().send(manager="GetDevices"), {"ok": [[DEVICE]]})
+
+    def test_getDefaultDevice_answersTheFirstReader(self):
+        self.assertEqual(self.client().send(manager="GetDefaultDevice"), {"ok": [DEVICE]})
+
+    def test_manager_answersAnOrdinaryUserToo(self):
+        self.assertEqual(self.client("ladbus2").send(manager="GetDevices"), {"ok": [[DEVICE]]})
+
+
+class BusPolicyTests(DoorTest):
+    """The bus policy we ship (packaging/fprintd-compat/net.reactivated.Fprint.conf), enforced by the
+    real dbus-daemon: malware running as a user cannot pose as the fingerprint service."""
+
+    def test_ownTheName_asAnOrdinaryUser_isAccessDenied(self):
+        uid = harness.USERS["ladbus2"]
+        r = subprocess.run(["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups", "busctl", "--system",
+                            "call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                            "RequestName", "su", "net.reactivated.Fprint", "4"],
+                           capture_output=True, text=True, env=WORLD.env())
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("Access denied", r.stderr)
+
+    def test_ownTheName_asRootWhileLocalauthdHasIt_isRefusedAsTaken(self):
+        r = subprocess.run(["busctl", "--system", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                            "org.freedesktop.DBus", "RequestName", "su", "net.reactivated.Fprint", "4"],
+                           capture_output=True, text=True, env=WORLD.env())
+        self.assertEqual(r.stdout.strip(), "u 3", r.stderr)  # DBUS_REQUEST_NAME_REPLY_EXISTS
+
+
+class PropertyTests(DoorTest):
+    def test_properties_nameStagesScanTypeAndFingerFlags(self):
+        c = self.client("ladbus2")
+        self.assertEqual(c.send(get="name"), {"ok": "Virtual device for debugging"})
+        self.assertEqual(c.send(get="num-enroll-stages"), {"ok": 5})
+        self.assertEqual(c.send(get="scan-type"), {"ok": "swipe"})
+        self.assertEqual(c.send(get="finger-present"), {"ok": False})
+        self.assertEqual(c.send(get="finger-needed"), {"ok": False})
+
+    def test_fingerNeeded_whileAVerifyWaits_isTrueAndAnnounced(self):
+        WORLD.enrol_as_root("ladbus1")
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        c.ok("VerifyStart", "any")
+        harness.wait_for("finger-needed", lambda: c.send(get="finger-needed") == {"ok": True})
+        changed = [args for name, args in c.signals() if name == "PropertiesChanged"]
+        self.assertIn(("net.reactivated.Fprint.Device", {"finger-needed": True}, []),
+                      [tuple(a) for a in changed], changed)
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        harness.wait_for("finger-needed off", lambda: c.send(get="finger-needed") == {"ok": False})
+        c.ok("VerifyStop")
+        c.ok("Release")
+
+    def test_set_isRefusedAsReadOnly(self):
+        answer = self.client().send(set="finger-needed", value=True)
+        self.assertEqual(answer.get("error"), "org.freedesktop.DBus.Error.PropertyReadOnly", answer)
+
+
+class ClaimTests(DoorTest):
+    def test_claim_whenClaimedByAnotherClient_isAlreadyInUse(self):
+        a, b = self.client(), self.client()
+        a.ok("Claim", "")
+        self.assertError(b.call("Claim", ""), "AlreadyInUse")
+        a.ok("Release")
+        b.ok("Claim", "")
+        b.ok("Release")
+
+    def test_release_withoutClaim_isClaimDevice(self):
+        self.assertError(self.client().call("Release"), "ClaimDevice")
+
+    def test_release_byAnotherClient_isAlreadyInUse(self):
+        a, b = self.client(), self.client()
+        a.ok("Claim", "")
+        self.assertError(b.call("Release"), "AlreadyInUse")
+        a.ok("Release")
+
+    def test_claimer_whenItLeavesTheBus_releasesTheDevice(self):
+        a, b = self.client(), self.client()
+        a.ok("Claim", "")
+        a.close()
+        harness.wait_for("the claim to go", lambda: "ok" in b.call("Claim", ""))
+        b.ok("Release")
+
+    def test_claimOtherUser_byOrdinaryUserWhomPolkitAllowsIt_isPermissionDenied(self):
+        # polkit lets ladbus4 act for others (setusername): localauthd still lets a user act only
+        # for their own account, as on its socket.
+        answer = self.client("ladbus4").call("Claim", "ladbus1")
+        self.assertError(answer, "PermissionDenied")
+        self.assertIn("only for its own account", answer["message"])
+
+    def test_claimOtherUser_byOrdinaryUser_isPermissionDenied(self):
+        self.assertError(self.client("ladbus1").call("Claim", "ladbus2"), "PermissionDenied")
+
+    def test_claimOtherUser_byOrdinaryUser_asksNobodyForAPassword(self):
+        # polkit would have an administrator's password typed for setusername; localauthd refuses
+        # the request anyway, so it answers before polkit puts a password dialog up.
+        c = self.client("ladbus1")
+        agent = self.agent("ladbus1", c, [])
+        self.assertError(c.call_with_agent(agent, "Claim", "ladbus2", timeout=20), "PermissionDenied")
+        self.assertEqual(agent.prompts, 0, agent.output)
+
+    def test_claim_byUserPolkitRefuses_isPermissionDenied(self):
+        # ladbus2 has no active session: polkit's defaults say no to verify and enroll.
+        answer = self.client("ladbus2").call("Claim", "")
+        self.assertError(answer, "PermissionDenied")
+        self.assertIn("net.reactivated.fprint.device.enroll", answer["message"])
+
+    def test_claim_ownAccountByEmptyName_claimsForTheCaller(self):
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        self.assertError(c.call("VerifyStart", "any"), "NoEnrolledPrints")
+        c.ok("Release")
+
+    def test_claim_withAHugeOrBadUserName_isRefusedAndTheDaemonServesOn(self):
+        c = self.client()
+        for name in ["x" * 100_000, "../../etc", "a\nb"]:
+            answer = c.call("Claim", name)
+            self.assertIn("error", answer)
+        self.assertEqual(c.send(manager="GetDevices"), {"ok": [[DEVICE]]})
+
+    def test_wrongSignature_isInvalidArgs(self):
+        answer = self.client().call("Claim", 5, signature="(i)")
+        self.assertEqual(answer.get("error"), "org.freedesktop.DBus.Error.InvalidArgs", answer)
+
+
+class VerifyTests(DoorTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        WORLD.enrol_as_root("ladbus1")
+
+    def test_verifyStart_unclaimed_isClaimDevice(self):
+        self.assertError(self.client().call("VerifyStart", "any"), "ClaimDevice")
+
+    def test_verifyStart_withNoFingers_isNoEnrolledPrints(self):
+        c = self.client()
+        c.ok("Claim", "ladbus3")
+        self.assertError(c.call("VerifyStart", "any"), "NoEnrolledPrints")
+        c.ok("Release")
+
+    def test_verifyStart_ofAFingerNotEnrolled_isNoEnrolledPrints(self):
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        self.assertError(c.call("VerifyStart", "left-thumb"), "NoEnrolledPrints")
+        c.ok("Release")
+
+    def test_verify_whenTheFingerMatches_selectsItAndReportsAMatch(self):
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        c.ok("VerifyStart", "any")
+        self.assertEqual(c.wait("VerifyFingerSelected"), {"ok": ["right-index-finger"]})
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        c.ok("VerifyStop")
+        c.ok("Release")
+        self.assertIn('op=evaluate user="ladbus1"', WORLD.log())
+
+    def test_verify_whenAnotherFingerTouches_reportsNoMatch(self):
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        self.assertEqual(self.verify_over_dbus(c, "someone-else"), {"ok": ["verify-no-match", True]})
+        c.ok("Release")
+
+    def test_verify_afterABadSwipe_reportsRetryAndGoesOn(self):
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        c.ok("VerifyStart", "any")
+        WORLD.virtual("RETRY 1")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-swipe-too-short", False]})
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        c.ok("VerifyStop")
+        c.ok("Release")
+
+    def match_then_stop(self, finishes_after_ms):
+        """A match the reader reports `finishes_after_ms` before it finishes the operation; returns
+        the client (still claiming) and how long VerifyStop took."""
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        c.ok("VerifyStart", "any")
+        WORLD.virtual("SLEEP 50")
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        WORLD.virtual("SLEEP %d" % finishes_after_ms)
+        self.assertEqual(c.wait("VerifyStatus", timeout=10), {"ok": ["verify-match", True]})
+        started = time.monotonic()
+        c.ok("VerifyStop")
+        return c, time.monotonic() - started
+
+    def test_verify_answersAtTheMatchEvenWhenTheReaderFinishesLater(self):
+        # A reader may report the match and only then finish (waiting for the finger to lift):
+        # the answer goes out at libfprint's match callback; VerifyStop gives the reader a second
+        # to finish, as fprintd's does, then cancels it, and the reader serves the next request.
+        c, stopping = self.match_then_stop(60000)
+        self.assertLess(stopping, 5)
+        c.ok("Release")
+        proc = subprocess.Popen([os.path.join(WORLD.bin, "localauthctl"), "verify", "--user", "ladbus1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        out, _ = proc.communicate(timeout=20)
+        self.assertEqual(proc.returncode, 0, out)
+
+    def test_verifyStop_afterTheStatus_waitsForTheReaderToFinishItsScan(self):
+        # fprintd's VerifyStop lets a reader that has reported finish (a late error it reports
+        # then no longer counts): the scan ends by itself here, and VerifyStop answers after it.
+        c, stopping = self.match_then_stop(600)
+        self.assertGreater(stopping, 0.3)
+        c.ok("Release")
+        self.assertNotIn("Release failed", WORLD.log())
+
+    def test_verifyStart_twice_isAlreadyInUse_untilVerifyStop(self):
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        c.ok("VerifyStart", "any")
+        self.assertError(c.call("VerifyStart", "any"), "AlreadyInUse")
+        c.ok("VerifyStop")
+        self.assertError(c.call("VerifyStop"), "NoActionInProgress")
+        c.ok("Release")
+
+    def test_verifyStop_whileWaiting_endsTheVerifyAndFreesTheReader(self):
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        c.ok("VerifyStart", "any")
+        harness.wait_for("finger-needed", lambda: c.send(get="finger-needed") == {"ok": True})
+        c.ok("VerifyStop")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-no-match", True]})
+        c.ok("Release")
+        # The socket's next request gets the reader at once.
+        proc = subprocess.Popen([os.path.join(WORLD.bin, "localauthctl"), "verify", "--user", "ladbus1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        out, _ = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 0, out)
+
+    def test_verifyStart_byAnotherClientOnAClaimedDevice_isAlreadyInUse(self):
+        owner, other = self.client("ladbus1"), self.client("ladbus4")
+        owner.ok("Claim", "")
+        self.assertError(other.call("VerifyStart", "any"), "AlreadyInUse")
+        owner.ok("Release")
+
+
+class PresenceTests(DoorTest):
+    """The daemon's presence rule (docs/security.md, "Who may be asked for a finger") holds for the
+    door's callers: a finger only answers the person at the reader who asked. Each test places a
+    caller's uid in a session of the mock logind, then puts it back in the greeter session."""
+
+    def place(self, *commands):
+        for command in commands:
+            self.assertEqual(WORLD.logind_command(command), "ok", command)
+
+    def tearDown(self):
+        super().tearDown()
+        WORLD.logind_command("place 64201 none")
+        WORLD.logind_command("place 0 none")
+
+    def test_verifyStart_fromTheUsersSessionBehindAnother_isPermissionDenied_andInFrontMatches(self):
+        WORLD.enrol_as_root("ladbus1")
+        self.place("add-session c2 seat0 64201 ladbus1 user inactive local", "place 64201 c2")
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        answer = c.call("VerifyStart", "any")
+        self.assertError(answer, "PermissionDenied")
+        self.assertIn("Fingerprint not available", answer["message"])
+        c.ok("Release")
+        # Back in front of the reader, the same user verifies.
+        self.place("set-active c2 yes")
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        self.assertEqual(self.verify_over_dbus(c, "ladbus1-right-index-finger"), {"ok": ["verify-match", True]})
+        c.ok("Release")
+
+    def test_verifyStart_byRootInAnotherUsersSession_forTheOwner_isPermissionDenied(self):
+        # Issue 13, C2 over D-Bus: a process with real uid 0 in ladbus2's session (root's tools, a
+        # setuid helper ladbus2 ran) claims the device for ladbus1, who is not at the reader.
+        WORLD.enrol_as_root("ladbus1", print_id="c2-owner")
+        self.place("add-session c3 seat0 64202 ladbus2 user active local", "place 0 c3")
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        answer = c.call("VerifyStart", "any")
+        self.assertError(answer, "PermissionDenied")
+        self.assertIn("Fingerprint not available", answer["message"])
+        c.ok("Release")
+
+
+class LockoutTests(DoorTest):
+    def test_fiveMissesOverDBus_lockBiometricsForTheSocketToo(self):
+        WORLD.enrol_as_root("ladbus1")
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        for _ in range(5):
+            self.assertEqual(self.verify_over_dbus(c, "intruder"), {"ok": ["verify-no-match", True]})
+        # The door refuses to start a sixth…
+        answer = c.call("VerifyStart", "any")
+        self.assertError(answer, "PermissionDenied")
+        self.assertIn("lock", answer["message"].lower())
+        c.ok("Release")
+        # …and so does the socket: localauthctl, and sudo's pam_localauth.so through real libpam.
+        r = WORLD.ctl("verify", "--user", "ladbus1")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("lock", (r.stdout + r.stderr).lower())
+        self.assertIn('op=lockout user="ladbus1"', WORLD.log())
+        module = os.environ.get("LOCALAUTH_PAM_MODULE")
+        if module:
+            services = os.path.join(WORLD.tmp, "pam.d")
+            os.makedirs(services, exist_ok=True)
+            with open(os.path.join(services, "sudo-test"), "w") as f:
+                f.write("auth required %s socket=%s timeout=10\n" % (module, os.path.join(WORLD.tmp, "socket")))
+            open(os.path.join(services, "other"), "w").close()
+            env = dict(WORLD.env(), LD_PRELOAD="libpam_wrapper.so", PAM_WRAPPER="1",
+                       PAM_WRAPPER_SERVICE_DIR=services)
+            pam = subprocess.run(["pamtester", "-v", "sudo-test", "ladbus1", "authenticate"], capture_output=True,
+                                 text=True, env=env, timeout=30)
+            self.assertNotEqual(pam.returncode, 0, pam.stdout + pam.stderr)
+            self.assertRegex(WORLD.log(), r'op=evaluate user="ladbus1" [^\n]*service="sudo-test"[^\n]*result=biometryLockout')
+        WORLD.ctl("lockout", "reset", "--user", "ladbus1")
+
+
+class EnrollTests(DoorTest):
+    def test_enroll_byRoot_reportsEachStageAndCompletes(self):
+        c = self.client()
+        c.ok("Claim", "ladbus3")
+        c.ok("EnrollStart", "left-thumb")
+        for stage in range(4):
+            WORLD.virtual("SCAN ladbus3-thumb")
+            self.assertEqual(c.wait("EnrollStatus"), {"ok": ["enroll-stage-passed", False]})
+        WORLD.virtual("SCAN ladbus3-thumb")
+        self.assertEqual(c.wait("EnrollStatus"), {"ok": ["enroll-completed", True]})
+        c.ok("EnrollStop")
+        self.assertEqual(c.ok("ListEnrolledFingers", "ladbus3"), [["left-thumb"]])
+        c.ok("Release")
+
+    def test_enroll_afterARetry_reportsItAndGoesOn(self):
+        c = self.client()
+        c.ok("Claim", "ladbus3")
+        c.ok("EnrollStart", "right-thumb")
+        WORLD.virtual("RETRY 2")
+        self.assertEqual(c.wait("EnrollStatus"), {"ok": ["enroll-finger-not-centered", False]})
+        c.ok("EnrollStop")
+        self.assertEqual(c.wait("EnrollStatus"), {"ok": ["enroll-failed", True]})
+        c.ok("Release")
+
+    def test_enrollStart_withAnInvalidOrAnyFinger_isInvalidFingername(self):
+        c = self.client()
+        c.ok("Claim", "ladbus3")
+        self.assertError(c.call("EnrollStart", "sixth-finger"), "InvalidFingername")
+        self.assertError(c.call("EnrollStart", "any"), "InvalidFingername")
+        c.ok("Release")
+
+    def test_enrollStart_unclaimed_isClaimDevice(self):
+        self.assertError(self.client().call("EnrollStart", "left-thumb"), "ClaimDevice")
+
+    def test_enrollStop_withoutEnrolment_isNoActionInProgress(self):
+        c = self.client()
+        c.ok("Claim", "ladbus3")
+        self.assertError(c.call("EnrollStop"), "NoActionInProgress")
+        c.ok("Release")
+
+    def test_enrollStart_byUserPolkitRefuses_isPermissionDenied(self):
+        c = self.client("ladbus2")
+        self.assertError(c.call("Claim", ""), "PermissionDenied")
+        self.assertError(c.call("EnrollStart", "left-thumb"), "ClaimDevice")
+
+
+class FirstFingerTests(DoorTest):
+    """A user's own first finger over D-Bus: allowed only when polkit's answer proves that the
+    person typed the account password into the authentication agent (auth_self_keep)."""
+
+    def test_firstFinger_whenThePasswordIsTypedInThePolkitAgent_isEnrolled(self):
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        agent = self.agent("ladbus1", c, [password("ladbus1")])
+        self.assertEqual(c.call_with_agent(agent, "EnrollStart", "left-index-finger"), {"ok": []})
+        self.assertIn(b"AUTHENTICATING FOR net.reactivated.fprint.device.enroll", agent.output)
+        for _ in range(5):
+            WORLD.virtual("SCAN ladbus1-left-index")
+        self.assertEqual(c.wait("EnrollStatus", timeout=20), {"ok": ["enroll-stage-passed", False]})
+        harness.wait_for("the enrolment", lambda: ["enroll-completed", True] in
+                         [args for name, args in c.signals() if name == "EnrollStatus"])
+        c.ok("EnrollStop")
+        self.assertIn("left-index-finger", c.ok("ListEnrolledFingers", "")[0])
+        c.ok("Release")
+        self.assertIn("polkit", WORLD.log())
+
+    def test_firstFinger_whenTheWrongPasswordIsTyped_isPermissionDeniedAndNothingEnrolled(self):
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        agent = self.agent("ladbus1", c, ["wrong", "wrong", "wrong"])
+        self.assertError(c.call_with_agent(agent, "EnrollStart", "left-middle-finger"), "PermissionDenied")
+        c.ok("Release")
+        self.assertNotIn("left-middle-finger", WORLD.ctl("list", "--user", "ladbus1").stdout)
+
+    def test_firstFinger_whenPolkitSaysYesWithoutAPassword_isRefused(self):
+        # An administrator's rule lets ladbus3 enrol without authenticating: nobody proved presence.
+        c = self.client("ladbus3")
+        c.ok("Claim", "")
+        answer = c.call("EnrollStart", "left-thumb")
+        self.assertError(answer, "PermissionDenied")
+        self.assertIn("password", answer["message"])
+        c.ok("Release")
+        self.assertNotIn("left-thumb", WORLD.ctl("list", "--user", "ladbus3").stdout)
+
+    def test_enrol_byAnotherProcessOfTheUser_needsItsOwnPassword(self):
+        # The kept authorisation belongs to the process that typed the password, not to the user.
+        settings = self.client("ladbus1")
+        settings.ok("Claim", "")
+        agent = self.agent("ladbus1", settings, [password("ladbus1")])
+        self.assertEqual(settings.call_with_agent(agent, "EnrollStart", "right-little-finger"), {"ok": []})
+        settings.ok("EnrollStop")
+        settings.ok("Release")
+        malware = self.client("ladbus1")
+        malware.ok("Claim", "")
+        self.assertError(malware.call("EnrollStart", "right-little-finger"), "PermissionDenied")
+        malware.ok("Release")
+
+
+class ListDeleteTests(DoorTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        WORLD.enrol_as_root("ladbus1", "right-index-finger")
+        WORLD.enrol_as_root("ladbus1", "left-index-finger")
+
+    def test_list_ownFingers_byEmptyName(self):
+        self.assertEqual(sorted(self.client("ladbus1").ok("ListEnrolledFingers", "")[0]),
+                         ["left-index-finger", "right-index-finger"])
+
+    def test_list_ofAnotherUser_byOrdinaryUser_isPermissionDenied(self):
+        self.assertError(self.client("ladbus4").call("ListEnrolledFingers", "ladbus1"), "PermissionDenied")
+
+    def test_list_whenNoneEnrolled_isNoEnrolledPrints(self):
+        self.assertError(self.client().call("ListEnrolledFingers", "ladbus3"), "NoEnrolledPrints")
+
+    def test_deleteEnrolledFinger_invalidName_isInvalidFingername(self):
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        self.assertError(c.call("DeleteEnrolledFinger", "any"), "InvalidFingername")
+        self.assertError(c.call("DeleteEnrolledFinger", "left-thumb"), "NoEnrolledPrints")
+        c.ok("Release")
+
+    def test_deleteEnrolledFingers_ofAnotherUser_byOrdinaryUser_isPermissionDenied(self):
+        self.assertError(self.client("ladbus4").call("DeleteEnrolledFingers", "ladbus1"), "PermissionDenied")
+        self.assertIn("right-index-finger", WORLD.ctl("list", "--user", "ladbus1").stdout)
+
+    def test_deleteOwnFinger_withoutThePassword_isPermissionDeniedAndKeepsIt(self):
+        # A passer-by at the unlocked desk (or malware) in the owner's session: deleting needs
+        # polkit's enroll action, auth_self_keep, and nobody types the password.
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        self.assertError(c.call("DeleteEnrolledFinger", "left-index-finger"), "PermissionDenied")
+        self.assertError(c.call("DeleteEnrolledFingers2"), "PermissionDenied")
+        c.ok("Release")
+        self.assertIn("left-index-finger", WORLD.ctl("list", "--user", "ladbus1").stdout)
+
+    def test_deleteOwnFinger_withThePasswordTypedInTheAgent_deletesIt(self):
+        WORLD.enrol_as_root("ladbus1", "right-thumb")
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        agent = self.agent("ladbus1", c, [password("ladbus1")])
+        self.assertEqual(c.call_with_agent(agent, "DeleteEnrolledFinger", "right-thumb"), {"ok": []})
+        c.ok("Release")
+        self.assertNotIn("right-thumb", WORLD.ctl("list", "--user", "ladbus1").stdout)
+
+    def test_deleteEnrolledFinger_thenDeleteEnrolledFingers2_removeThemAll(self):
+        WORLD.enrol_as_root("ladbus4", "right-thumb")
+        WORLD.enrol_as_root("ladbus4", "left-thumb")
+        c = self.client()
+        c.ok("Claim", "ladbus4")
+        c.ok("DeleteEnrolledFinger", "left-thumb")
+        self.assertEqual(c.ok("ListEnrolledFingers", "ladbus4"), [["right-thumb"]])
+        c.ok("DeleteEnrolledFingers2")
+        self.assertError(c.call("ListEnrolledFingers", "ladbus4"), "NoEnrolledPrints")
+        self.assertError(c.call("DeleteEnrolledFingers2"), "NoEnrolledPrints")
+        c.ok("Release")
+        self.assertIn('op=delete user="ladbus4"', WORLD.log())
+
+
+class RealClientTests(DoorTest):
+    """fprintd's own programs (the fprintd package's CLI speaks only D-Bus) and pam_fprintd.so,
+    against localauthd with no fprintd anywhere."""
+
+    def tool(self, *args, user=None, scans=(), scan_on=()):
+        """Runs an fprintd-* tool; sends each of `scans` when a line contains one of `scan_on`."""
+        cmd = ["stdbuf", "-oL", *args]
+        if user:
+            uid = harness.USERS[user]
+            cmd = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups", *cmd]
+        scans = list(scans)
+        lines = []
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env()) as proc:
+            for line in proc.stdout:
+                lines.append(line.rstrip())
+                if scans and any(word in line for word in scan_on):
+                    WORLD.virtual(scans.pop(0))
+            proc.wait(timeout=60)
+        return proc.returncode, "\n".join(lines)
+
+    def test_fprintdEnroll_byRoot_enrolsInFiveStages(self):
+        code, out = self.tool("fprintd-enroll", "-f", "left-ring-finger", "ladbus3", scans=["SCAN ring"] * 5,
+                              scan_on=("Enrolling left-ring-finger", "enroll-stage-passed"))
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.count("Enroll result: enroll-stage-passed"), 4, out)
+        self.assertIn("Enroll result: enroll-completed", out)
+        self.assertIn("left-ring-finger", WORLD.ctl("list", "--user", "ladbus3").stdout)
+        self.assertIn('op=enroll user="ladbus3"', WORLD.log())
+
+    def test_fprintdList_byRootAndByTheUser_showsTheFingers(self):
+        WORLD.enrol_as_root("ladbus1", "right-index-finger")
+        code, out = self.tool("fprintd-list", "ladbus1")
+        self.assertEqual(code, 0, out)
+        self.assertIn(" - #0: right-index-finger", out)
+        code, out = self.tool("fprintd-list", "ladbus1", user="ladbus1")
+        self.assertIn(" - #0: right-index-finger", out)
+        code, out = self.tool("fprintd-list", "ladbus1", user="ladbus4")
+        self.assertNotIn("right-index-finger", out)
+        self.assertIn("PermissionDenied", out)
+
+    def test_fprintdVerify_aMatchAndAMiss(self):
+        WORLD.enrol_as_root("ladbus1", "right-index-finger")
+        code, out = self.tool("fprintd-verify", "-f", "right-index-finger", "ladbus1",
+                              scans=["SCAN ladbus1-right-index-finger"], scan_on=("Verify started",))
+        self.assertEqual(code, 0, out)
+        self.assertIn("Verify result: verify-match (done)", out)
+        code, out = self.tool("fprintd-verify", "ladbus1", scans=["SCAN stranger"], scan_on=("Verify started",))
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("Verify result: verify-no-match (done)", out)
+
+    def test_fprintdDelete_oneFingerThenAll(self):
+        WORLD.enrol_as_root("ladbus4", "right-thumb")
+        WORLD.enrol_as_root("ladbus4", "left-thumb")
+        code, out = self.tool("fprintd-delete", "ladbus4", "-f", "left-thumb")
+        self.assertEqual(code, 0, out)
+        listed = WORLD.ctl("list", "--user", "ladbus4").stdout
+        self.assertNotIn("left-thumb", listed)
+        self.assertIn("right-thumb", listed)
+        code, out = self.tool("fprintd-delete", "ladbus4")
+        self.assertEqual(code, 0, out)
+        self.assertNotIn("right-thumb", WORLD.ctl("list", "--user", "ladbus4").stdout)
+
+    def pam_fprintd(self, user, scan):
+        """pamtester through pam_wrapper with a service that has only pam_fprintd.so."""
+        module = [p for p in ("/lib/x86_64-linux-gnu/security/pam_fprintd.so",
+                              "/usr/lib/%s/security/pam_fprintd.so" % os.uname().machine + "-linux-gnu")
+                  if os.path.exists(p)][0]
+        services = os.path.join(WORLD.tmp, "pam.d")
+        os.makedirs(services, exist_ok=True)
+        with open(os.path.join(services, "fp-test"), "w") as f:
+            f.write("auth required %s max-tries=1 timeout=20\n" % module)
+        open(os.path.join(services, "other"), "w").close()
+        env = dict(WORLD.env(), LD_PRELOAD="libpam_wrapper.so", PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=services)
+        proc = subprocess.Popen(["pamtester", "-v", "fp-test", user, "authenticate"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, env=env)
+        WORLD.virtual("SCAN " + scan)
+        out, _ = proc.communicate(timeout=60)
+        return proc.returncode, out
+
+    def test_pamFprintd_aMatchAuthenticatesAndAMissFails(self):
+        WORLD.enrol_as_root("ladbus1", "right-index-finger")
+        code, out = self.pam_fprintd("ladbus1", "ladbus1-right-index-finger")
+        self.assertEqual(code, 0, out)
+        self.assertIn("successfully authenticated", out)
+        code, out = self.pam_fprintd("ladbus1", "stranger")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("Failed to match fingerprint", out)
+        self.assertIn('service="fprintd-compat"', WORLD.log())
+
+
+class ListeningClientTests(DoorTest):
+    """A screen locker's way (swaylock-fprintd, hyprlock): password keys and fingerprint signals in
+    one main loop (tests/fprintd/listening_client.py, run as the user)."""
+
+    def start_locker(self, user):
+        uid = harness.USERS[user]
+        proc = subprocess.Popen(["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups",
+                                 "/usr/bin/python3", os.path.join(harness.REPO, "tests", "fprintd", "listening_client.py")],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=WORLD.env())
+        self.addCleanup(self.stop_locker, proc)
+        return proc
+
+    def stop_locker(self, proc):
+        proc.kill()
+        proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+
+    def read_until(self, proc, word):
+        lines = []
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                raise AssertionError("the locker ended before %r: %s" % (word, lines))
+            lines.append(line.strip())
+            if word in line:
+                return lines
+
+    def key(self, proc, key):
+        sent = time.monotonic()
+        proc.stdin.write(key + "\n")
+        proc.stdin.flush()
+        stamp, word, *_ = self.read_until(proc, "key " if key != "ENTER" else "unlocked")[-1].split()
+        return float(stamp) - sent
+
+    def test_locker_keepsTakingKeysWhileTheFingerIsReadAndAMissRestarts(self):
+        WORLD.enrol_as_root("ladbus1", "right-index-finger")
+        locker = self.start_locker("ladbus1")
+        self.read_until(locker, "verifying")
+        delays = [self.key(locker, c) for c in "hun"]
+        WORLD.virtual("SCAN stranger")
+        self.read_until(locker, "status verify-no-match")
+        self.read_until(locker, "verifying")  # the next verification, at once
+        delays += [self.key(locker, c) for c in "ter2"]
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        lines = self.read_until(locker, "unlocked")
+        self.assertIn("unlocked finger", lines[-1])
+        print("locker: a key reached the password field after %s ms (median of %d) while the finger was read"
+              % (round(sorted(delays)[len(delays) // 2] * 1000, 2), len(delays)))
+        self.assertLess(max(delays), 2.0, delays)
+
+    def test_locker_whenThePasswordComesFirst_stopsAndFreesTheReader(self):
+        WORLD.enrol_as_root("ladbus1", "right-index-finger")
+        locker = self.start_locker("ladbus1")
+        self.read_until(locker, "verifying")
+        for c in "hunter2":
+            self.key(locker, c)
+        self.key(locker, "ENTER")
+        locker.wait(timeout=10)
+        # The reader is free for the next request on the socket.
+        r = subprocess.Popen([os.path.join(WORLD.bin, "localauthctl"), "verify", "--user", "ladbus1"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        out, _ = r.communicate(timeout=30)
+        self.assertEqual(r.returncode, 0, out)
+
+
+class SeveralReadersTests(DoorTest):
+    """Two readers (libfprint's virtual_device and virtual_device_storage, which can identify): both
+    are devices, prints remember their reader, and an unplugged reader answers biometryDisconnected."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.storage = os.path.join(WORLD.tmp, "storage-reader.socket")
+        WORLD.start_daemon(env={"FP_VIRTUAL_DEVICE_STORAGE": cls.storage})
+
+    def second(self, user=None):
+        return self.client_of("/net/reactivated/Fprint/Device/1", user)
+
+    def client_of(self, path, user=None):
+        c = Client(WORLD, user, path=path)
+        self.clients.append(c)
+        return c
+
+    def enrol_on_second(self, client, finger, print_id, expect="enroll-completed"):
+        client.ok("EnrollStart", finger)
+        stages = client.send(get="num-enroll-stages")["ok"]
+        last = None
+        for _ in range(stages):
+            WORLD.virtual("SCAN " + print_id, path=self.storage)
+            last = client.wait("EnrollStatus")["ok"]
+            if last[1]:
+                break
+        client.ok("EnrollStop")
+        self.assertEqual(last, [expect, True])
+
+    def test_everyReaderIsADevice_andLocalauthctlListsThemAll(self):
+        devices = self.client().send(manager="GetDevices")["ok"][0]
+        self.assertEqual(devices, [DEVICE, "/net/reactivated/Fprint/Device/1"])
+        names = [self.client_of(p).send(get="name")["ok"] for p in devices]
+        self.assertEqual(names, ["Virtual device for debugging",
+                                 "Virtual device with storage and identification for debugging"])
+        listed = WORLD.ctl("devices")
+        self.assertIn("Virtual device for debugging", listed.stdout)
+        self.assertIn("Virtual device with storage and identification for debugging", listed.stdout)
+        # A reader that identifies gets fprintd's extra stage for the duplicate check.
+        self.assertEqual(self.second().send(get="num-enroll-stages")["ok"],
+                         self.client().send(get="num-enroll-stages")["ok"] + 1)
+
+    def test_printsRememberTheirReader_andTheSocketUsesTheReaderThatHoldsThem(self):
+        c = self.second()
+        c.ok("Claim", "ladbus1")
+        self.enrol_on_second(c, "left-index-finger", "ladbus1-on-storage")
+        self.assertEqual(c.ok("ListEnrolledFingers", "ladbus1"), [["left-index-finger"]])
+        self.assertEqual(self.client().call("ListEnrolledFingers", "ladbus1")["error"], ERR + "NoEnrolledPrints")
+        c.ok("VerifyStart", "any")
+        WORLD.virtual("SCAN ladbus1-on-storage", path=self.storage)
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        c.ok("VerifyStop")
+        c.ok("Release")
+        proc = subprocess.Popen([os.path.join(WORLD.bin, "localauthctl"), "verify", "--user", "ladbus1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        WORLD.virtual("SCAN ladbus1-on-storage", path=self.storage)
+        out, _ = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 0, out)
+
+    def test_aFingerEnrolledForOneAccount_isRefusedForAnotherAsDuplicate(self):
+        c = self.second()
+        c.ok("Claim", "ladbus3")
+        self.enrol_on_second(c, "right-thumb", "shared-finger")
+        c.ok("Release")
+        c.ok("Claim", "ladbus4")
+        c.ok("EnrollStart", "right-thumb")
+        WORLD.virtual("SCAN shared-finger", path=self.storage)
+        self.assertEqual(c.wait("EnrollStatus"), {"ok": ["enroll-duplicate", True]})
+        c.ok("EnrollStop")
+        self.assertError(c.call("ListEnrolledFingers", "ladbus4"), "NoEnrolledPrints")
+        c.ok("Release")
+
+    def test_zz_unpluggedReader_isGoneFromTheBus_andItsFingersAnswerBiometryDisconnected(self):
+        c = self.second()
+        c.ok("Claim", "ladbus1")
+        self.enrol_on_second(c, "right-index-finger", "ladbus1-unplugged")
+        c.ok("VerifyStart", "any")
+        WORLD.virtual("UNPLUG", path=self.storage)
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-unknown-error", True]})
+        # As fprintd: the claimed device stays until its Release, which says the reader is gone.
+        self.assertEqual(self.client().send(manager="GetDevices"), {"ok": [[DEVICE, "/net/reactivated/Fprint/Device/1"]]})
+        self.assertError(c.call("Release"), "Internal")
+        harness.wait_for("the reader to leave the bus",
+                         lambda: self.client().send(manager="GetDevices") == {"ok": [[DEVICE]]})
+        r = WORLD.ctl("verify", "--user", "ladbus1")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("not connected", r.stdout + r.stderr)
+        self.assertRegex(WORLD.log(), r'op=evaluate user="ladbus1"[^\n]*result=biometryDisconnected')
+        # Fingers on the reader still present are not affected.
+        WORLD.enrol_as_root("ladbus4", "right-index-finger")
+        proc = subprocess.Popen([os.path.join(WORLD.bin, "localauthctl"), "verify", "--user", "ladbus4"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        WORLD.virtual("SCAN ladbus4-right-index-finger")
+        out, _ = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 0, out)
+
+
+class FprintdImportTests(DoorTest):
+    """Switching from fprintd: Debian's fprintd enrols fingers on the same virtual reader into its
+    own tree; localauthd's first start imports them, checks each, skips what does not pass, and
+    never changes fprintd's files."""
+
+    @classmethod
+    def setUpClass(cls):
+        WORLD.stop_daemon()
+        cls.tree = os.path.join(WORLD.tmp, "fprint")
+        shutil.rmtree(cls.tree, ignore_errors=True)
+        os.mkdir(cls.tree, 0o700)
+        vdev = os.path.join(WORLD.tmp, "fprintd-virtual.socket")
+        env = dict(WORLD.env(), STATE_DIRECTORY=cls.tree, FP_VIRTUAL_DEVICE=vdev)
+        fprintd = WORLD.start(["/usr/libexec/fprintd", "-t"], "fprintd.log", env=env)
+        harness.wait_for("fprintd on the bus", lambda: WORLD.owner("net.reactivated.Fprint"))
+        for user, finger in [("ladbus1", "right-index-finger"), ("ladbus4", "left-thumb")]:
+            with subprocess.Popen(["stdbuf", "-oL", "fprintd-enroll", "-f", finger, user], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, env=WORLD.env()) as proc:
+                for line in proc.stdout:
+                    if "Enrolling" in line or "enroll-stage-passed" in line:
+                        WORLD.virtual("SCAN fp-" + user, path=vdev)
+                assert proc.wait(timeout=30) == 0, "fprintd-enroll failed"
+        fprintd.terminate()
+        fprintd.wait(timeout=10)
+        harness.wait_for("fprintd to leave the bus", lambda: not WORLD.owner("net.reactivated.Fprint"))
+        good = os.path.join(cls.tree, "ladbus1", "virtual_device", "0", "7")
+        with open(good, "rb") as f:
+            data = f.read()
+        bad = os.path.join(cls.tree, "ladbus3", "virtual_device", "0")
+        os.makedirs(bad, 0o700)
+        cls.write(os.path.join(bad, "2"), data[:20])  # truncated
+        cls.write(os.path.join(bad, "3"), b"\0" * (2 << 20))  # too large for a print
+        os.symlink(good, os.path.join(bad, "4"))  # a link is never followed
+        cls.write(os.path.join(bad, "7"), data)  # ladbus1's print filed under ladbus3
+        cls.write(os.path.join(bad, "11"), data)  # no such finger
+        other = os.path.join(cls.tree, "ladbus3", "other_driver", "0")
+        os.makedirs(other, 0o700)
+        cls.write(os.path.join(other, "7"), data)  # made on another reader than its path says
+        cls.before = cls.digest(cls.tree)
+        cls.config = "fprintd-state-dir = %s\nlog-level = debug\n" % cls.tree
+        WORLD.start_daemon(config=cls.config)
+
+    @staticmethod
+    def write(path, data):
+        with open(path, "wb") as f:
+            f.write(data)
+
+    @staticmethod
+    def digest(tree):
+        out = subprocess.run("find . -printf '%p %y %m %s %l\\n' | sort; find . -type f -print0 | sort -z | "
+                             "xargs -0 sha256sum", shell=True, cwd=tree, capture_output=True, text=True)
+        return out.stdout
+
+    def test_firstStart_importsFprintdsFingersAndTheyVerify(self):
+        self.assertIn("right-index-finger", WORLD.ctl("list", "--user", "ladbus1").stdout)
+        self.assertIn("left-thumb", WORLD.ctl("list", "--user", "ladbus4").stdout)
+        self.assertRegex(WORLD.log(), r'op=importFprintd user="ladbus1"[^\n]*result=success')
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        self.assertEqual(self.verify_over_dbus(c, "fp-ladbus1"), {"ok": ["verify-match", True]})
+        self.assertEqual(self.verify_over_dbus(c, "fp-ladbus4"), {"ok": ["verify-no-match", True]})
+        c.ok("Release")
+
+    def test_firstStart_skipsEveryPrintThatFailsACheckAndSaysWhy(self):
+        self.assertIn("No fingers enrolled for ladbus3", WORLD.ctl("list", "--user", "ladbus3").stdout)
+        log = WORLD.log()
+        for file, why in [("ladbus3/virtual_device/0/2", "libfprint cannot read it"),
+                          ("ladbus3/virtual_device/0/3", "is not a print's size"),
+                          ("ladbus3/virtual_device/0/4", "cannot open it"),
+                          ("ladbus3/virtual_device/0/7", "belongs to ladbus1"),
+                          ("ladbus3/virtual_device/0/11", "not a finger's file"),
+                          ("ladbus3/other_driver/0/7", "not the reader its path names")]:
+            self.assertRegex(log, "skipped [^\\n]*%s: [^\\n]*%s" % (re.escape(file), re.escape(why)), log)
+
+    def test_import_neverChangesFprintdsTree(self):
+        self.assertEqual(self.digest(self.tree), self.before)
+
+    def test_restart_doesNotImportAgain_andImportFprintdDoesAsRootOnly(self):
+        WORLD.ctl("delete", "--user", "ladbus4", "--all")
+        WORLD.start_daemon(keep_state=True, config=self.config)
+        self.assertNotIn("left-thumb", WORLD.ctl("list", "--user", "ladbus4").stdout)
+        refused = WORLD.ctl("import-fprintd", "--from", self.tree, user="ladbus4")
+        self.assertEqual(refused.returncode, 3, refused.stdout + refused.stderr)
+        r = WORLD.ctl("import-fprintd", "--from", self.tree)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("Imported 1 print", r.stdout + r.stderr)
+        self.assertIn("left-thumb", WORLD.ctl("list", "--user", "ladbus4").stdout)
+        self.assertEqual(self.digest(self.tree), self.before)
+
+
+if __name__ == "__main__":
+    BIN = sys.argv[1]
+    unittest.main(argv=[sys.argv[0]] + sys.argv[2:], verbosity=2)
