@@ -132,9 +132,30 @@ class World:
         answer = self.logind.stdout.readline().strip()
         check(answer == "ok", "logind mock: %s -> %s" % (command, answer))
 
+    def own_processes(self):
+        """The test user's processes in this sandbox: its uid in this mount namespace. Other
+        sandboxes running at the same time (another checkout's tests) give their first account the
+        same uid number, so `pkill -u` would end their processes too."""
+        mine = os.stat("/proc/self/ns/mnt").st_ino
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                if (os.stat("/proc/" + entry).st_uid == self.uid
+                        and os.stat("/proc/%s/ns/mnt" % entry).st_ino == mine):
+                    found.append(int(entry))
+            except OSError:
+                pass  # ended meanwhile
+        return found
+
     def shutdown(self):
         """What a power-off ends: the user's processes, the daemon, logind."""
-        subprocess.run(["pkill", "-KILL", "-u", str(self.uid)], check=False)
+        for pid in self.own_processes():
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
         if self.bus is not None:
             self.bus.wait()
             self.bus = None
@@ -143,9 +164,7 @@ class World:
             self.logind.stdin.close()
             self.logind.wait(timeout=30)
             self.logind = None
-        wait_until(lambda: subprocess.run(["pgrep", "-u", str(self.uid)],
-                                          capture_output=True).returncode != 0,
-                   "the user's processes end")
+        wait_until(lambda: not self.own_processes(), "the user's processes end")
         if os.path.ismount(BOOT_ID):
             subprocess.run(["umount", BOOT_ID], check=True)
         if os.path.exists(self.runtime):
