@@ -14,7 +14,7 @@ STATIC_STDLIB ?= --static-swift-stdlib
 .PHONY: all build build-debug deps demo test test-swift test-integration lint format clean install uninstall \
         test-system deb test-deb
 
-all: deps build pam
+all: deps build pam locale
 
 deps:
 	@scripts/ensure-deps.sh
@@ -27,7 +27,7 @@ build: deps
 build-debug: deps
 	$(SWIFT) build --build-tests
 
-demo: deps build-debug pam
+demo: deps build-debug pam locale
 	@scripts/demo.sh
 
 # The suites whose tests run each in a child process (exit tests: one libfprint context per
@@ -43,7 +43,7 @@ INTEGRATION_TESTS = ^IntegrationTests\.
 # integration tests start the real daemon on a temporary socket with libfprint's virtual
 # devices), the PAM module's C tests and its tests through real libpam, the installed tree and
 # units (tests/system/install.sh), then the linters.
-test: deps build-debug pam pam-asan
+test: deps build-debug pam pam-asan locale test-locales check-translations
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build --skip '$(EXIT_TESTS)|$(INTEGRATION_TESTS)' 2>&1 | tee .build/swift-test.log; exit $${PIPESTATUS[0]}
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build --filter '$(INTEGRATION_TESTS)' 2>&1 | tee -a .build/swift-test.log; exit $${PIPESTATUS[0]}
 	scripts/exit-tests.sh '$(EXIT_TESTS)' $(SWIFT) test --skip-build
@@ -81,7 +81,7 @@ ZSHCOMPDIR ?= $(PREFIX)/share/zsh/vendor-completions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 MAN_PAGES := man/localauthd.8 man/localauthctl.1 man/localauthd.conf.5
 
-install: pam
+install: pam locale
 	@test -x $(BUILT)/localauthd -a -x $(BUILT)/localauthctl || $(MAKE) build
 	install -d -m 0755 $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) \
@@ -103,6 +103,7 @@ install: pam
 	chmod 0644 $(DESTDIR)$(BASHCOMPDIR)/localauthctl $(DESTDIR)$(ZSHCOMPDIR)/_localauthctl \
 		$(DESTDIR)$(FISHCOMPDIR)/localauthctl.fish
 	$(MAKE) pam-install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	$(MAKE) locale-install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 
 # Removes exactly what install put, then the directories it made that are left empty.
 uninstall:
@@ -113,6 +114,7 @@ uninstall:
 		$(DESTDIR)$(BASHCOMPDIR)/localauthctl $(DESTDIR)$(ZSHCOMPDIR)/_localauthctl \
 		$(DESTDIR)$(FISHCOMPDIR)/localauthctl.fish
 	$(MAKE) pam-uninstall PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	$(MAKE) locale-uninstall PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	if [ -d $(DESTDIR)$(DOCDIR) ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(DOCDIR); fi
 
 # fprintd's D-Bus API (the localauth-fprintd-compat package): the bus policy, the D-Bus activation
@@ -182,4 +184,5 @@ bench-terminal: pam
 		$(BENCH_TERMINAL_ARGS)
 
 -include pam/pam.mk
+-include po/po.mk
 -include fuzz/fuzz.mk

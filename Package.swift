@@ -27,6 +27,8 @@ let package = Package(
             name: "CLibfprint", pkgConfig: "libfprint-2", providers: [.apt(["libfprint-2-dev", "libglib2.0-dev"])]),
         .systemLibrary(name: "CCrypt", pkgConfig: "libcrypt", providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // glibc's gettext (libintl.h): LocalAuthLocalization and no other.
+        .systemLibrary(name: "CGettext"),
 
         // The leaves: pure, no I/O.
         .target(name: "LocalAuthProtocol"),
@@ -52,17 +54,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .target(name: "LocalAuthClient", dependencies: ["LocalAuthProtocol"]),
+        // glibc's gettext for the clients (po/, text domain "localauth"); the daemon never renders.
+        .target(name: "LocalAuthLocalization", dependencies: ["LocalAuthProtocol", "CGettext"]),
         .executableTarget(name: "localauthd", dependencies: ["LocalAuthDaemon"]),
         .executableTarget(
             name: "localauthctl",
             dependencies: [
-                "LocalAuthClient", "LocalAuthProtocol",
+                "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .target(
             name: "LocalAuthentication",
             dependencies: [
-                "LocalAuthClient", "LocalAuthProtocol", "LocalAuthCrypto",
+                "LocalAuthClient", "LocalAuthProtocol", "LocalAuthCrypto", "LocalAuthLocalization",
             ]),
         .executableTarget(name: "vault", dependencies: ["LocalAuthentication"], path: "Examples/Vault"),
         // The Swift-client figures of `make bench`; not a product, never installed.
@@ -87,7 +91,7 @@ let package = Package(
             dependencies: ["LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore"]),
         .testTarget(
             name: "LocalAuthenticationTests",
-            dependencies: ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol"]),
+            dependencies: ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization"]),
         // Written as code for Apple's platforms is written: it must compile unchanged.
         .testTarget(name: "AppleStyleTests", dependencies: ["LocalAuthentication"]),
     ]

@@ -52,14 +52,20 @@ PAM_MAN8DIR ?= $(PREFIX)/share/man/man8
 PAM_EXAMPLESDIR ?= $(PREFIX)/share/doc/localauth/pam-examples
 PAM_EXAMPLES := README.md gdm-fingerprint hyprlock i3lock kde login polkit-1 su sudo swaylock
 
+# Where the module finds its catalogues (po/, text domain "localauth"): $(PREFIX)/share/locale,
+# where `make install` puts them. A change of it rebuilds the module (the stamp below).
+PAM_LOCALEDIR ?= $(PREFIX)/share/locale
+PAM_LOCALEDIR_STAMP := $(PAM_BUILD)/localedir.stamp
+
 PAM_WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes -Wvla
 PAM_CFLAGS := -std=gnu11 -O2 $(PAM_WARN) -fPIC -fvisibility=hidden -D_FORTIFY_SOURCE=2 \
-              -fstack-protector-strong
+              -fstack-protector-strong -DLA_LOCALEDIR='"$(PAM_LOCALEDIR)"'
 PAM_LDFLAGS := -shared -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--no-undefined \
                -Wl,--version-script=pam/export.map
 PAM_LIBS := -lpam
 PAM_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-PAM_ASAN_CFLAGS := -std=gnu11 -O1 -g $(PAM_WARN) -fPIC -fvisibility=hidden $(PAM_SAN)
+PAM_ASAN_CFLAGS := -std=gnu11 -O1 -g $(PAM_WARN) -fPIC -fvisibility=hidden $(PAM_SAN) \
+                   -DLA_LOCALEDIR='"$(PAM_LOCALEDIR)"'
 
 .PHONY: pam pam-asan pam-test-unit pam-fuzz pam-lint pam-clean pam-test-integration \
         pam-test-asan pam-format pam-bench pam-install pam-uninstall pam-test-install \
@@ -70,11 +76,20 @@ pam: $(PAM_MODULE)
 
 pam-asan: $(PAM_ASAN_MODULE)
 
-$(PAM_MODULE): $(PAM_SRCS) $(PAM_HDRS) pam/export.map pam/pam.mk
+# Rewritten only when PAM_LOCALEDIR changes, so that `make install PREFIX=/usr` after a `make`
+# for /usr/local rebuilds the module for the catalogues' new place.
+$(PAM_LOCALEDIR_STAMP): FORCE
+	@mkdir -p $(@D)
+	@[ "$$(cat $@ 2>/dev/null)" = "$(PAM_LOCALEDIR)" ] || echo "$(PAM_LOCALEDIR)" > $@
+
+.PHONY: FORCE
+FORCE:
+
+$(PAM_MODULE): $(PAM_SRCS) $(PAM_HDRS) pam/export.map pam/pam.mk $(PAM_LOCALEDIR_STAMP)
 	@mkdir -p $(@D)
 	$(PAM_CC) $(PAM_CFLAGS) $(PAM_LDFLAGS) -o $@ $(PAM_SRCS) $(PAM_LIBS)
 
-$(PAM_ASAN_MODULE): $(PAM_SRCS) $(PAM_HDRS) pam/export.map pam/pam.mk
+$(PAM_ASAN_MODULE): $(PAM_SRCS) $(PAM_HDRS) pam/export.map pam/pam.mk $(PAM_LOCALEDIR_STAMP)
 	@mkdir -p $(@D)
 	$(PAM_CC) $(PAM_ASAN_CFLAGS) -shared -Wl,-z,relro,-z,now \
 		-Wl,--version-script=pam/export.map -o $@ $(PAM_SRCS) $(PAM_LIBS)
@@ -146,10 +161,11 @@ $(PAM_PROBE): pam/tests/probe_module.c pam/pam.mk
 	@mkdir -p $(@D)
 	$(PAM_CC) -std=gnu11 -O2 $(PAM_WARN) -fPIC -shared -o $@ $< -lpam
 
-pam-test-terminal: $(PAM_MODULE) $(PAM_PROBE)
+pam-test-terminal: $(PAM_MODULE) $(PAM_PROBE) locale test-locales
 	$(PAM_PYTHON) pam/tests/terminal_test.py --module $(abspath $(PAM_MODULE)) \
 		--bin $(abspath $(PAM_DAEMON_BIN)) --probe $(abspath $(PAM_PROBE)) \
-		--runs $(PAM_TERMINAL_RUNS)
+		--runs $(PAM_TERMINAL_RUNS) --locales $(TEST_LOCPATH) --catalogues $(PO_BUILD_LOCALEDIR) \
+		--localedir $(PAM_LOCALEDIR)
 
 # Every PAM line the documents show (README.md, pam/README.md, pam/examples/, docs/, the man
 # page's EXAMPLES) and the pam-configs profile through the real pam-auth-update, each through

@@ -52,6 +52,13 @@
 /* The longest user name shown in the prompt. */
 #define LA_PROMPT_USER_MAX 64
 
+/* Why the finger was not used: in English for syslog, in the application's language for the
+ * person. */
+struct why {
+    char log[LA_WIRE_MAX_FIELD + 1];
+    char shown[LA_WIRE_MAX_FIELD + 1];
+};
+
 /* Everything one call owns; lives on pam_sm_authenticate's stack. */
 struct session {
     pam_handle_t *pamh;
@@ -89,6 +96,28 @@ static void debug(const struct session *s, const char *fmt, ...)
     pam_vsyslog(s->pamh, LOG_DEBUG, fmt, ap);
     va_end(ap);
 }
+
+/* Formats a reason (a msgid of messages.h) twice: as it is for syslog, and translated. */
+static void why_format(struct why *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void why_format(struct why *w, const char *fmt, ...)
+{
+    va_list ap, aq;
+    va_start(ap, fmt);
+    va_copy(aq, ap);
+    vsnprintf(w->log, sizeof w->log, fmt, ap);
+    vsnprintf(w->shown, sizeof w->shown, la_text(fmt), aq);
+    va_end(aq);
+    va_end(ap);
+}
+
+/* A reason with the system's words for an errno: English in syslog, the locale's to the person. */
+#define WHY_ERRNO(w, fmt, err)                                                                     \
+    do {                                                                                           \
+        const char *english_ = strerrordesc_np(err);                                               \
+        snprintf((w)->log, sizeof(w)->log, fmt, english_ != NULL ? english_ : "unknown error");    \
+        snprintf((w)->shown, sizeof(w)->shown, la_text(fmt), strerror(err));                       \
+    } while (0)
 
 static void warn_option(void *ctx, const char *arg, const char *why)
 {
@@ -167,13 +196,13 @@ static int read_reply(struct session *s, int64_t deadline)
 
 /* Connects without ever blocking past the deadline and believes only a daemon run by root.
  * On failure, why says what went wrong in words for the person (messages.h). */
-static int connect_daemon(struct session *s, char *why, size_t cap)
+static int connect_daemon(struct session *s, struct why *why)
 {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     memcpy(addr.sun_path, s->opt->socket, strlen(s->opt->socket) + 1); /* ≤ 107 + NUL */
     s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s->fd < 0) {
-        snprintf(why, cap, LA_WHY_NO_SOCKET, strerror(errno));
+        WHY_ERRNO(why, LA_WHY_NO_SOCKET, errno);
         return -1;
     }
     for (;;) {
@@ -186,7 +215,7 @@ static int connect_daemon(struct session *s, char *why, size_t cap)
             socklen_t n = sizeof err;
             if (wait_fd(s, POLLOUT, s->deadline) != 0 ||
                 getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &n) != 0 || err != 0) {
-                snprintf(why, cap, "%s", LA_WHY_NO_ANSWER);
+                why_format(why, LA_WHY_NO_ANSWER);
                 return -1;
             }
             break;
@@ -197,25 +226,25 @@ static int connect_daemon(struct session *s, char *why, size_t cap)
             continue;
         }
         if (err == EAGAIN)
-            snprintf(why, cap, "%s", LA_WHY_BUSY);
+            why_format(why, LA_WHY_BUSY);
         else if (err == ENOENT || err == ECONNREFUSED)
-            snprintf(why, cap, "%s", LA_WHY_NOT_RUNNING);
+            why_format(why, LA_WHY_NOT_RUNNING);
         else
-            snprintf(why, cap, LA_WHY_NO_ACCESS, strerror(err));
+            WHY_ERRNO(why, LA_WHY_NO_ACCESS, err);
         return -1;
     }
     struct ucred cred;
     socklen_t n = sizeof cred;
     if (getsockopt(s->fd, SOL_SOCKET, SO_PEERCRED, &cred, &n) != 0 || n != sizeof cred) {
         pam_syslog(s->pamh, LOG_ERR, "cannot read the peer credentials of %s: %m", s->opt->socket);
-        snprintf(why, cap, "%s", LA_WHY_NO_CREDENTIALS);
+        why_format(why, LA_WHY_NO_CREDENTIALS);
         return -1;
     }
     if (cred.uid != 0) {
         /* Anyone can bind a socket somewhere; only root's answer is worth anything. */
         pam_syslog(s->pamh, LOG_ERR, "%s is served by uid %u, not root: not trusted",
                    s->opt->socket, (unsigned)cred.uid);
-        snprintf(why, cap, LA_WHY_UNTRUSTED, (unsigned)cred.uid);
+        why_format(why, LA_WHY_UNTRUSTED, (unsigned)cred.uid);
         return -1;
     }
     return 0;
@@ -247,27 +276,37 @@ static void show(struct session *s, int style, const char *msg)
         (void)pam_prompt(s->pamh, style, NULL, "%s", line);
 }
 
-/* Logs in one line why the finger was not used, and tells the person when shown is set. */
-static void skipped_shown(struct session *s, const char *user, const char *why, int shown)
+/* Logs in one line why the finger was not used (English), and tells the person (in the
+ * application's language) when shown is set. */
+static void skipped_because(struct session *s, const char *user, const struct why *why, int shown)
 {
     char line[LA_WIRE_MAX_FIELD + 1], name[128];
     /* The user name and PAM_RHOST come from outside: no control character reaches the log. */
     snprintf(name, sizeof name, "%s", user != NULL ? user : "(no user yet)");
-    snprintf(line, sizeof line, "%s", why);
+    snprintf(line, sizeof line, "%s", why->log);
     replace_controls(name);
     replace_controls(line);
     pam_syslog(s->pamh, LOG_NOTICE, LA_LOG_NOT_USED, name, line);
     if (shown) {
-        snprintf(line, sizeof line, LA_TEXT_NOT_USED, why);
+        snprintf(line, sizeof line, la_text(LA_TEXT_NOT_USED), why->shown);
         show(s, PAM_TEXT_INFO, line);
     }
 }
 
+/* The same for a reason without arguments (a msgid of messages.h). */
+static void skipped_shown(struct session *s, const char *user, const char *msgid, int shown)
+{
+    struct why why;
+    snprintf(why.log, sizeof why.log, "%s", msgid);
+    snprintf(why.shown, sizeof why.shown, "%s", la_text(msgid));
+    skipped_because(s, user, &why, shown);
+}
+
 /* Says in one line why the finger was not asked for: always in syslog, and to the person
  * when a message can be shown. */
-static void skipped(struct session *s, const char *user, const char *why)
+static void skipped(struct session *s, const char *user, const char *msgid)
 {
-    skipped_shown(s, user, why, 1);
+    skipped_shown(s, user, msgid, 1);
 }
 
 /* The rule for non-interactive callers (sudo -n or -A without a terminal, scripts, cron): a
@@ -282,7 +321,7 @@ static int interactive(struct session *s, const char *tty, int answered)
         return 1;
     if (s->silent)
         return 0;
-    if (pam_prompt(s->pamh, PAM_TEXT_INFO, NULL, "%s", LA_TEXT_PROBE) == PAM_SUCCESS)
+    if (pam_prompt(s->pamh, PAM_TEXT_INFO, NULL, "%s", la_text(LA_TEXT_PROBE)) == PAM_SUCCESS)
         return 1;
     s->silent = 1; /* a conversation that failed once is not asked to show anything else */
     return 0;
@@ -302,7 +341,7 @@ static int typed_password(struct session *s, const char *user, int *answered)
         skipped(s, user, LA_WHY_GIVEN);
         return PAM_AUTHINFO_UNAVAIL;
     }
-    int rc = pam_prompt(s->pamh, PAM_PROMPT_ECHO_OFF, &answer, "%s", LA_TEXT_PASSWORD);
+    int rc = pam_prompt(s->pamh, PAM_PROMPT_ECHO_OFF, &answer, "%s", la_text(LA_TEXT_PASSWORD));
     if (rc == PAM_SUCCESS && answer != NULL && answer[0] == '\0') {
         *answered = 1;
         rc = LA_CONTINUE;
@@ -338,11 +377,11 @@ static int answer_passcode(struct session *s)
     /* The question goes through the application's conversation, which needs the terminal
      * and the signals as the application left them. */
     la_term_close(&s->term);
-    int rc = pam_prompt(s->pamh, PAM_PROMPT_ECHO_OFF, &answer, "%s", LA_TEXT_PASSCODE);
+    int rc = pam_prompt(s->pamh, PAM_PROMPT_ECHO_OFF, &answer, "%s", la_text(LA_TEXT_PASSCODE));
     if (rc != PAM_SUCCESS || answer == NULL)
         s->seen.conv_failed = 1;
     else if (answer[0] != '\0' && (len = la_encode_passcode(&s->w, answer)) == 0)
-        show(s, PAM_ERROR_MSG, LA_TEXT_PASSCODE_INVALID);
+        show(s, PAM_ERROR_MSG, la_text(LA_TEXT_PASSCODE_INVALID));
     if (answer != NULL) {
         explicit_bzero(answer, strlen(answer));
         free(answer);
@@ -365,7 +404,7 @@ static void put_up_prompt(struct session *s, const char *place_finger)
     snprintf(s->place_finger, sizeof s->place_finger, "%s", place_finger);
     snprintf(name, sizeof name, "%s", s->user);
     replace_controls(name);
-    snprintf(prompt, sizeof prompt, LA_TEXT_PASSWORD_OR_FINGER, name);
+    snprintf(prompt, sizeof prompt, la_text(LA_TEXT_PASSWORD_OR_FINGER), name);
     if (la_term_prompt(&s->term, prompt) != 0)
         show(s, PAM_TEXT_INFO, place_finger); /* the terminal refused: say it as a line */
 }
@@ -420,7 +459,7 @@ static int on_typed_line(struct session *s, size_t len)
         return LA_CONTINUE;
     }
     if (len > LA_PASSWORD_MAX) {
-        show(s, PAM_ERROR_MSG, LA_TEXT_PASSWORD_TOO_LONG);
+        show(s, PAM_ERROR_MSG, la_text(LA_TEXT_PASSWORD_TOO_LONG));
         return LA_CONTINUE;
     }
     int rc = pam_set_item(s->pamh, PAM_AUTHTOK, s->typed); /* libpam keeps its own copy */
@@ -481,27 +520,26 @@ static int wait_event(struct session *s)
 /* Why a frame could not be sent: a daemon that refuses the HELLO sends ERROR and hangs up, and
  * the EVALUATE behind the HELLO may then meet a closed socket; the ERROR is still there to read
  * and says what happened. */
-static const char *refused_or_silent(struct session *s, char *why, size_t cap)
+static void refused_or_silent(struct session *s, struct why *why)
 {
-    if (read_reply(s, now_ms() + LA_REFUSAL_READ_MS) == 0 && s->reply.type == LA_MSG_ERROR) {
-        snprintf(why, cap, LA_WHY_REFUSED, s->reply.message);
-        return why;
-    }
-    return LA_WHY_NO_ANSWER;
+    if (read_reply(s, now_ms() + LA_REFUSAL_READ_MS) == 0 && s->reply.type == LA_MSG_ERROR)
+        why_format(why, LA_WHY_REFUSED, s->reply.message);
+    else
+        why_format(why, LA_WHY_NO_ANSWER);
 }
 
 /* The user name goes into the request; one the daemon would refuse is said at once. */
 static int user_fits(struct session *s, const char *user)
 {
-    char why[128];
+    struct why why;
     size_t n = strnlen(user, LA_WIRE_MAX_FIELD + 1);
     if (n > LA_WIRE_MAX_FIELD)
-        snprintf(why, sizeof why, LA_WHY_USER_TOO_LONG, strlen(user), LA_WIRE_MAX_FIELD);
+        why_format(&why, LA_WHY_USER_TOO_LONG, strlen(user), LA_WIRE_MAX_FIELD);
     else if (!la_wire_utf8_valid((const uint8_t *)user, n))
-        snprintf(why, sizeof why, "%s", LA_WHY_USER_NOT_TEXT);
+        why_format(&why, LA_WHY_USER_NOT_TEXT);
     else
         return 1;
-    skipped(s, user, why);
+    skipped_because(s, user, &why, 1);
     return 0;
 }
 
@@ -511,17 +549,17 @@ static int run(struct session *s, int pam_silent)
 {
     const void *item = NULL;
     const char *user = NULL, *service = NULL, *tty = NULL;
-    char why[LA_WIRE_MAX_FIELD + 64];
+    struct why why;
     int answered = 0;
 
     if (pam_get_item(s->pamh, PAM_TTY, &item) == PAM_SUCCESS)
         tty = item;
     s->silent = la_quiet(pam_silent, tty);
     if (pam_get_item(s->pamh, PAM_RHOST, &item) == PAM_SUCCESS && la_is_remote(item)) {
-        snprintf(why, sizeof why, LA_WHY_REMOTE, (const char *)item);
+        why_format(&why, LA_WHY_REMOTE, (const char *)item);
         if (pam_get_item(s->pamh, PAM_USER, &item) != PAM_SUCCESS)
             item = NULL;
-        skipped(s, item, why);
+        skipped_because(s, item, &why, 1);
         return PAM_AUTHINFO_UNAVAIL;
     }
     int rc = pam_get_user(s->pamh, &user, NULL);
@@ -565,15 +603,16 @@ static int run(struct session *s, int pam_silent)
     if (!interactive(s, tty, answered))
         flags |= LA_FLAG_INTERACTION_NOT_ALLOWED;
 
-    if (connect_daemon(s, why, sizeof why) != 0) {
-        skipped(s, user, why);
+    if (connect_daemon(s, &why) != 0) {
+        skipped_because(s, user, &why, 1);
         return PAM_AUTHINFO_UNAVAIL;
     }
     /* HELLO and EVALUATE go out back to back, the WELCOME is read after: the daemon takes
      * frames in order, and the finger prompt comes one round trip sooner (docs/performance.md). */
     if (send_frame(s, la_encode_hello(&s->w, LA_CLIENT_NAME)) != 0) {
         pam_syslog(s->pamh, LOG_ERR, "cannot send HELLO to %s", s->opt->socket);
-        skipped(s, user, refused_or_silent(s, why, sizeof why));
+        refused_or_silent(s, &why);
+        skipped_because(s, user, &why, 1);
         return PAM_AUTHINFO_UNAVAIL;
     }
 
@@ -590,7 +629,8 @@ static int run(struct session *s, int pam_silent)
     };
     if (send_frame(s, la_encode_evaluate(&s->w, &ev)) != 0) {
         pam_syslog(s->pamh, LOG_ERR, "cannot send EVALUATE for %s", user);
-        skipped(s, user, refused_or_silent(s, why, sizeof why));
+        refused_or_silent(s, &why);
+        skipped_because(s, user, &why, 1);
         return PAM_AUTHINFO_UNAVAIL;
     }
     if (read_reply(s, s->deadline) != 0) {
@@ -600,14 +640,13 @@ static int run(struct session *s, int pam_silent)
     }
     if (s->reply.type != LA_MSG_WELCOME || s->reply.version != LA_WIRE_VERSION) {
         if (s->reply.type == LA_MSG_ERROR)
-            snprintf(why, sizeof why, LA_WHY_REFUSED, s->reply.message);
+            why_format(&why, LA_WHY_REFUSED, s->reply.message);
         else if (s->reply.type == LA_MSG_WELCOME)
-            snprintf(why, sizeof why, LA_WHY_OTHER_VERSION, (long long)s->reply.version,
-                     LA_WIRE_VERSION);
+            why_format(&why, LA_WHY_OTHER_VERSION, (long long)s->reply.version, LA_WIRE_VERSION);
         else
-            snprintf(why, sizeof why, "%s", LA_WHY_NO_ANSWER);
+            why_format(&why, LA_WHY_NO_ANSWER);
         pam_syslog(s->pamh, LOG_ERR, "no usable WELCOME from %s", s->opt->socket);
-        skipped(s, user, why);
+        skipped_because(s, user, &why, 1);
         return PAM_AUTHINFO_UNAVAIL;
     }
     debug(s, "connected to %s", s->reply.server);
@@ -786,6 +825,9 @@ static int password_used_line(pam_handle_t *pamh, const struct la_options *opt)
 
 LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
+    /* The catalogue for the application's language (its setlocale). Binding our own text domain
+     * changes nothing else in the process; the application keeps its locale. */
+    bindtextdomain(LA_TEXT_DOMAIN, LA_LOCALEDIR);
     struct la_options opt;
     struct session s;
     la_options_parse(&opt, argc, argv, warn_option, pamh);

@@ -13,6 +13,9 @@ packages+=(libpam-gnome-keyring gnome-keyring libsecret-tools libglib2.0-bin)
 # Sealing to the machine (docs/adr/0006-sealing.md): systemd-creds loads tpm2-tss at run time; the
 # tests seal against a software TPM.
 packages+=(swtpm swtpm-tools libtss2-esys-3.0.2-0 libtss2-mu0 libtss2-rc0 libtss2-tcti-swtpm0)
+# Messages (po/po.mk): xgettext, msgfmt and msgmerge; the locales' sources, from which the tests
+# build de_DE, ko_KR, zh_CN and fr_FR (UTF-8) with localedef into a private directory (/etc stays as it is).
+packages+=(gettext locales)
 packages+=("$@")
 missing=()
 for p in "${packages[@]}"; do

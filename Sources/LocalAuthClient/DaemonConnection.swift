@@ -14,15 +14,21 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     case disconnected
     case timedOut
 
-    public var description: String {
+    public var description: String { text(EnglishText()) }
+
+    /// The line in `t`'s language (a client passes its gettext; `description` is the English).
+    public func text(_ t: some Translator) -> String {
         switch self {
         case .cannotConnect(let path, let e):
-            "cannot reach localauthd at \(path): \(String(cString: strerror(e))) (is the daemon running? LOCALAUTHD_SOCKET selects another socket)"
-        case .untrustedDaemon(let uid): "the socket's owner (uid \(uid)) is neither root nor you: not trusted"
-        case .protocolError(let why): "protocol error: \(why)"
-        case .refused(_, let message): "localauthd refused the connection: \(message)"
-        case .disconnected: "localauthd closed the connection"
-        case .timedOut: "localauthd did not answer in time"
+            t.tr(
+                "cannot reach localauthd at %1$s: %2$s (is the daemon running? LOCALAUTHD_SOCKET selects another socket)",
+                .text(path), .text(String(cString: strerror(e))))
+        case .untrustedDaemon(let uid):
+            t.tr("the socket's owner (uid %d) is neither root nor you: not trusted", .number(Int64(uid)))
+        case .protocolError(let why): t.tr("protocol error: %s", .text(why))
+        case .refused(_, let message): t.tr("localauthd refused the connection: %s", .text(message))
+        case .disconnected: t.tr("localauthd closed the connection")
+        case .timedOut: t.tr("localauthd did not answer in time")
         }
     }
 }

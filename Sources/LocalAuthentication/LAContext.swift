@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import LocalAuthClient
+import LocalAuthLocalization
 import LocalAuthProtocol
 
 #if canImport(Glibc)
@@ -332,9 +333,14 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
     }
 
-    static let invalidatedMessage = "The context was invalidated"
-    static let appCancelMessage = "Cancelled by the app"
-    static let noCompanionMessage = "No companion device is available on this system"
+    /// A client error in the person's language; anything else as it describes itself.
+    static func describe(_ error: any Error) -> String {
+        (error as? ClientError)?.text(Gettext.shared) ?? "\(error)"
+    }
+
+    static var invalidatedMessage: String { tr("The context was invalidated") }
+    static var appCancelMessage: String { tr("Cancelled by the app") }
+    static var noCompanionMessage: String { tr("No companion device is available on this system") }
 
     private func preflight(_ policy: LAPolicy) -> Swift.Result<Void, LAError> {
         let (invalidated, socketPath) = locked { ($0.invalidated, $0.socketPath) }
@@ -351,7 +357,8 @@ open class LAContext: NSObject, @unchecked Sendable {
                 $0.biometryType = .none
                 $0.domainState = nil
             }
-            return .failure(LAError(.biometryNotAvailable, "Fingerprint not available: \(error)"))
+            return .failure(
+                LAError(.biometryNotAvailable, tr("Fingerprint not available: %s", .text(Self.describe(error)))))
         }
         locked {
             $0.biometryType = Self.biometryType(protocolValue: result.fields.int(.biometryType))
@@ -379,7 +386,8 @@ open class LAContext: NSObject, @unchecked Sendable {
         do {
             connection = try DaemonConnection(socketPath: e.socketPath, clientName: Self.clientName)
         } catch {
-            return .failure(LAError(.biometryNotAvailable, "Fingerprint not available: \(error)"))
+            return .failure(
+                LAError(.biometryNotAvailable, tr("Fingerprint not available: %s", .text(Self.describe(error)))))
         }
         let attached = locked { s in
             guard !cancellation.isCancelled else { return false }
@@ -406,7 +414,7 @@ open class LAContext: NSObject, @unchecked Sendable {
             result = try connection.perform(.evaluate(options), timeoutMs: e.timeoutMs + 10_000, onEvent: answer)
         } catch {
             if cancellation.isCancelledByApp { return .failure(LAError(.appCancel, Self.appCancelMessage)) }
-            return .failure(LAError(.systemCancel, "The authentication ended: \(error)"))
+            return .failure(LAError(.systemCancel, tr("The authentication ended: %s", .text(Self.describe(error)))))
         }
         guard result.isSuccess else { return .failure(Self.error(for: result)) }
         if let domain = result.fields.bytes(.domainState) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import LocalAuthClient
+import LocalAuthLocalization
 import LocalAuthProtocol
 
 /// Apple's `LAEnvironment` (macOS 15): the authentication mechanisms of the calling user, as the
@@ -205,6 +206,8 @@ open class LAEnvironmentMechanismCompanion: LAEnvironmentMechanism, @unchecked S
 }
 
 enum EnvironmentText {
-    static let touchID = "Touch ID"
-    static let passcode = "Passcode"
+    // TRANSLATORS: the fingerprint mechanism's name, as Apple calls it (LAEnvironmentMechanism.localizedName).
+    static var touchID: String { tr("Touch ID") }
+    // TRANSLATORS: the passcode mechanism's name (LAEnvironmentMechanism.localizedName).
+    static var passcode: String { tr("Passcode") }
 }

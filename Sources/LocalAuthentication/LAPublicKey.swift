@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import LocalAuthCrypto
+import LocalAuthLocalization
 import LocalAuthProtocol
 
 /// Apple's `SecKeyAlgorithm` (a Security framework type), declared here for the algorithms an
@@ -121,8 +122,8 @@ open class LAPrivateKey: NSObject, @unchecked Sendable {
 }
 
 enum KeyText {
-    static let badSignature = "The signature does not verify"
+    static var badSignature: String { tr("The signature does not verify") }
     static func unsupported(_ algorithm: SecKeyAlgorithm) -> LAError {
-        LAError(.invalidContext, "\(algorithm.rawValue) is not an algorithm of this key")
+        LAError(.invalidContext, tr("%s is not an algorithm of this key", .text(algorithm.rawValue)))
     }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import LocalAuthClient
+import LocalAuthLocalization
 import LocalAuthProtocol
 
 /// What a right asks of the person: Apple's `LAAuthenticationRequirement`.
@@ -264,7 +265,10 @@ struct RightChannel: Sendable {
                     keys?.stop()
                     done.resume(returning: try result.get())
                 } catch {
-                    done.resume(throwing: LAError(.biometryNotAvailable, "Fingerprint not available: \(error)"))
+                    done.resume(
+                        throwing: LAError(
+                            .biometryNotAvailable, tr("Fingerprint not available: %s", .text(LAContext.describe(error)))
+                        ))
                 }
             }
         }
@@ -288,7 +292,9 @@ struct RightChannel: Sendable {
 
 /// The library's own lines about rights, in one place.
 enum RightText {
-    static let rightGone = "The right this belongs to no longer exists"
-    static let loadSecretReason = "Release a secret"
-    static let useKeyReason = "Use a private key"
+    static var rightGone: String { tr("The right this belongs to no longer exists") }
+    // TRANSLATORS: the reason shown when an app reads an LARight's secret without giving one.
+    static var loadSecretReason: String { tr("Release a secret") }
+    // TRANSLATORS: the reason shown when an app uses an LARight's key without giving one.
+    static var useKeyReason: String { tr("Use a private key") }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import LocalAuthLocalization
 
 #if canImport(Glibc)
     import Glibc
@@ -120,10 +121,13 @@ public struct LALinuxPrompt: Sendable {
 /// The terminal prompt's lines about its keys, in one place.
 enum PromptText {
     static func pressEscape(_ cancelTitle: String?) -> String {
-        guard let title = cancelTitle, !title.isEmpty else { return "(Esc: cancel)" }
-        return "(Esc: \(title))"
+        // TRANSLATORS: the terminal prompt's cancel key; "Esc" is the key's name.
+        guard let title = cancelTitle, !title.isEmpty else { return tr("(Esc: cancel)") }
+        // TRANSLATORS: the terminal prompt's cancel key with the app's own cancel title.
+        return tr("(Esc: %s)", .text(title))
     }
-    static func pressEnter(_ fallbackTitle: String) -> String { "(Enter: \(fallbackTitle))" }
+    // TRANSLATORS: the terminal prompt's fallback key with the fallback's title ("Use passcode").
+    static func pressEnter(_ fallbackTitle: String) -> String { tr("(Enter: %s)", .text(fallbackTitle)) }
 }
 
 /// The terminal's keys as the prompt's buttons during one request: a thread watches `/dev/tty`

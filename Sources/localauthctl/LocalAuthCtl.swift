@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import ArgumentParser
 import LocalAuthClient
+import LocalAuthLocalization
 import LocalAuthProtocol
 
 #if canImport(Glibc)
@@ -30,10 +31,10 @@ enum Exit {
 }
 
 struct ClientOptions: ParsableArguments {
-    @Option(help: "The daemon's socket (default: $LOCALAUTHD_SOCKET, else /run/localauthd/socket).")
+    @Option(help: ArgumentHelp(tr("The daemon's socket (default: $LOCALAUTHD_SOCKET, else /run/localauthd/socket).")))
     var socket: String?
 
-    @Flag(name: [.short, .long], help: "Print nothing but errors.")
+    @Flag(name: [.short, .long], help: ArgumentHelp(tr("Print nothing but errors.")))
     var quiet = false
 
     /// Connects, runs `request`, prints its events and result, and exits with the documented code.
@@ -45,14 +46,14 @@ struct ClientOptions: ParsableArguments {
             connection = try DaemonConnection(
                 socketPath: socket ?? DaemonConnection.defaultSocketPath, clientName: "localauthctl")
         } catch {
-            fail("\(error)", code: Exit.unreachable)
+            fail(describe(error), code: Exit.unreachable)
         }
         let quiet = self.quiet
         do {
             let result = try connection.perform(request, timeoutMs: timeoutMs) { event in
                 if !quiet { show(event) }
                 switch event.kind {
-                case .passcodeNeeded: return readPasscode(prompt: "Passcode: ").map { .passcode($0) } ?? .cancel
+                case .passcodeNeeded: return readPasscode(prompt: tr("Passcode: ")).map { .passcode($0) } ?? .cancel
                 default: return nil
                 }
             }
@@ -66,7 +67,7 @@ struct ClientOptions: ParsableArguments {
             }
             Glibc.exit(Exit.code(for: result.code))
         } catch {
-            fail("\(error)", code: Exit.unreachable)
+            fail(describe(error), code: Exit.unreachable)
         }
     }
 
@@ -77,7 +78,7 @@ struct ClientOptions: ParsableArguments {
             let all = max(Int(event.stages ?? 1), 1)
             let bar =
                 String(repeating: "#", count: done * 20 / all) + String(repeating: ".", count: 20 - done * 20 / all)
-            print("[\(bar)] stage \(done) of \(all)")
+            print("[\(bar)] " + tr("stage %1$d of %2$d", .number(Int64(done)), .number(Int64(all))))
         case .passcodeNeeded: break
         default: print(event.message)
         }
@@ -88,6 +89,11 @@ struct ClientOptions: ParsableArguments {
 func printError(_ line: String) {
     let text = line + "\n"
     _ = text.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+}
+
+/// A client error in the person's language; anything else as it describes itself.
+func describe(_ error: any Error) -> String {
+    (error as? ClientError)?.text(Gettext.shared) ?? "\(error)"
 }
 
 func fail(_ message: String, code: Int32) -> Never {
@@ -132,20 +138,20 @@ private func readLine(fd: Int32) -> String? {
 struct LocalAuthCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "localauthctl",
-        abstract: "Enrol fingers and manage localauthd.",
-        discussion: """
-            Finds the daemon through $LOCALAUTHD_SOCKET, else /run/localauthd/socket.
-            Passcodes are read from the terminal without echo, or from standard input when it is not a terminal.
-
-            Exit codes:
-              0  success (for verify: the finger matched)
-              1  authentication failed: no match, wrong passcode, cancelled
-              2  biometrics unavailable: no reader, nothing enrolled, locked out, no passcode set
-              3  not authorised for this account or operation
-              4  the daemon cannot be reached or broke the protocol
-              5  refused: invalid request, not found, already enrolled, busy, timed out, internal error
-             64  invalid command line
-            """,
+        abstract: tr("Enrol fingers and manage localauthd."),
+        discussion: [
+            tr("Finds the daemon through $LOCALAUTHD_SOCKET, else /run/localauthd/socket."),
+            tr("Passcodes are read from the terminal without echo, or from standard input when it is not a terminal."),
+            "",
+            tr("Exit codes:"),
+            "  0  " + tr("success (for verify: the finger matched)"),
+            "  1  " + tr("authentication failed: no match, wrong passcode, cancelled"),
+            "  2  " + tr("biometrics unavailable: no reader, nothing enrolled, locked out, no passcode set"),
+            "  3  " + tr("not authorised for this account or operation"),
+            "  4  " + tr("the daemon cannot be reached or broke the protocol"),
+            "  5  " + tr("refused: invalid request, not found, already enrolled, busy, timed out, internal error"),
+            " 64  " + tr("invalid command line"),
+        ].joined(separator: "\n"),
         subcommands: [
             Devices.self, Enroll.self, Verify.self, List.self, Delete.self, Status.self, Simulate.self, Passcode.self,
             Lockout.self, Right.self, ImportFprintd.self,
@@ -153,7 +159,7 @@ struct LocalAuthCtl: ParsableCommand {
 }
 
 struct UserOption: ParsableArguments {
-    @Option(help: "The account (default: your own).")
+    @Option(help: ArgumentHelp(tr("The account (default: your own).")))
     var user: String?
 }
 
@@ -161,13 +167,15 @@ func fingerName(_ raw: String?) throws -> FingerName? {
     guard let raw else { return nil }
     guard let finger = FingerName(rawValue: raw) else {
         throw ValidationError(
-            "'\(raw)' is not a finger name; use one of: \(FingerName.allCases.map(\.rawValue).joined(separator: ", "))")
+            tr(
+                "'%1$s' is not a finger name; use one of: %2$s", .text(raw),
+                .text(FingerName.allCases.map(\.rawValue).joined(separator: ", "))))
     }
     return finger
 }
 
 struct Devices: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the fingerprint readers.")
+    static let configuration = CommandConfiguration(abstract: tr("List the fingerprint readers."))
     @OptionGroup var connection: ClientOptions
     func run() throws {
         try connection.run(.devices) { result in
@@ -187,15 +195,14 @@ struct Devices: ParsableCommand {
 
 struct Enroll: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Enrol a finger.",
-        discussion: """
-            A first finger needs root (sudo localauthctl enroll --user NAME). A later one needs proof that you are \
-            present first: an enrolled finger, or (after a finger that does not match) the passcode.
-            """
+        abstract: tr("Enrol a finger."),
+        discussion: tr(
+            "A first finger needs root (sudo localauthctl enroll --user NAME). A later one needs proof that you are present first: an enrolled finger, or (after a finger that does not match) the passcode."
+        )
     )
     @OptionGroup var connection: ClientOptions
     @OptionGroup var user: UserOption
-    @Option(help: "right-index-finger, left-thumb, … (default: the first free one).")
+    @Option(help: ArgumentHelp(tr("right-index-finger, left-thumb, … (default: the first free one).")))
     var finger: String?
     func validate() throws { _ = try fingerName(finger) }
     func run() throws {
@@ -204,15 +211,15 @@ struct Enroll: ParsableCommand {
 }
 
 struct Verify: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Ask for a finger; exit 0 only on a match.")
+    static let configuration = CommandConfiguration(abstract: tr("Ask for a finger; exit 0 only on a match."))
     @OptionGroup var connection: ClientOptions
     @OptionGroup var user: UserOption
-    @Flag(help: "Allow the passcode as a fallback (deviceOwnerAuthentication).")
+    @Flag(help: ArgumentHelp(tr("Allow the passcode as a fallback (deviceOwnerAuthentication).")))
     var passcode = false
-    @Option(help: "Seconds to wait for a finger.")
+    @Option(help: ArgumentHelp(tr("Seconds to wait for a finger.")))
     var timeout: Int64 = 30
     func validate() throws {
-        guard (1...300).contains(timeout) else { throw ValidationError("--timeout takes 1 to 300 seconds") }
+        guard (1...300).contains(timeout) else { throw ValidationError(tr("--timeout takes 1 to 300 seconds")) }
     }
     func run() throws {
         let options = EvaluateOptions(
@@ -224,7 +231,7 @@ struct Verify: ParsableCommand {
 }
 
 struct List: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List enrolled fingers.")
+    static let configuration = CommandConfiguration(abstract: tr("List enrolled fingers."))
     @OptionGroup var connection: ClientOptions
     @OptionGroup var user: UserOption
     func run() throws {
@@ -235,16 +242,16 @@ struct List: ParsableCommand {
 }
 
 struct Delete: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Delete an enrolled finger, or all of them.")
+    static let configuration = CommandConfiguration(abstract: tr("Delete an enrolled finger, or all of them."))
     @OptionGroup var connection: ClientOptions
     @OptionGroup var user: UserOption
-    @Option(help: "The finger to delete.")
+    @Option(help: ArgumentHelp(tr("The finger to delete.")))
     var finger: String?
-    @Flag(help: "Delete every finger.")
+    @Flag(help: ArgumentHelp(tr("Delete every finger.")))
     var all = false
     func validate() throws {
         _ = try fingerName(finger)
-        guard all != (finger != nil) else { throw ValidationError("name one --finger, or --all") }
+        guard all != (finger != nil) else { throw ValidationError(tr("name one --finger, or --all")) }
     }
     func run() throws {
         try connection.run(.delete(user: user.user, finger: try fingerName(finger), all: all))
@@ -252,16 +259,18 @@ struct Delete: ParsableCommand {
 }
 
 struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the reader and an account's state.")
+    static let configuration = CommandConfiguration(abstract: tr("Show the reader and an account's state."))
     @OptionGroup var connection: ClientOptions
     @OptionGroup var user: UserOption
     func run() throws {
         try connection.run(.status(user: user.user ?? PeerName.current)) { result in
             let f = result.fields
-            print("reader present: \(f.bool(.readerPresent) == true ? "yes" : "no")")
-            if let n = f.int(.enrolledCount) { print("fingers enrolled: \(n)") }
-            if let locked = f.bool(.biometryLocked) { print("biometry locked: \(locked ? "yes" : "no")") }
-            if let set = f.bool(.passcodeSet) { print("passcode set: \(set ? "yes" : "no")") }
+            print(f.bool(.readerPresent) == true ? tr("reader present: yes") : tr("reader present: no"))
+            if let n = f.int(.enrolledCount) { print(tr("fingers enrolled: %d", .number(n))) }
+            if let locked = f.bool(.biometryLocked) {
+                print(locked ? tr("biometry locked: yes") : tr("biometry locked: no"))
+            }
+            if let set = f.bool(.passcodeSet) { print(set ? tr("passcode set: yes") : tr("passcode set: no")) }
             if let line = Self.passwordLine(f) { print(line) }
         }
     }
@@ -305,13 +314,14 @@ enum PeerName {
 
 struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Drive the simulated reader of a daemon started with --virtual-reader (root only).",
-        discussion:
+        abstract: tr("Drive the simulated reader of a daemon started with --virtual-reader (root only)."),
+        discussion: tr(
             "Actions: touch ID (a finger with print id ID), retry [CODE], error [CODE], unplug, finger-on, finger-off.")
+    )
     @OptionGroup var connection: ClientOptions
-    @Argument(help: "touch, retry, error, unplug, finger-on or finger-off.")
+    @Argument(help: ArgumentHelp(tr("touch, retry, error, unplug, finger-on or finger-off.")))
     var action: String
-    @Argument(help: "The print id for touch; the code for retry and error.")
+    @Argument(help: ArgumentHelp(tr("The print id for touch; the code for retry and error.")))
     var argument: String?
     func run() throws {
         try connection.run(.simulate(action: action, argument: argument))
@@ -320,19 +330,19 @@ struct Simulate: ParsableCommand {
 
 struct Passcode: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Set, change or remove the passcode (the fallback of deviceOwnerAuthentication).",
+        abstract: tr("Set, change or remove the passcode (the fallback of deviceOwnerAuthentication)."),
         subcommands: [Set.self, Change.self, Remove.self])
 
     struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract:
+            abstract: tr(
                 "Set a passcode: a first one after a touch of your enrolled finger (root: none needed); to change one, use change."
-        )
+            ))
         @OptionGroup var connection: ClientOptions
         @OptionGroup var user: UserOption
         func run() throws {
-            guard let new = readPasscode(prompt: "New passcode: ") else {
-                fail("no passcode given", code: Exit.refused)
+            guard let new = readPasscode(prompt: tr("New passcode: ")) else {
+                fail(tr("no passcode given"), code: Exit.refused)
             }
             try connection.run(.passcodeSet(user: user.user, passcode: new, oldPasscode: nil))
         }
@@ -340,36 +350,36 @@ struct Passcode: ParsableCommand {
 
     struct Change: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Change the passcode: the current one, then the new one.")
+            abstract: tr("Change the passcode: the current one, then the new one."))
         @OptionGroup var connection: ClientOptions
         @OptionGroup var user: UserOption
         func run() throws {
-            let old = getuid() == 0 ? nil : readPasscode(prompt: "Current passcode: ")
-            guard let new = readPasscode(prompt: "New passcode: ") else {
-                fail("no passcode given", code: Exit.refused)
+            let old = getuid() == 0 ? nil : readPasscode(prompt: tr("Current passcode: "))
+            guard let new = readPasscode(prompt: tr("New passcode: ")) else {
+                fail(tr("no passcode given"), code: Exit.refused)
             }
             try connection.run(.passcodeSet(user: user.user, passcode: new, oldPasscode: old))
         }
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove the passcode.")
+        static let configuration = CommandConfiguration(abstract: tr("Remove the passcode."))
         @OptionGroup var connection: ClientOptions
         @OptionGroup var user: UserOption
         func run() throws {
-            let old = getuid() == 0 ? nil : readPasscode(prompt: "Current passcode: ")
+            let old = getuid() == 0 ? nil : readPasscode(prompt: tr("Current passcode: "))
             try connection.run(.passcodeRemove(user: user.user, oldPasscode: old))
         }
     }
 }
 
 struct Lockout: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Lockouts.", subcommands: [Reset.self])
+    static let configuration = CommandConfiguration(abstract: tr("Lockouts."), subcommands: [Reset.self])
     struct Reset: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Clear an account's lockouts and reuse windows (root only).")
+            abstract: tr("Clear an account's lockouts and reuse windows (root only)."))
         @OptionGroup var connection: ClientOptions
-        @Option(help: "The account.")
+        @Option(help: ArgumentHelp(tr("The account.")))
         var user: String
         func run() throws {
             try connection.run(.lockoutReset(user: user))

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import ArgumentParser
 import LocalAuthClient
+import LocalAuthLocalization
 import LocalAuthProtocol
 
 #if canImport(Glibc)
@@ -11,11 +12,10 @@ import LocalAuthProtocol
 /// released or used only after a finger (or the passcode, as the right requires).
 struct Right: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Secrets and keys that only a finger releases (LARight).",
-        discussion: """
-            Requirements: biometry (any enrolled finger), biometry-current-set (destroyed when the fingers \
-            change), biometry-or-passcode, passcode. Only the owning account uses a right; root may remove one.
-            """,
+        abstract: tr("Secrets and keys that only a finger releases (LARight)."),
+        discussion: tr(
+            "Requirements: biometry (any enrolled finger), biometry-current-set (destroyed when the fingers change), biometry-or-passcode, passcode. Only the owning account uses a right; root may remove one."
+        ),
         subcommands: [Save.self, Show.self, Secret.self, Sign.self, Remove.self])
 
     static func requirement(_ name: String) throws -> RightRequirement {
@@ -26,7 +26,9 @@ struct Right: ParsableCommand {
         case "passcode": .devicePasscode
         default:
             throw ValidationError(
-                "'\(name)' is not a requirement; use biometry, biometry-current-set, biometry-or-passcode or passcode")
+                tr(
+                    "'%s' is not a requirement; use biometry, biometry-current-set, biometry-or-passcode or passcode",
+                    .text(name)))
         }
     }
 
@@ -44,20 +46,20 @@ struct Right: ParsableCommand {
             guard n > 0 else { break }
             bytes += buffer[0..<n]
         }
-        guard bytes.count <= 1024 else { fail("standard input is longer than 1024 bytes", code: Exit.refused) }
+        guard bytes.count <= 1024 else { fail(tr("standard input is longer than 1024 bytes"), code: Exit.refused) }
         return bytes
     }
 
     struct Save: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Save a new right with a fresh key; --secret-stdin stores standard input as its secret.")
+            abstract: tr("Save a new right with a fresh key; --secret-stdin stores standard input as its secret."))
         @OptionGroup var connection: ClientOptions
         @OptionGroup var user: UserOption
-        @Argument(help: "The right's identifier, e.g. com.example.vault.")
+        @Argument(help: ArgumentHelp(tr("The right's identifier, e.g. com.example.vault.")))
         var identifier: String
-        @Option(help: "biometry, biometry-current-set, biometry-or-passcode or passcode.")
+        @Option(help: ArgumentHelp(tr("biometry, biometry-current-set, biometry-or-passcode or passcode.")))
         var requirement = "biometry-current-set"
-        @Flag(help: "Store standard input (at most 1024 bytes) as the right's secret.")
+        @Flag(help: ArgumentHelp(tr("Store standard input (at most 1024 bytes) as the right's secret.")))
         var secretStdin = false
         func validate() throws { _ = try Right.requirement(requirement) }
         func run() throws {
@@ -67,30 +69,30 @@ struct Right: ParsableCommand {
                     user: user.user, identifier: identifier, requirement: try Right.requirement(requirement),
                     secret: secret)
             ) { result in
-                if let key = result.fields.bytes(.publicKey) { print("public key: \(Right.hex(key))") }
+                if let key = result.fields.bytes(.publicKey) { print(tr("public key: %s", .text(Right.hex(key)))) }
             }
         }
     }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show a right's requirement and public key.")
+        static let configuration = CommandConfiguration(abstract: tr("Show a right's requirement and public key."))
         @OptionGroup var connection: ClientOptions
         @OptionGroup var user: UserOption
         @Argument var identifier: String
         func run() throws {
             try connection.run(.rightGet(user: user.user, identifier: identifier)) { result in
-                if let raw = result.fields.int(.requirement) { print("requirement: \(raw)") }
-                if let key = result.fields.bytes(.publicKey) { print("public key: \(Right.hex(key))") }
+                if let raw = result.fields.int(.requirement) { print(tr("requirement: %d", .number(raw))) }
+                if let key = result.fields.bytes(.publicKey) { print(tr("public key: %s", .text(Right.hex(key)))) }
             }
         }
     }
 
     struct Secret: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Ask for a finger (or the passcode) and write the right's secret to standard output.")
+            abstract: tr("Ask for a finger (or the passcode) and write the right's secret to standard output."))
         @OptionGroup var connection: ClientOptions
         @Argument var identifier: String
-        @Option(help: "Seconds to wait.")
+        @Option(help: ArgumentHelp(tr("Seconds to wait.")))
         var timeout: Int64 = 30
         func run() throws {
             try Right.run(
@@ -105,10 +107,11 @@ struct Right: ParsableCommand {
     struct Sign: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Ask for a finger and sign standard input (ECDSA P-256, SHA-256, DER); prints the signature in hex.")
+                tr("Ask for a finger and sign standard input (ECDSA P-256, SHA-256, DER); prints the signature in hex.")
+        )
         @OptionGroup var connection: ClientOptions
         @Argument var identifier: String
-        @Option(help: "Seconds to wait.")
+        @Option(help: ArgumentHelp(tr("Seconds to wait.")))
         var timeout: Int64 = 30
         func run() throws {
             try Right.run(
@@ -122,14 +125,14 @@ struct Right: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove a right, or --all of an account's.")
+        static let configuration = CommandConfiguration(abstract: tr("Remove a right, or --all of an account's."))
         @OptionGroup var connection: ClientOptions
         @OptionGroup var user: UserOption
         @Argument var identifier: String?
-        @Flag(help: "Remove every right of the account.")
+        @Flag(help: ArgumentHelp(tr("Remove every right of the account.")))
         var all = false
         func validate() throws {
-            guard all != (identifier != nil) else { throw ValidationError("name one right, or --all") }
+            guard all != (identifier != nil) else { throw ValidationError(tr("name one right, or --all")) }
         }
         func run() throws {
             try connection.run(.rightRemove(user: user.user, identifier: identifier))
@@ -143,13 +146,13 @@ struct Right: ParsableCommand {
             client = try DaemonConnection(
                 socketPath: connection.socket ?? DaemonConnection.defaultSocketPath, clientName: "localauthctl")
         } catch {
-            fail("\(error)", code: Exit.unreachable)
+            fail(describe(error), code: Exit.unreachable)
         }
         do {
             let result = try client.perform(.rightUse(options), timeoutMs: options.timeoutMs + 10_000) { event in
                 if !connection.quiet, event.kind != .passcodeNeeded { printError(event.message) }
                 guard event.kind == .passcodeNeeded else { return nil }
-                return readPasscode(prompt: "Passcode: ").map { .passcode($0) } ?? .cancel
+                return readPasscode(prompt: tr("Passcode: ")).map { .passcode($0) } ?? .cancel
             }
             if result.isSuccess {
                 let data = result.fields.bytes(.data) ?? []
@@ -163,7 +166,7 @@ struct Right: ParsableCommand {
             }
             Glibc.exit(Exit.code(for: result.code))
         } catch {
-            fail("\(error)", code: Exit.unreachable)
+            fail(describe(error), code: Exit.unreachable)
         }
     }
 }

@@ -221,8 +221,11 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// Runs `localauthctl` with this daemon's socket; `asUser` runs it through `setpriv` as that account;
     /// `setuidBy` runs it as a setuid-root program started by that uid runs (`su`, `sudo`): real uid
-    /// `setuidBy`, effective uid 0.
-    func ctl(_ arguments: [String], asUser: String? = nil, setuidBy: String? = nil, stdin: String? = nil) throws -> (
+    /// `setuidBy`, effective uid 0. `environment` is added to the client's (e.g. LANG, LOCPATH).
+    func ctl(
+        _ arguments: [String], asUser: String? = nil, setuidBy: String? = nil, stdin: String? = nil,
+        environment: [String: String] = [:]
+    ) throws -> (
         status: Int32, out: String, err: String
     ) {
         let p = Process()
@@ -238,7 +241,7 @@ final class DaemonHarness: @unchecked Sendable {
             p.executableURL = URL(fileURLWithPath: ctl)
             p.arguments = arguments
         }
-        p.environment = ["LOCALAUTHD_SOCKET": socketPath, "PATH": "/usr/bin:/bin"]
+        p.environment = ["LOCALAUTHD_SOCKET": socketPath, "PATH": "/usr/bin:/bin"].merging(environment) { $1 }
         let out = Pipe()
         let err = Pipe()
         let input = Pipe()

@@ -26,8 +26,12 @@ import Testing
         "localauthd": ["LocalAuthDaemon", "Glibc"],
         // The clients know the protocol, never the daemon.
         "LocalAuthClient": ["LocalAuthProtocol", "Glibc"],
-        "localauthctl": ["LocalAuthClient", "LocalAuthProtocol", "ArgumentParser", "Glibc"],
-        "LocalAuthentication": ["LocalAuthClient", "LocalAuthProtocol", "LocalAuthCrypto", "Foundation", "Glibc"],
+        // The clients' gettext: glibc only (the daemon never renders a line in a person's language).
+        "LocalAuthLocalization": ["LocalAuthProtocol", "CGettext", "Glibc"],
+        "localauthctl": ["LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "ArgumentParser", "Glibc"],
+        "LocalAuthentication": [
+            "LocalAuthClient", "LocalAuthProtocol", "LocalAuthCrypto", "LocalAuthLocalization", "Foundation", "Glibc",
+        ],
         "vault": ["LocalAuthentication", "Foundation"],
         "localauth-bench": ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "Foundation", "Glibc"],
         // Tests: their subject, what they drive it with, and the toolchain.
@@ -48,7 +52,8 @@ import Testing
             "Synchronization",
         ],
         "LocalAuthenticationTests": [
-            "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "Testing", "Foundation",
+            "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "Testing",
+            "Foundation", "Glibc",
         ],
         "AppleStyleTests": ["LocalAuthentication", "Testing", "Foundation"],
     ]

@@ -203,6 +203,34 @@ class Machine:
                                "localauth")
         shutil.copy2(profile, "/usr/share/pam-configs/localauth")
 
+    # -- languages ---------------------------------------------------------------------------
+
+    def add_locales(self, locpath):
+        """The locales built by `make test-locales` (localedef into .build/test-locales: de_DE,
+        ko_KR, zh_CN, UTF-8), laid over /usr/lib/locale with a read-only overlay, so that setuid
+        programs, which ignore LOCPATH, find them too; the machine's locale files stay as they are."""
+        check(os.path.isdir(locpath), "%s: run make test-locales" % locpath)
+        subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                        "lowerdir=%s:/usr/lib/locale" % os.path.abspath(locpath), "/usr/lib/locale"],
+                       check=True)
+
+    def add_catalogues(self, tree, localedir):
+        """The built catalogues (.build/share/locale/LANG/LC_MESSAGES/localauth.mo) where the
+        module under test looks for them (LOCALEDIR, $(PREFIX)/share/locale), through a
+        read-only overlay on LOCALEDIR's nearest existing parent."""
+        localedir = os.path.abspath(localedir)
+        parent = localedir
+        while not os.path.isdir(parent):
+            parent = os.path.dirname(parent)
+        extra = self.path("catalogues")
+        shutil.copytree(tree, os.path.join(extra, os.path.relpath(localedir, parent)))
+        os.chmod(extra, 0o755)
+        for d, dirs, _ in os.walk(extra):
+            for name in dirs:
+                os.chmod(os.path.join(d, name), 0o755)
+        subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                        "lowerdir=%s:%s" % (extra, parent), parent], check=True)
+
     # -- processes ---------------------------------------------------------------------------
 
     def spawn(self, cmd, **kw):

@@ -82,6 +82,9 @@ class World:
     def __init__(self, args):
         self.args = args
         self.m = sandbox.Machine(args.module, args.bin, {ALICE: ALICE_PW, MALLORY: MALLORY_PW})
+        # German and Korean for the language cases: the locales and the module's catalogues.
+        self.m.add_locales(args.locales)
+        self.m.add_catalogues(args.catalogues, args.localedir)
         self.m.write_sudoers([ALICE])
         self.stock_sudo = open("/etc/pam.d/sudo").read()
         self.enable_profile()
@@ -554,6 +557,60 @@ def case_after_boot(w):
     w.terminal_as_it_was("after the password after a reboot")
 
 
+# What a person reads in each language, word for word from po/ (the module's own lines) and from
+# Debian's sudo (its password prompt).
+LANGUAGES = {
+    "de_DE.UTF-8": {
+        "prompt": "Passwort oder Finger für %s: " % ALICE,
+        "not running": "Fingerabdruck nicht verwendet: localauthd läuft nicht",
+        "sudo prompt": "[sudo] Passwort für %s:" % ALICE,
+    },
+    "ko_KR.UTF-8": {
+        "prompt": "%s의 암호 또는 지문: " % ALICE,
+        "not running": "지문을 사용하지 않음: localauthd가 실행 중이 아님",
+        "sudo prompt": "[sudo] %s 암호:" % ALICE,
+    },
+}
+SCREENS = {}
+
+
+def in_language(lang):
+    """sudo started with LANG=lang: the module's prompt in that language (sudo's setlocale, the
+    module's catalogue); a finger gives root. With the daemon stopped, the reason in that
+    language, then sudo's own prompt in it, and the password gives root. The screens are kept
+    for README.md."""
+    words = LANGUAGES[lang]
+
+    def case(w):
+        command = "env LANG=%s sudo whoami" % lang
+        mark, t_prompt = start(w, command, words["prompt"], "the prompt in %s" % lang)
+        check(PROMPT not in w.term.screen()[mark:], "no English prompt")
+        s, _ = act(w, mark, lambda: w.m.touch("finger-1"), root_line, "root after the finger")
+        done(w, mark)
+        SCREENS[lang + " finger"] = s.rstrip("\n$ ")
+        figure("language %s: Enter -> prompt shown" % lang, t_prompt)
+        w.m.stop_daemon()
+        try:
+            mark, _ = start(w, command, words["sudo prompt"], "sudo's prompt in %s" % lang)
+            s, _ = act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root")
+            check(words["not running"] in s, "the reason in %s: %s" % (lang, s))
+            done(w, mark)
+            SCREENS[lang + " daemon stopped"] = s.rstrip("\n$ ")
+        finally:
+            w.m.start_daemon()
+        w.terminal_as_it_was("in %s" % lang)
+
+    return case
+
+
+def case_english_without_a_language(w):
+    """LANG=C.UTF-8, and French (a locale with no catalogue of ours): the English lines."""
+    for lang in ("C.UTF-8", "fr_FR.UTF-8"):
+        mark, _ = start(w, "env LANG=%s sudo whoami" % lang, PROMPT, "the English prompt")
+        act(w, mark, lambda: w.m.touch("finger-1"), root_line, "root after the finger")
+        done(w, mark)
+
+
 def case_host_facts(w):
     """What pam_localauth(8) says sudo and su do, measured with a probe module: sudo passes
     PAM_SILENT and blocks SIGINT and SIGQUIT while it authenticates, su does neither; both set
@@ -609,6 +666,11 @@ CASES = [
     ("login_in_a_pseudo_terminal_gets_the_password_not_the_finger", case_login),
     ("su_by_another_user_gets_no_finger_and_the_owner_keeps_their_touch", case_su_hijack),
     ("after_boot_the_finger_is_refused_at_once_and_the_password_gives_root", case_after_boot),
+
+
+    ("sudo_in_german_prompts_in_german", in_language("de_DE.UTF-8")),
+    ("sudo_in_korean_prompts_in_korean", in_language("ko_KR.UTF-8")),
+    ("sudo_without_a_catalogue_prompts_in_english", case_english_without_a_language),
 ]
 
 
@@ -619,9 +681,12 @@ def main():
     ap.add_argument("--probe", required=True, help="pam/build/tests/probe_module.so")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--locales", required=True, help=".build/test-locales (make test-locales)")
+    ap.add_argument("--catalogues", required=True, help=".build/share/locale (make locale)")
+    ap.add_argument("--localedir", required=True, help="where the module looks: its LOCALEDIR")
     ap.add_argument("-k", default="", help="only the cases whose name contains this")
     args = ap.parse_args()
-    for name in ("module", "bin", "probe"):
+    for name in ("module", "bin", "probe", "locales", "catalogues"):
         setattr(args, name, os.path.abspath(getattr(args, name)))
     if os.getuid() != 0:
         print("run as root: the private /etc, sudo's setuid and the daemon need it")
@@ -650,6 +715,8 @@ def main():
     if FIGURES:
         print("figures (seconds; time.monotonic() before send-keys to the capture showing it):")
         sandbox.print_figures(FIGURES)
+    for name, screen in SCREENS.items():
+        print("screen, %s:\n%s" % (name, "\n".join("       " + l for l in screen.splitlines())))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(FIGURES, f, indent=1)

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+
+/// localauthctl against the real daemon in the person's language: the catalogues `make locale` built
+/// (.build/share/locale, found beside the binary as an installed one finds $(PREFIX)/share/locale) and the
+/// locales `make test-locales` built with localedef (LOCPATH; nothing on the machine changes).
+@Suite(.serialized) struct LanguageTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    static let locpath = root + "/.build/test-locales"
+
+    static func language(_ lang: String, _ extra: [String: String] = [:]) throws -> [String: String] {
+        guard FileManager.default.fileExists(atPath: locpath + "/de_DE.utf8/LC_CTYPE"),
+            FileManager.default.fileExists(atPath: root + "/.build/share/locale/de/LC_MESSAGES/localauth.mo")
+        else {
+            throw HarnessError.setup("no test locales or catalogues: run make locale test-locales")
+        }
+        return ["LANG": lang, "LOCPATH": locpath].merging(extra) { $1 }
+    }
+
+    @Test func status_inGerman_printsGermanLines() throws {
+        let daemon = try DaemonHarness()
+        defer { _ = daemon.stop() }
+        let r = try daemon.ctl(["status", "--user", "root"], environment: try Self.language("de_DE.UTF-8"))
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.contains("Leser vorhanden: ja"), "\(r.out)")
+        #expect(r.out.contains("Biometrie gesperrt: nein"), "\(r.out)")
+        #expect(r.out.contains("Code festgelegt: nein"), "\(r.out)")
+    }
+
+    @Test func status_inKorean_printsKoreanLines() throws {
+        let daemon = try DaemonHarness()
+        defer { _ = daemon.stop() }
+        let r = try daemon.ctl(["status", "--user", "root"], environment: try Self.language("ko_KR.UTF-8"))
+        #expect(r.out.contains("인식기 있음: 예"), "\(r.out)")
+    }
+
+    @Test func unreachableDaemon_inChinese_saysSoInChinese() throws {
+        let daemon = try DaemonHarness()
+        defer { _ = daemon.stop() }
+        let r = try daemon.ctl(
+            ["list", "--socket", daemon.directory + "/nothing"], environment: try Self.language("zh_CN.UTF-8"))
+        #expect(r.status == 4)
+        #expect(r.err.contains("无法连接位于 \(daemon.directory)/nothing 的 localauthd"), "\(r.err)")
+    }
+
+    @Test func languageList_takesTheFirstLanguageWithACatalogue() throws {
+        let daemon = try DaemonHarness()
+        defer { _ = daemon.stop() }
+        // gettext's LANGUAGE: French has no catalogue, Korean has; LANG only has to name a locale.
+        let r = try daemon.ctl(
+            ["status", "--user", "root"], environment: try Self.language("de_DE.UTF-8", ["LANGUAGE": "fr:ko"]))
+        #expect(r.out.contains("인식기 있음: 예"), "\(r.out)")
+    }
+
+    @Test func lcAll_overridesLang_andLcMessages() throws {
+        let daemon = try DaemonHarness()
+        defer { _ = daemon.stop() }
+        let r = try daemon.ctl(
+            ["status", "--user", "root"],
+            environment: try Self.language("ko_KR.UTF-8", ["LC_MESSAGES": "ko_KR.UTF-8", "LC_ALL": "de_DE.UTF-8"]))
+        #expect(r.out.contains("Leser vorhanden: ja"), "\(r.out)")
+    }
+
+    @Test func localeWithoutCatalogue_orNotInstalled_staysEnglish() throws {
+        let daemon = try DaemonHarness()
+        defer { _ = daemon.stop() }
+        for lang in ["fr_FR.UTF-8", "xx_YY.UTF-8", "C.UTF-8"] {
+            let r = try daemon.ctl(["status", "--user", "root"], environment: try Self.language(lang))
+            #expect(r.out.contains("reader present: yes"), "\(lang): \(r.out) \(r.err)")
+        }
+    }
+
+    @Test func help_inGerman_isGerman() throws {
+        let daemon = try DaemonHarness()
+        defer { _ = daemon.stop() }
+        let r = try daemon.ctl(["--help"], environment: try Self.language("de_DE.UTF-8"))
+        #expect(r.out.contains("Finger registrieren und localauthd verwalten."), "\(r.out)")
+        #expect(r.out.contains("Rückgabewerte:"), "\(r.out)")
+    }
+}
