@@ -43,7 +43,7 @@ INTEGRATION_TESTS = ^IntegrationTests\.
 # integration tests start the real daemon on a temporary socket with libfprint's virtual
 # devices), the PAM module's C tests and its tests through real libpam, the installed tree and
 # units (tests/system/install.sh), then the linters.
-test: deps build-debug pam pam-asan locale test-locales check-translations
+test: deps build-debug pam pam-asan locale test-locales check-translations check-catalogued
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build --skip '$(EXIT_TESTS)|$(INTEGRATION_TESTS)' 2>&1 | tee .build/swift-test.log; exit $${PIPESTATUS[0]}
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build --filter '$(INTEGRATION_TESTS)' 2>&1 | tee -a .build/swift-test.log; exit $${PIPESTATUS[0]}
 	scripts/exit-tests.sh '$(EXIT_TESTS)' $(SWIFT) test --skip-build
@@ -56,7 +56,7 @@ test: deps build-debug pam pam-asan locale test-locales check-translations
 
 lint:
 	swift-format lint --strict -r Sources Tests Examples Package.swift
-	$(MAKE) pam-lint
+	$(MAKE) pam-lint check-catalogued
 
 format:
 	swift-format format -i -r Sources Tests Examples Package.swift

@@ -39,6 +39,7 @@ int la_tty_names_terminal(const char *tty)
 }
 
 /* One argument: NULL when applied, else why it was ignored. */
+/* The reasons go to syslog, for the administrator (warn_option): English. */
 static const char *apply(struct la_options *o, const char *arg)
 {
     const char *v;
@@ -51,9 +52,9 @@ static const char *apply(struct la_options *o, const char *arg)
     } else if ((v = value_of(arg, "socket")) != NULL) {
         size_t n = strlen(v);
         if (v[0] != '/')
-            return "socket must be an absolute path";
+            return "socket must be an absolute path"; /* English: syslog */
         if (n > LA_SOCKET_PATH_MAX)
-            return "socket path longer than 107 bytes";
+            return "socket path longer than 107 bytes"; /* English: syslog */
         memcpy(o->socket, v, n + 1);
     } else if ((v = value_of(arg, "policy")) != NULL) {
         if (strcmp(v, "biometrics") == 0)
@@ -61,22 +62,22 @@ static const char *apply(struct la_options *o, const char *arg)
         else if (strcmp(v, "owner") == 0)
             o->policy = LA_POLICY_OWNER;
         else
-            return "policy must be biometrics or owner";
+            return "policy must be biometrics or owner"; /* English: syslog */
     } else if ((v = value_of(arg, "timeout")) != NULL) {
         if (parse_int(v, LA_TIMEOUT_MIN, LA_TIMEOUT_MAX, &o->timeout) != 0)
-            return "timeout must be whole seconds, 1 to 300";
+            return "timeout must be whole seconds, 1 to 300"; /* English: syslog */
     } else if ((v = value_of(arg, "tries")) != NULL) {
         if (parse_int(v, LA_TRIES_MIN, LA_TRIES_MAX, &o->tries) != 0)
-            return "tries must be 1 to 5";
+            return "tries must be 1 to 5"; /* English: syslog */
     } else if ((v = value_of(arg, "reason")) != NULL) {
         size_t n = strlen(v);
         /* The daemon refuses a frame with a bad string: catch it here, where it can be said. */
         if (n == 0 || n > LA_WIRE_MAX_FIELD || !la_wire_utf8_valid((const uint8_t *)v, n))
-            return "reason must be 1 to 1024 bytes of UTF-8";
+            return "reason must be 1 to 1024 bytes of UTF-8"; /* English: syslog */
         memcpy(o->reason, v, n + 1);
         o->have_reason = 1;
     } else {
-        return "unknown argument";
+        return "unknown argument"; /* English: syslog */
     }
     return NULL;
 }

@@ -111,11 +111,18 @@ static void why_format(struct why *w, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The system's English words for an errno, for syslog. */
+static const char *english_error(int err)
+{
+    const char *text = strerrordesc_np(err);
+    /* English: syslog only. */
+    return text != NULL ? text : "unknown error";
+}
+
 /* A reason with the system's words for an errno: English in syslog, the locale's to the person. */
 #define WHY_ERRNO(w, fmt, err)                                                                     \
     do {                                                                                           \
-        const char *english_ = strerrordesc_np(err);                                               \
-        snprintf((w)->log, sizeof(w)->log, fmt, english_ != NULL ? english_ : "unknown error");    \
+        snprintf((w)->log, sizeof(w)->log, fmt, english_error(err));                               \
         snprintf((w)->shown, sizeof(w)->shown, la_text(fmt), strerror(err));                       \
     } while (0)
 
@@ -282,6 +289,7 @@ static void skipped_because(struct session *s, const char *user, const struct wh
 {
     char line[LA_WIRE_MAX_FIELD + 1], name[128];
     /* The user name and PAM_RHOST come from outside: no control character reaches the log. */
+    /* English: syslog only. */
     snprintf(name, sizeof name, "%s", user != NULL ? user : "(no user yet)");
     snprintf(line, sizeof line, "%s", why->log);
     replace_controls(name);

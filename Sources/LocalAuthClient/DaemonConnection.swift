@@ -92,6 +92,7 @@ public final class DaemonConnection: @unchecked Sendable {
             switch try receive(deadline: deadline) {
             case .welcome: break
             case .error(_, let message): throw ClientError.refused(code: -1, message: message)
+            // English: a protocol detail
             default: throw ClientError.protocolError("expected WELCOME")
             }
         } catch let error as ClientError {
@@ -128,6 +129,7 @@ public final class DaemonConnection: @unchecked Sendable {
                 case nil: break
                 }
             case .error(let code, let message): throw .refused(code: code, message: message)
+            // English: a protocol detail
             case .welcome: throw .protocolError("unexpected WELCOME")
             }
         }
@@ -139,6 +141,7 @@ public final class DaemonConnection: @unchecked Sendable {
         do {
             bytes = try frame.encode()
         } catch {
+            // English: a protocol detail
             throw .protocolError("the request is too large to send (\(error))")
         }
         var offset = 0
@@ -192,6 +195,7 @@ public final class DaemonConnection: @unchecked Sendable {
         var cred = (pid: Int32(0), uid: UInt32(0), gid: UInt32(0))
         var size = socklen_t(MemoryLayout.size(ofValue: cred))
         guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) == 0 else {
+            // English: a protocol detail
             throw .protocolError("SO_PEERCRED failed: \(String(cString: strerror(errno)))")
         }
         return cred.uid

@@ -224,6 +224,7 @@ struct Verify: ParsableCommand {
     func run() throws {
         let options = EvaluateOptions(
             policy: passcode ? .deviceOwnerAuthentication : .deviceOwnerAuthenticationWithBiometrics, user: user.user,
+            // English: the command, as the reason
             service: "localauthctl", reason: "localauthctl verify", fallbackTitle: passcode ? nil : "",
             flags: passcode ? [.passcodeCapable] : [], timeoutMs: timeout * 1000)
         try connection.run(.evaluate(options))

@@ -98,7 +98,9 @@ struct Right: ParsableCommand {
             try Right.run(
                 connection,
                 RightUseOptions(
+                    // English: the command
                     identifier: identifier, operation: .loadSecret, service: "localauthctl right",
+                    // English: the command
                     reason: "localauthctl right secret", flags: [.passcodeCapable], timeoutMs: timeout * 1000),
                 hex: false)
         }
@@ -118,6 +120,7 @@ struct Right: ParsableCommand {
                 connection,
                 RightUseOptions(
                     identifier: identifier, operation: .sign, algorithm: "ecdsaSignatureMessageX962SHA256",
+                    // English: the command
                     data: Right.standardInput(), service: "localauthctl right", reason: "localauthctl right sign",
                     flags: [.passcodeCapable], timeoutMs: timeout * 1000),
                 hex: true)
