@@ -148,9 +148,10 @@ pam-test-asan: $(PAM_ASAN_MODULE)
 # shipped pam/examples/i3lock stack and the real daemon (issue 9). Runs in a private mount
 # namespace; PAM_LOCKER_RUNS runs of each case, the figures printed as medians.
 PAM_LOCKER_RUNS ?= 3
-pam-test-locker: $(PAM_MODULE)
+pam-test-locker: $(PAM_MODULE) locale test-locales
 	$(PAM_PYTHON) pam/tests/locker_test.py --module $(abspath $(PAM_MODULE)) \
-		--bin $(abspath $(PAM_DAEMON_BIN)) --runs $(PAM_LOCKER_RUNS)
+		--bin $(abspath $(PAM_DAEMON_BIN)) --runs $(PAM_LOCKER_RUNS) --locales $(TEST_LOCPATH) \
+		--catalogues $(PO_BUILD_LOCALEDIR) --localedir $(PAM_LOCALEDIR)
 
 # The real sudo 1.9.13, su and login in a tmux terminal, as an ordinary user, with the module
 # installed as README.md says (and through the real pam-auth-update), against the real daemon,

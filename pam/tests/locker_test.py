@@ -60,6 +60,8 @@ class World:
     def __init__(self, args):
         self.args = args
         self.m = sandbox.Machine(args.module, args.bin, {USER: PASSWORD})
+        # The catalogues where the module would find them: i3lock still must not open one.
+        self.m.add_catalogues(args.catalogues, args.localedir)
         self.root = self.m.root
         self.uid = self.m.uids[USER]
         self.home = pwd.getpwnam(USER).pw_dir
@@ -137,7 +139,7 @@ class Locker:
 
     count = 0
 
-    def __init__(self, world):
+    def __init__(self, world, lang=None):
         self.world = world
         # The X server releases the previous i3lock's grab when it handles that client's
         # disconnect, which a loaded machine can delay; i3lock gives up on a held grab after a
@@ -149,6 +151,8 @@ class Locker:
         env = {"PATH": "/usr/bin:/bin", "HOME": world.home, "DISPLAY": world.display,
                "LD_PRELOAD": "libpam_wrapper.so", "PAM_WRAPPER": "1",
                "PAM_WRAPPER_SERVICE_DIR": world.services}
+        if lang is not None:
+            env.update(LANG=lang, LOCPATH=os.path.abspath(world.args.locales))
         self.proc = world.spawn(["setpriv", "--reuid", str(world.uid), "--regid", str(world.uid),
                                  "--clear-groups", "--", "i3lock", "-n", "--debug"], env=env,
                                 cwd=world.home, stdout=open(self.log_path, "w"),
@@ -286,6 +290,25 @@ def case_d(world):
     return {"enter_alone_to_daemon_refused": refused, "password_enter_to_unlocked": took}
 
 
+def case_languages(world):
+    """LANG=de_DE.UTF-8 and ko_KR.UTF-8: a finger unlocks as in English. i3lock never calls
+    setlocale and never draws a PAM message, so the module inside it stays in the C locale and
+    never opens a catalogue (as pam_fprintd): the module takes the application's locale, never
+    the environment's. Its question is still asked (the password_first prompt)."""
+    figures = {}
+    for lang in ("de_DE.UTF-8", "ko_KR.UTF-8"):
+        lock = Locker(world, lang)
+        started = time.monotonic()
+        lock.enter()
+        lock.wait_for("auth_state = 1")
+        with open("/proc/%d/maps" % lock.proc.pid) as f:
+            maps = f.read()
+        check("localauth.mo" not in maps, "%s: i3lock (C locale) opened a catalogue" % lang)
+        world.touch("finger-1")
+        figures["%s enter_to_unlocked" % lang] = lock.unlocked_within(started, BUDGET_WAIT_S)
+    return figures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--module", required=True)
@@ -293,6 +316,9 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--example", default=EXAMPLE, help="the stack to test (pam.d syntax)")
     ap.add_argument("-k", default="", help="only the cases whose name contains this")
+    ap.add_argument("--locales", required=True, help=".build/test-locales (make test-locales)")
+    ap.add_argument("--catalogues", required=True, help=".build/share/locale (make locale)")
+    ap.add_argument("--localedir", required=True, help="where the module looks: its LOCALEDIR")
     args = ap.parse_args()
     args.module = os.path.abspath(args.module)
     args.bin = os.path.abspath(args.bin)
@@ -328,6 +354,7 @@ def main():
              ("b_wrong_finger_stays_locked_then_the_password_unlocks_in_under_1s",
               measured(case_b)),
              ("c_daemon_stopped_the_password_unlocks_in_under_1s", measured(case_c)),
+             ("languages_german_and_korean_a_finger_unlocks", measured(case_languages)),
              ("d_after_a_reboot_the_finger_is_refused_at_once_and_the_password_unlocks_in_under_1s",
               measured(case_d))]
     passed, failed = sandbox.run_cases(lambda: World(args), cases, args.k, args.runs,
