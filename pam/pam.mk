@@ -22,11 +22,12 @@ PAM_MODULE := $(PAM_BUILD)/pam_localauth.so
 PAM_ASAN_MODULE := $(PAM_BUILD)/asan/pam_localauth.so
 PAM_GOLDEN := Tests/Fixtures/protocol/golden.txt
 
-PAM_CORE_SRCS := pam/wire.c pam/options.c pam/codes.c pam/rules.c
+PAM_CORE_SRCS := pam/wire.c pam/options.c pam/codes.c pam/rules.c pam/phrases.c
 PAM_SRCS := pam/pam_localauth.c pam/terminal.c $(PAM_CORE_SRCS)
-PAM_HDRS := pam/wire.h pam/options.h pam/codes.h pam/rules.h pam/terminal.h pam/messages.h
+PAM_HDRS := pam/wire.h pam/options.h pam/codes.h pam/rules.h pam/terminal.h pam/messages.h pam/phrases.h
 PAM_TEST_SRCS := pam/tests/unit.c pam/tests/test_wire.c pam/tests/test_options.c \
-                 pam/tests/test_codes.c pam/tests/test_exports.c pam/tests/test_rules.c
+                 pam/tests/test_codes.c pam/tests/test_exports.c pam/tests/test_rules.c \
+                 pam/tests/test_phrases.c
 PAM_FUZZ_TARGETS := fuzz_wire fuzz_options
 PAM_BENCH_CLIENT := $(PAM_BUILD)/tests/bench_client
 PAM_STEP_CLIENT := $(PAM_BUILD)/tests/step_client
@@ -95,7 +96,8 @@ $(PAM_ASAN_MODULE): $(PAM_SRCS) $(PAM_HDRS) pam/export.map pam/pam.mk $(PAM_LOCA
 		-Wl,--version-script=pam/export.map -o $@ $(PAM_SRCS) $(PAM_LIBS)
 
 # The unit tests themselves run under ASan and UBSan.
-$(PAM_BUILD)/tests/unit: $(PAM_TEST_SRCS) $(PAM_CORE_SRCS) $(PAM_HDRS) pam/tests/harness.h
+$(PAM_BUILD)/tests/unit: $(PAM_TEST_SRCS) $(PAM_CORE_SRCS) $(PAM_HDRS) pam/tests/harness.h \
+                         Tests/Fixtures/protocol/phrases.txt
 	@mkdir -p $(@D)
 	$(PAM_CC) -std=gnu11 -O1 -g $(PAM_WARN) $(PAM_SAN) -o $@ $(PAM_TEST_SRCS) \
 		$(PAM_CORE_SRCS) -ldl

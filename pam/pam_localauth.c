@@ -27,6 +27,7 @@
 #include "codes.h"
 #include "messages.h"
 #include "options.h"
+#include "phrases.h"
 #include "rules.h"
 #include "terminal.h"
 #include "wire.h"
@@ -69,12 +70,13 @@ struct session {
     int handed_on;    /* a password typed at the module's prompt went on as PAM_AUTHTOK */
     const char *user;
     struct la_term term;                      /* the caller's terminal, when the module owns it */
-    char place_finger[LA_WIRE_MAX_FIELD + 1]; /* the daemon's prompt, for after Enter alone */
+    char place_finger[2 * LA_WIRE_MAX_FIELD]; /* the daemon's prompt, for after Enter alone */
     char typed[LA_PASSWORD_MAX + 2];          /* a password typed at the module's prompt */
     struct la_outcome seen;
     struct la_writer w;
     uint8_t body[LA_WIRE_MAX_BODY];
     struct la_reply reply;
+    char line[2 * LA_WIRE_MAX_FIELD]; /* the reply's phrase in the application's language */
 };
 
 static int64_t now_ms(void)
@@ -417,40 +419,54 @@ static void put_up_prompt(struct session *s, const char *place_finger)
         show(s, PAM_TEXT_INFO, place_finger); /* the terminal refused: say it as a line */
 }
 
+/* What the reply says, for the person: its phrase rendered in the application's language (the
+ * catalogue), else the daemon's English message (a daemon without phrases, or a phrase newer
+ * than this module). Without policy=owner the fallback is the account's password. */
+static const char *reply_text(struct session *s)
+{
+    enum la_phrase_style style =
+        s->opt->policy == LA_POLICY_OWNER ? LA_PHRASE_DEFAULT : LA_PHRASE_PASSWORD_FALLBACK;
+    if (s->reply.present & LA_HAS_PHRASE &&
+        la_phrase_render(s->reply.phrase, s->reply.phrase_len, style, s->line, sizeof s->line) == 0)
+        return s->line;
+    return s->reply.message;
+}
+
 static int on_event(struct session *s)
 {
     const struct la_reply *r = &s->reply;
+    const char *text = reply_text(s);
     debug(s, "event %lld: %s", (long long)r->event, r->message);
     switch (r->event) {
     case LA_EVENT_PLACE_FINGER:
         if (s->term.mode == LA_TERM_OWN && s->term.fd >= 0 && s->place_finger[0] == '\0')
-            put_up_prompt(s, r->message);
+            put_up_prompt(s, text);
         else if (!s->term.reading)
-            show(s, PAM_TEXT_INFO, r->message);
+            show(s, PAM_TEXT_INFO, text);
         return 0;
     case LA_EVENT_NO_MATCH:
         s->seen.tries_exhausted = r->present & LA_HAS_TRIES_LEFT && r->tries_left <= 0;
-        show(s, PAM_ERROR_MSG, r->message);
+        show(s, PAM_ERROR_MSG, text);
         return 0;
     case LA_EVENT_BIOMETRY_LOCKED:
-        show(s, PAM_ERROR_MSG, r->message);
+        show(s, PAM_ERROR_MSG, text);
         return 0;
     case LA_EVENT_PASSCODE_WRONG:
         /* The daemon says what comes next: a passcodeNeeded when it wants another, else the
          * RESULT (docs/protocol.md). Nothing is guessed from silence. */
-        show(s, PAM_ERROR_MSG, r->message);
+        show(s, PAM_ERROR_MSG, text);
         return 0;
     case LA_EVENT_PASSCODE_NEEDED:
         /* Only asked for when we declared passcodeCapable; otherwise the daemon is confused. */
         if (s->opt->policy != LA_POLICY_OWNER)
             return -1;
         if (r->present & LA_HAS_DELAY_MS && r->delay_ms > 0)
-            show(s, PAM_ERROR_MSG, r->message);
+            show(s, PAM_ERROR_MSG, text);
         return answer_passcode(s);
     case LA_EVENT_ENROLL_STAGE:
         return 0;
     default: /* retry, fallbackAvailable, info, and kinds newer than us */
-        show(s, PAM_TEXT_INFO, r->message);
+        show(s, PAM_TEXT_INFO, text);
         return 0;
     }
 }
@@ -684,7 +700,7 @@ static int run(struct session *s, int pam_silent)
             if (code == LA_NOT_INTERACTIVE && flags & LA_FLAG_INTERACTION_NOT_ALLOWED)
                 skipped(s, user, LA_WHY_NOT_INTERACTIVE);
             else if (la_result_is_shown(code))
-                show(s, PAM_ERROR_MSG, s->reply.message);
+                show(s, PAM_ERROR_MSG, reply_text(s));
             pam_syslog(s->pamh, rc == PAM_SUCCESS ? LOG_INFO : LOG_NOTICE,
                        "user %s: %s (%lld): %s: %s", user, la_result_name(code), (long long)code,
                        pam_strerror(s->pamh, rc), s->reply.message);

@@ -10,7 +10,8 @@ static const char kinds[] = "?"
                             "Sisiiiiii"     /* 14 … 22 */
                             "ssssibiiB"     /* 23 … 31 */
                             "sssiiii"       /* 32 … 38 */
-                            "sibbisbibi";   /* 39 … 48: rights, sensorInaccessible */
+                            "sibbisbibi"    /* 39 … 48: rights, sensorInaccessible */
+                            "bSSI";         /* 49 … 52: phrase, and its tokens when nested */
 #define LA_KNOWN_TAGS (sizeof kinds - 1)
 
 static uint16_t get16(const uint8_t *p)
@@ -158,6 +159,11 @@ static void visit_reply(uint16_t tag, const uint8_t *value, uint16_t size, void 
         break;
     case LA_TAG_FINGER: /* repeated only in LIST results; the last one wins */
         copy_str(r->finger, value, size);
+        break;
+    case LA_TAG_PHRASE: /* size <= LA_WIRE_MAX_FIELD: always fits */
+        memcpy(r->phrase, value, size);
+        r->phrase_len = size;
+        r->present |= LA_HAS_PHRASE;
         break;
     default: /* unknown, or not needed by the module: ignored, as the protocol says */
         break;

@@ -56,6 +56,7 @@ enum la_tag {
     LA_TAG_DELAY_MS = 21,
     LA_TAG_HINT = 22,
     LA_TAG_PASSCODE = 23,
+    LA_TAG_PHRASE = 49, /* the message as a phrase: a nested field list (phrases.h) */
 };
 
 enum la_policy { LA_POLICY_BIOMETRICS = 1, LA_POLICY_OWNER = 2 };
@@ -96,6 +97,7 @@ enum la_present {
     LA_HAS_TRIES_LEFT = 1 << 3,
     LA_HAS_DELAY_MS = 1 << 4,
     LA_HAS_HINT = 1 << 5,
+    LA_HAS_PHRASE = 1 << 6,
 };
 
 /* A daemon → client frame (WELCOME, EVENT, RESULT, ERROR) with the fields the module uses;
@@ -107,6 +109,8 @@ struct la_reply {
     char message[LA_WIRE_MAX_FIELD + 1];
     char server[LA_WIRE_MAX_FIELD + 1];
     char finger[LA_WIRE_MAX_FIELD + 1];
+    uint8_t phrase[LA_WIRE_MAX_FIELD]; /* the raw value, rendered by la_phrase_render */
+    size_t phrase_len;
 };
 
 /* An encoder writing one frame into a fixed buffer; an overflow or a bad string makes the

@@ -29,6 +29,7 @@ SCOPE = [
     "Sources/LocalAuthentication/*.swift",
     "Sources/LocalAuthLocalization/*.swift",
     "Sources/LocalAuthProtocol/Translation.swift",
+    "Sources/LocalAuthProtocol/Phrase*.swift",
 ]
 MARKS = ("tr(", "trn(", "N_(")
 # Calls whose text is English by design: logs, the administrator's syslog, programmer errors.
@@ -110,8 +111,11 @@ def problems_in(path, text):
         line_start = text.rfind("\n", 0, start) + 1
         line_end = text.find("\n", end)
         line = text[line_start:line_end if line_end >= 0 else len(text)]
-        if before.endswith(MARKS) and not before.endswith(("str(", "attr(")) or (
-                marked_end is not None and re.fullmatch(r"\s*,\s*", text[marked_end:start])):
+        # Marked: the template of tr/trn/N_ or of dngettext (C's plurals, after the domain); the
+        # next literal after a comma (the plural) or after nothing (C's concatenation) too.
+        if before.endswith(MARKS) and not before.endswith(("str(", "attr(")) or re.search(
+                r"dngettext\(\s*\w+\s*,$", before) or (
+                marked_end is not None and re.fullmatch(r"\s*,?\s*", text[marked_end:start])):
             marked_end = end
             continue
         marked_end = None

@@ -102,7 +102,10 @@ public actor Daemon {
         if route.audited {
             parts.audit.decision(
                 route.operation, user: target, caller: caller, result: result.resultCode ?? .internalError,
-                detail: result.message, fields: route.auditFields + (route.via.map { [("via", $0)] } ?? []))
+                // English, with the phrase's identifier as a field (LOCALAUTH_PHRASE in the journal).
+                detail: result.message,
+                fields: route.auditFields + (route.via.map { [("via", $0)] } ?? [])
+                    + (result.phrase.map { [("phrase", $0.identifier)] } ?? []))
         }
         return result
     }

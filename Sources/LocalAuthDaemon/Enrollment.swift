@@ -161,7 +161,7 @@ struct Enrollment {
                     io.send(Event(.enrollStage, "Enrolling: stage \(stage) of \(stages)", stage: stage, stages: stages))
                 case .retry(let r):
                     let hint = RetryHint(r)
-                    io.send(Event(.retry, hint.message, hint: hint))
+                    io.send(Event(.retry, hint.message, hint: hint, phrase: .retry(hint)))
                 case .fingerNeeded, .matched:
                     break
                 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The core's typed answers in the wire's words: the one place a `Notice` becomes an EVENT and a
-// `Decision` a RESULT, and a `Phrase` is rendered (in English until clients render phrases themselves).
+// `Decision` a RESULT, and a `Phrase` goes out twice: rendered in English (`message`, for old clients) and as itself
+// (`phrase`, which each client renders in its own language).
 
 import LocalAuthCore
 import LocalAuthProtocol
@@ -9,7 +10,7 @@ extension Notice {
     var event: Event {
         Event(
             kind, phrase.english, triesLeft: triesLeft.map(Int64.init), delayMs: delayMs, hint: hint,
-            finger: finger?.rawValue)
+            finger: finger?.rawValue, phrase: phrase)
     }
 }
 
@@ -21,6 +22,6 @@ extension Decision {
         extra.append(.finger, optionalString: finger?.rawValue)
         if let biometryLocked { extra.append(.biometryLocked, bool: biometryLocked) }
         if let passcodeSet { extra.append(.passcodeSet, bool: passcodeSet) }
-        return Result(code, phrase.english, extra: extra.fields)
+        return Result(code, phrase.english, extra: extra.fields, phrase: phrase)
     }
 }

@@ -128,3 +128,19 @@ public func trn(
 ) -> String {
     Template.fill(Gettext.shared.plural(singular.description, plural.description, count: count), arguments)
 }
+
+extension Event {
+    /// The event's line in the person's language: its phrase through the catalogue, else the daemon's
+    /// English `message` (an older daemon, or a phrase newer than this client).
+    public func localizedMessage(style: PhraseStyle = PhraseStyle()) -> String {
+        phrase?.text(Gettext.shared, style: style) ?? message
+    }
+}
+
+extension Result {
+    /// The result's line in the person's language: its phrase through the catalogue, else the
+    /// daemon's English `message`.
+    public func localizedMessage(style: PhraseStyle = PhraseStyle()) -> String {
+        phrase?.text(Gettext.shared, style: style) ?? message
+    }
+}

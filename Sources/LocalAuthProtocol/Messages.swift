@@ -261,13 +261,17 @@ public struct Event: Equatable, Sendable {
     public var delayMs: Int64?
     public var hint: RetryHint?
     public var finger: String?
+    /// The `message` as a phrase (from daemons that send one, and that this client knows): render it
+    /// in the person's language, else show `message`.
+    public var phrase: Phrase?
 
     public init(
         _ kind: EventKind, _ message: String, stage: Int64? = nil, stages: Int64? = nil, triesLeft: Int64? = nil,
-        delayMs: Int64? = nil, hint: RetryHint? = nil, finger: String? = nil
+        delayMs: Int64? = nil, hint: RetryHint? = nil, finger: String? = nil, phrase: Phrase? = nil
     ) {
         self.kind = kind
         self.message = message
+        self.phrase = phrase
         self.stage = stage
         self.stages = stages
         self.triesLeft = triesLeft
@@ -286,6 +290,7 @@ public struct Event: Equatable, Sendable {
         f.append(.delayMs, optionalInt: delayMs)
         f.append(.hint, optionalInt: hint?.rawValue)
         f.append(.finger, optionalString: finger)
+        if let value = phrase?.wireValue { f.append(.phrase, bytes: value) }
         return f
     }
 
@@ -297,7 +302,7 @@ public struct Event: Equatable, Sendable {
             EventKind(rawValue: raw) ?? .info, f.string(.message) ?? "", stage: f.int(.stage), stages: f.int(.stages),
             triesLeft: f.int(.triesLeft), delayMs: f.int(.delayMs),
             hint: f.int(.hint).flatMap(RetryHint.init(rawValue:)),
-            finger: f.string(.finger))
+            finger: f.string(.finger), phrase: f.bytes(.phrase).flatMap { Phrase(wireValue: $0) })
     }
 }
 
@@ -308,11 +313,15 @@ public struct Result: Equatable, Sendable {
     public var message: String
     /// Further fields (finger, domainState, device, …) in wire order.
     public var extra: [Field]
+    /// The `message` as a phrase (from daemons that send one, and that this client knows): render it
+    /// in the person's language, else show `message`.
+    public var phrase: Phrase?
 
-    public init(_ code: ResultCode, _ message: String, extra: [Field] = []) {
+    public init(_ code: ResultCode, _ message: String, extra: [Field] = [], phrase: Phrase? = nil) {
         self.code = code.rawValue
         self.message = message
         self.extra = extra
+        self.phrase = phrase
     }
 
     public var resultCode: ResultCode? { ResultCode(rawValue: code) }
@@ -322,6 +331,7 @@ public struct Result: Equatable, Sendable {
         var f = Frame(.result)
         f.append(.code, int: code)
         f.append(.message, text: message)
+        if let value = phrase?.wireValue { f.append(.phrase, bytes: value) }
         f.fields.append(contentsOf: extra)
         return f
     }
@@ -331,7 +341,8 @@ public struct Result: Equatable, Sendable {
         guard let code = f.int(.code) else { throw .malformed("RESULT without code") }
         self.code = code
         self.message = f.string(.message) ?? ""
-        self.extra = f.fields.filter { $0.tag != .code && $0.tag != .message }
+        self.phrase = f.bytes(.phrase).flatMap { Phrase(wireValue: $0) }
+        self.extra = f.fields.filter { $0.tag != .code && $0.tag != .message && $0.tag != .phrase }
     }
 
     /// The extra fields read as a frame, for the typed accessors.

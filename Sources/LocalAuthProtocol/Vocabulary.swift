@@ -123,14 +123,7 @@ public enum RetryHint: Int64, Sendable, CaseIterable {
     case centerFinger = 2
     case removeFinger = 3
 
-    public var message: String {
-        switch self {
-        case .general: "Try again"
-        case .tooShort: "Swipe was too short, try again"
-        case .centerFinger: "Centre your finger on the reader and try again"
-        case .removeFinger: "Remove your finger and try again"
-        }
-    }
+    public var message: String { text(EnglishText()) }
 }
 
 /// `flags` bits.

@@ -116,6 +116,11 @@ public struct FieldTag: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let requestedSize = FieldTag(rawValue: 46)
     public static let sharedInfo = FieldTag(rawValue: 47)
     public static let sensorInaccessible = FieldTag(rawValue: 48)
+    /// EVENT, RESULT: the `message` as a phrase, for the client to render in its language (PhraseWire.swift).
+    public static let phrase = FieldTag(rawValue: 49)
+    public static let phraseId = FieldTag(rawValue: 50)
+    public static let phraseText = FieldTag(rawValue: 51)
+    public static let phraseNumber = FieldTag(rawValue: 52)
     /// STATUS: 0 the password rules are not enforced, 1 the finger is accepted, 2 the password is required.
     public static let passwordRule = FieldTag(rawValue: 60)
     /// STATUS: why the password is required, one line.
@@ -141,7 +146,8 @@ public struct FieldTag: RawRepresentable, Hashable, Sendable, CustomStringConver
         40: ("requirement", .int, false), 41: ("secret", .bytes, false), 42: ("publicKey", .bytes, false),
         43: ("operation", .int, false), 44: ("algorithm", .string, false), 45: ("data", .bytes, false),
         46: ("requestedSize", .int, false), 47: ("sharedInfo", .bytes, false),
-        48: ("sensorInaccessible", .int, false),
+        48: ("sensorInaccessible", .int, false), 49: ("phrase", .bytes, false), 50: ("phraseId", .string, true),
+        51: ("phraseText", .string, true), 52: ("phraseNumber", .int, true),
         60: ("passwordRule", .int, false), 61: ("passwordReason", .string, false),
         62: ("fingerUntilMs", .int, false),
     ]

@@ -253,9 +253,15 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// The `LAError` for a failed RESULT. The daemon's management codes have no `LAError` name; they
     /// surface as `systemCancel` with the daemon's code in the user info.
     static func error(for result: LocalAuthProtocol.Result) -> LAError {
-        if let code = LAError.Code(rawValue: Int(result.code)) { return LAError(code, result.message) }
-        return LAError(.systemCancel, result.message, daemonCode: result.code)
+        // The daemon's line in the person's language (its phrase), else its English message.
+        let text = result.localizedMessage(style: phraseStyle)
+        if let code = LAError.Code(rawValue: Int(result.code)) { return LAError(code, text) }
+        return LAError(.systemCancel, text, daemonCode: result.code)
     }
+
+    /// How the daemon's phrases are worded for an app: its name before the reason, as Apple shows it
+    /// (`"vault" wants to unlock the vault: …`), and the localauth passcode as the fallback.
+    static let phraseStyle = PhraseStyle(application: ProcessInfo.processInfo.processName)
 
     static let clientName = "LocalAuthentication (\(ProcessInfo.processInfo.processName))"
     /// The reuse window's scope: one program never reuses another's success (nor PAM's).
@@ -297,27 +303,28 @@ open class LAContext: NSObject, @unchecked Sendable {
                 guard let prompt else { return .cancel }
                 asked += 1
                 let question = LALinuxPasscodeRequest(
-                    text: event.message, localizedReason: reason, localizedCancelTitle: cancelTitle,
+                    text: event.localizedMessage(style: phraseStyle), localizedReason: reason,
+                    localizedCancelTitle: cancelTitle,
                     attempt: asked, delay: Double(event.delayMs ?? 0) / 1000, cancellation: cancellation)
                 guard let passcode = prompt.passcode(question) else { return .cancel }
                 return .passcode(passcode)
             case .placeFinger:
-                show(.placeFinger, event.message)
+                show(.placeFinger, event.localizedMessage(style: phraseStyle))
                 if let keys {
                     if !escapeShown { show(.information, PromptText.pressEscape(cancelTitle)) }
                     escapeShown = true
                     keys.start()
                 }
-            case .retry: show(.retry, event.message)
-            case .noMatch: show(.noMatch, event.message)
-            case .biometryLocked: show(.biometryLocked, event.message)
-            case .passcodeWrong: show(.passcodeWrong, event.message)
-            case .info: show(.information, event.message)
+            case .retry: show(.retry, event.localizedMessage(style: phraseStyle))
+            case .noMatch: show(.noMatch, event.localizedMessage(style: phraseStyle))
+            case .biometryLocked: show(.biometryLocked, event.localizedMessage(style: phraseStyle))
+            case .passcodeWrong: show(.passcodeWrong, event.localizedMessage(style: phraseStyle))
+            case .info: show(.information, event.localizedMessage(style: phraseStyle))
             case .fallbackAvailable:
                 // The event's message is the fallback's title; only the terminal has a key to press.
                 if let keys {
                     keys.offerFallback()
-                    show(.information, PromptText.pressEnter(event.message))
+                    show(.information, PromptText.pressEnter(event.localizedMessage(style: phraseStyle)))
                 }
             case .enrollStage: break
             }

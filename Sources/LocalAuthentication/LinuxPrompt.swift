@@ -18,13 +18,13 @@ import LocalAuthLocalization
 /// Linux-only: a line the authentication UI shows while an evaluation runs.
 public struct LALinuxPromptMessage: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
-        /// "Unlock the vault: Place your right index finger on the fingerprint reader [Cancel]".
+        /// "Unlock the vault: Place your right index finger on the reader [Cancel]".
         case placeFinger
         /// A bad swipe: "Swipe was too short, try again". Not counted as a failure.
         case retry
-        /// "Fingerprint not recognised (2 tries left)".
+        /// "Not recognised, try again (2 left)".
         case noMatch
-        /// "Fingerprint locked after too many attempts — use your passcode".
+        /// "Too many attempts: use your passcode".
         case biometryLocked
         /// "Wrong passcode"; when another passcode is wanted, the prompt is asked again.
         case passcodeWrong

@@ -59,11 +59,12 @@ struct ClientOptions: ParsableArguments {
             }
             if result.isSuccess {
                 if !quiet {
-                    print(result.message)
+                    print(result.localizedMessage())
                     printResult(result)
                 }
             } else {
-                printError("localauthctl: \(result.message) (\(result.resultCode?.name ?? String(result.code)))")
+                printError(
+                    "localauthctl: \(result.localizedMessage()) (\(result.resultCode?.name ?? String(result.code)))")
             }
             Glibc.exit(Exit.code(for: result.code))
         } catch {
@@ -80,7 +81,7 @@ struct ClientOptions: ParsableArguments {
                 String(repeating: "#", count: done * 20 / all) + String(repeating: ".", count: 20 - done * 20 / all)
             print("[\(bar)] " + tr("stage %1$d of %2$d", .number(Int64(done)), .number(Int64(all))))
         case .passcodeNeeded: break
-        default: print(event.message)
+        default: print(event.localizedMessage())
         }
     }
 }

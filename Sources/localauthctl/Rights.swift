@@ -153,7 +153,7 @@ struct Right: ParsableCommand {
         }
         do {
             let result = try client.perform(.rightUse(options), timeoutMs: options.timeoutMs + 10_000) { event in
-                if !connection.quiet, event.kind != .passcodeNeeded { printError(event.message) }
+                if !connection.quiet, event.kind != .passcodeNeeded { printError(event.localizedMessage()) }
                 guard event.kind == .passcodeNeeded else { return nil }
                 return readPasscode(prompt: tr("Passcode: ")).map { .passcode($0) } ?? .cancel
             }
@@ -165,7 +165,8 @@ struct Right: ParsableCommand {
                     _ = data.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
                 }
             } else {
-                printError("localauthctl: \(result.message) (\(result.resultCode?.name ?? String(result.code)))")
+                printError(
+                    "localauthctl: \(result.localizedMessage()) (\(result.resultCode?.name ?? String(result.code)))")
             }
             Glibc.exit(Exit.code(for: result.code))
         } catch {

@@ -79,4 +79,23 @@ import Testing
         #expect(r.out.contains("Finger registrieren und localauthd verwalten."), "\(r.out)")
         #expect(r.out.contains("Rückgabewerte:"), "\(r.out)")
     }
+
+    /// The daemon's own answer (a phrase on the wire) in the client's language, not the daemon's:
+    /// the same daemon answers German and Korean clients at once, and an English one in English.
+    @Test func daemonAnswer_isRenderedInEachClientsLanguage() throws {
+        let daemon = try DaemonHarness()
+        defer { _ = daemon.stop() }
+        let expected = [
+            "de_DE.UTF-8": "Für diesen Benutzer ist kein Fingerabdruck registriert",
+            "ko_KR.UTF-8": "이 사용자에게 등록된 지문이 없음",
+            "zh_CN.UTF-8": "此用户未录入指纹",
+            "C.UTF-8": "No fingerprint is enrolled for this user",
+        ]
+        for (lang, line) in expected {
+            let r = try daemon.ctl(
+                ["verify", "--user", "root", "--timeout", "5"], environment: try Self.language(lang))
+            #expect(r.status != 0)
+            #expect(r.err.contains(line), "\(lang): \(r.err)")
+        }
+    }
 }

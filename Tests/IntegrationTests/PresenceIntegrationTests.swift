@@ -153,7 +153,7 @@ struct PresenceIntegrationTests {
         let (first, prompt) = try d.startEvaluation(user: Self.victim)
         #expect(prompt.kind == .placeFinger)
         #expect(
-            prompt.message.contains("Place your right index finger on the fingerprint reader ("), "\(prompt.message)")
+            prompt.message.contains("Place your right index finger on the reader ("), "\(prompt.message)")
         #expect(prompt.message.hasSuffix(" for nobody)"), "the prompt names whose request it is: \(prompt.message)")
         // Both policies: the account's turn is the first request's until it ends, so neither waits.
         var owner = Self.biometrics(user: Self.victim)

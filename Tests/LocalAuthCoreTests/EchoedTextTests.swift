@@ -45,7 +45,7 @@ import Testing
             }
             #expect(events.contains { $0.kind == .placeFinger })
             let prompt = try #require(events.first { $0.kind == .placeFinger }?.message)
-            #expect(prompt.contains("on the fingerprint reader"), "the instruction must survive: \(prompt.suffix(80))")
+            #expect(prompt.contains("on the reader"), "the instruction must survive: \(prompt.suffix(80))")
             #expect(prompt.hasSuffix("…]"), "the cancel title is cut, and marked so: \(prompt.suffix(20))")
             #expect(prompt.unicodeScalars.first == text.unicodeScalars.first)
         }
@@ -54,7 +54,7 @@ import Testing
     @Test func prompt_whenReasonAndTitlesAreShort_carriesThemWhole() {
         let events = Self.events(options(reason: "Unlock the vault", fallbackTitle: "Password", cancelTitle: "Stop"))
         let prompt = events.first { $0.kind == .placeFinger }?.message
-        #expect(prompt == "Unlock the vault: Place a finger on the fingerprint reader [Stop]")
+        #expect(prompt == "Unlock the vault: Place a finger on the reader [Stop]")
         #expect(events.contains { $0.kind == .fallbackAvailable && $0.message == "Password" })
     }
 }

@@ -45,7 +45,7 @@ import Testing
                 .notify(Notice(.fallbackAvailable, .fallbackEnterPassword)),
                 persist(next), .scanFinger(nil),
             ])
-        #expect(out.events.map(\.message) == ["Fingerprint not recognised (2 tries left)", "Enter password"])
+        #expect(out.events.map(\.message) == ["Not recognised, try again (2 left)", "Enter password"])
     }
 
     @Test func evaluate_whenTriesRunOut_biometrics_failsAuthenticationFailed() {
@@ -86,7 +86,7 @@ import Testing
 
         var (second, _) = started(options(tries: 3), state: first.state)
         let out = miss(&second, times: 2)
-        let locked = "Fingerprint locked after too many attempts — use your passcode"
+        let locked = "Too many attempts: use your passcode"
         #expect(out.code == .biometryLockout)
         #expect(out.result?.message == locked)
         #expect(out.events.last == Notice(.biometryLocked, .biometryLocked(passcodeSet: true)))
@@ -115,7 +115,7 @@ import Testing
         var (evaluator, _) = started(options(.deviceOwnerAuthentication), state: state)
         let out = evaluator.handle(.fingerNotMatched, nowMs: t0)
         #expect(out.result == Decision(.biometryLockout, .biometryLocked(passcodeSet: false)))
-        #expect(out.result?.message == "Fingerprint locked after too many attempts")
+        #expect(out.result?.message == "Too many attempts: fingerprint locked")
     }
 
     @Test func evaluate_triesLeft_countsDownToTheNearerLimit() {
@@ -124,7 +124,7 @@ import Testing
         var (evaluator, _) = started(options(tries: 3), state: state)
         let out = evaluator.handle(.fingerNotMatched, nowMs: t0)
         #expect(out.events.first == Notice(.noMatch, .noMatch(triesLeft: 1), triesLeft: 1))
-        #expect(out.events.first?.message == "Fingerprint not recognised (1 try left)")
+        #expect(out.events.first?.message == "Not recognised, try again (1 left)")
     }
 
     @Test(arguments: RetryHint.allCases)
@@ -221,11 +221,11 @@ import Testing
             start.withoutWrites == [
                 .scanFinger(.rightIndex), .notify(Notice(.placeFinger, .placeFinger(.rightIndex), finger: .rightIndex)),
             ])
-        #expect(start.events.first?.message == "Place your right index finger on the fingerprint reader")
+        #expect(start.events.first?.message == "Place your right index finger on the reader")
         let missed = evaluator.handle(.fingerNotMatched, nowMs: t0)
         #expect(missed.contains(.scanFinger(.leftIndex)))
         #expect(missed.events.last == Notice(.placeFinger, .placeFinger(.leftIndex), finger: .leftIndex))
-        #expect(missed.events.last?.message == "Place your left index finger on the fingerprint reader")
+        #expect(missed.events.last?.message == "Place your left index finger on the reader")
         let matched = evaluator.handle(.fingerMatched(finger: .leftIndex), nowMs: t0)
         #expect(matched.result?.finger == .leftIndex)
         // With identify, one scan looks among all of them, and the prompt names none.

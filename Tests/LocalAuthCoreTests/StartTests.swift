@@ -63,7 +63,7 @@ import Testing
         state.biometryLocked = true
         let (_, out) = started(options(), state: state)
         #expect(out == [.finish(Decision(.biometryLockout, .biometryLocked(passcodeSet: true)))])
-        #expect(out.result?.message == "Fingerprint locked after too many attempts — use your passcode")
+        #expect(out.result?.message == "Too many attempts: use your passcode")
     }
 
     @Test func evaluate_whenReaderUsable_countsTheAttemptThenStartsScanBeforePrompt() {
@@ -76,21 +76,21 @@ import Testing
                 persist(counted), .scanFinger(nil),
                 .notify(Notice(.placeFinger, .placeFinger(rightIndex), finger: rightIndex)),
             ])
-        #expect(out.events.first?.message == "Place your right index finger on the fingerprint reader")
+        #expect(out.events.first?.message == "Place your right index finger on the reader")
         #expect(evaluator.phase == .scanning)
     }
 
     @Test func evaluate_whenSeveralFingersEnrolled_promptsForAnyFinger() {
         let (_, out) = started(options(), facts: twoFingers)
         #expect(out.events == [Notice(.placeFinger, .placeFinger(nil))])
-        #expect(out.events.first?.message == "Place a finger on the fingerprint reader")
+        #expect(out.events.first?.message == "Place a finger on the reader")
     }
 
     @Test func evaluate_prompt_includesReasonAndCancelTitle() {
         let (_, out) = started(options(reason: "Unlock your notes", cancelTitle: "Not now"))
         #expect(
             out.events.first?.message
-                == "Unlock your notes: Place your right index finger on the fingerprint reader [Not now]")
+                == "Unlock your notes: Place your right index finger on the reader [Not now]")
     }
 
     @Test(arguments: PolicyKind.allCases)
@@ -251,7 +251,7 @@ import Testing
         let (_, out) = started(options(reason: "Update the system"), facts: facts)
         #expect(
             out.events.first?.message
-                == "Update the system: Place your right index finger on the fingerprint reader (sudo for alice)")
+                == "Update the system: Place your right index finger on the reader (sudo for alice)")
     }
 
     @Test func evaluate_whenTheAccountHasHadItsShareOfTheReader_saysWhenItIsFreeAgain() {

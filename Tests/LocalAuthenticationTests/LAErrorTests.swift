@@ -37,13 +37,13 @@ import Testing
     }
 
     @Test func laError_bridgesToNSErrorLikeApplesOverlay() {
-        let error: Error = LAError(.biometryLockout, "Fingerprint locked after too many attempts")
+        let error: Error = LAError(.biometryLockout, "Too many attempts: fingerprint locked")
         let ns = error as NSError
         #expect(ns.domain == LAErrorDomain)
         #expect(ns.code == LAError.biometryLockout.rawValue)
         #expect(error._code == -8)
         #expect(error._domain == LAErrorDomain)
-        #expect(error.localizedDescription == "Fingerprint locked after too many attempts")
+        #expect(error.localizedDescription == "Too many attempts: fingerprint locked")
         #expect(LAError(_nsError: ns).code == .biometryLockout)
         #expect(LAError.errorDomain == LAErrorDomain)
     }

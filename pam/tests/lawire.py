@@ -12,7 +12,7 @@ TAGS = {
     "tty": (5, "s"), "policy": (6, "i"), "reason": (7, "s"), "flags": (10, "i"),
     "tries": (12, "i"), "timeoutMs": (13, "i"), "finger": (14, "s"), "code": (15, "i"),
     "message": (16, "s"), "event": (17, "i"), "triesLeft": (20, "i"), "delayMs": (21, "i"),
-    "hint": (22, "i"), "passcode": (23, "s"),
+    "hint": (22, "i"), "passcode": (23, "s"), "phrase": (49, "b"),
 }
 NAMES = {tag: (name, kind) for name, (tag, kind) in TAGS.items()}
 
@@ -25,9 +25,25 @@ def encode(msg_type, **fields):
     body = struct.pack(">H", msg_type)
     for name, value in fields.items():
         tag, kind = TAGS[name]
-        raw = struct.pack(">q", value) if kind == "i" else value.encode()
+        if kind == "i":
+            raw = struct.pack(">q", value)
+        elif kind == "b":
+            raw = bytes(value)
+        else:
+            raw = value.encode()
         body += struct.pack(">HH", tag, len(raw)) + raw
     return struct.pack(">I", len(body)) + body
+
+
+def phrase(*tokens):
+    """A `phrase` field's value (docs/protocol.md, "Phrases"): tokens in prefix order, each
+    ("id", name), ("text", s) or ("number", n)."""
+    out = b""
+    for kind, value in tokens:
+        tag = {"id": 50, "text": 51, "number": 52}[kind]
+        raw = struct.pack(">q", value) if kind == "number" else value.encode()
+        out += struct.pack(">HH", tag, len(raw)) + raw
+    return out
 
 
 def decode(body):

@@ -224,7 +224,7 @@ def case_b(w):
     then the password at sudo's own prompt."""
     mark, _ = start(w, "sudo whoami")
     s, t_miss = act(w, mark, lambda: w.m.touch("finger-2"),
-                    lambda s: "not recognised" in s and s.rstrip().endswith(PROMPT.strip()),
+                    lambda s: "ot recognised" in s and s.rstrip().endswith(PROMPT.strip()),
                     "the miss said and the prompt again")
     s, t_root = act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root")
     check(SUDO_PROMPT not in s, "asked once: %s" % s)
@@ -235,7 +235,7 @@ def case_b(w):
     mark, _ = start(w, "sudo whoami")
     for n in range(3):
         s, took = act(w, mark, lambda: w.m.touch("finger-2"),
-                      lambda s, n=n: s.count("not recognised") >= n + 1, "miss %d" % (n + 1))
+                      lambda s, n=n: s.count("ot recognised") >= n + 1, "miss %d" % (n + 1))
     _, t_sudo = w.term.wait_for(SUDO_PROMPT, "sudo's password prompt", since=mark)
     figure("b: third miss -> sudo's password prompt", took)
     s, t_root = act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root")

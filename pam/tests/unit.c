@@ -42,6 +42,7 @@ int main(int argc, char **argv)
     test_options();
     test_codes();
     test_rules();
+    test_phrases(argv[1]);
     test_exports(argv[2]);
     return t_summary();
 }

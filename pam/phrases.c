@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "phrases.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "messages.h"
+#include "wire.h"
+
+enum { LA_TAG_PHRASE_ID = 50, LA_TAG_PHRASE_TEXT = 51, LA_TAG_PHRASE_NUMBER = 52 };
+/* The most tokens a 1024-byte field can hold (each has a 4-byte header) and phrases nested. */
+#define LA_PHRASE_MAX_TOKENS (LA_WIRE_MAX_FIELD / 4)
+#define LA_PHRASE_MAX_DEPTH 8
+/* One rendered argument; lines never need more (a field holds at most 1024 bytes of text, and a
+ * translation makes it longer by a bounded factor). */
+#define LA_PHRASE_PART 1536
+
+enum la_token_kind { LA_TOK_ID, LA_TOK_TEXT, LA_TOK_NUMBER };
+
+struct la_token {
+    enum la_token_kind kind;
+    const char *text; /* id or text, NUL-terminated in the pool */
+    long long number;
+};
+
+struct la_parse {
+    struct la_token tokens[LA_PHRASE_MAX_TOKENS];
+    /* Every token's text with its NUL: never more than the field's bytes (each token has a
+     * 4-byte header, so n NULs fit where the headers were). */
+    char pool[LA_WIRE_MAX_FIELD + 1];
+    size_t n, next, used;
+    enum la_phrase_style style;
+};
+
+static size_t utf8_cut(const char *s, size_t n)
+{
+    /* Back off continuation bytes so a cut never splits a character. */
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
+static void append(char *out, size_t cap, size_t *len, const char *s, size_t n)
+{
+    if (*len + 1 >= cap)
+        return;
+    if (n > cap - 1 - *len)
+        n = utf8_cut(s, cap - 1 - *len);
+    memcpy(out + *len, s, n);
+    *len += n;
+    out[*len] = '\0';
+}
+
+void la_fill(char *out, size_t cap, const char *tmpl, const char *const *args, int nargs)
+{
+    size_t len = 0;
+    int next = 0;
+    if (cap == 0)
+        return;
+    out[0] = '\0';
+    for (const char *p = tmpl; *p != '\0';) {
+        const char *pct = strchr(p, '%');
+        if (pct == NULL) {
+            append(out, cap, &len, p, strlen(p));
+            break;
+        }
+        append(out, cap, &len, p, (size_t)(pct - p));
+        const char *c = pct + 1;
+        if (*c == '%') {
+            append(out, cap, &len, "%", 1);
+            p = c + 1;
+            continue;
+        }
+        int position = -1;
+        const char *d = c;
+        int value = 0;
+        for (; *d >= '0' && *d <= '9'; d++)
+            if (value < 100000)
+                value = value * 10 + (*d - '0');
+        if (d > c && *d == '$') {
+            position = value - 1;
+            c = d + 1;
+        }
+        long precision = -1;
+        if (*c == '.') {
+            precision = 0;
+            for (c++; *c >= '0' && *c <= '9'; c++)
+                if (precision < 100000)
+                    precision = precision * 10 + (*c - '0');
+        }
+        while (*c != '\0' && strchr("hlzjt", *c) != NULL)
+            c++;
+        if (*c == '\0' || strchr("sdiu", *c) == NULL) {
+            /* Not a conversion of ours: kept as written. */
+            append(out, cap, &len, pct, (size_t)(c - pct));
+            p = c;
+            continue;
+        }
+        int index = position >= 0 ? position : next;
+        next = index + 1;
+        if (index >= 0 && index < nargs && args[index] != NULL) {
+            size_t n = strlen(args[index]);
+            if (precision >= 0 && (size_t)precision < n)
+                n = utf8_cut(args[index], (size_t)precision);
+            append(out, cap, &len, args[index], n);
+        }
+        p = c + 1;
+    }
+}
+
+static const struct la_token *take(struct la_parse *ps, enum la_token_kind kind)
+{
+    if (ps->next >= ps->n || ps->tokens[ps->next].kind != kind)
+        return NULL;
+    return &ps->tokens[ps->next++];
+}
+
+static int render(struct la_parse *ps, int depth, char *out, size_t cap);
+
+/* A line with string arguments, each already rendered. */
+static int fill(char *out, size_t cap, const char *msgid, const char *a, const char *b,
+                const char *c, const char *d)
+{
+    const char *args[4] = {a, b, c, d};
+    la_fill(out, cap, la_text(msgid), args, 4);
+    return 0;
+}
+
+static int text_arg(struct la_parse *ps, const char **dst)
+{
+    const struct la_token *t = take(ps, LA_TOK_TEXT);
+    if (t == NULL)
+        return -1;
+    *dst = t->text;
+    return 0;
+}
+
+static int number_arg(struct la_parse *ps, long long *dst)
+{
+    const struct la_token *t = take(ps, LA_TOK_NUMBER);
+    if (t == NULL)
+        return -1;
+    *dst = t->number;
+    return 0;
+}
+
+/* A plural line for n, filled with n. */
+static void plural(char *out, size_t cap, const char *line, long long n)
+{
+    char number[32];
+    snprintf(number, sizeof number, "%lld", n);
+    la_fill(out, cap, line, (const char *const[]){number}, 1);
+}
+
+/* "45 seconds", "15 minutes", "1 hour": rounded up, as Phrase.duration. */
+static void duration(long long ms, char *out, size_t cap)
+{
+    long long seconds = ms / 1000 + (ms % 1000 > 0 ? 1 : 0), minutes;
+    if (seconds < 1)
+        seconds = 1;
+    if (seconds < 60) {
+        plural(out, cap,
+               dngettext(LA_TEXT_DOMAIN, "%lld second", "%lld seconds", (unsigned long)seconds),
+               seconds);
+        return;
+    }
+    minutes = seconds / 60 + (seconds % 60 > 0 ? 1 : 0);
+    if (minutes < 60 || minutes % 60 != 0) {
+        plural(out, cap,
+               dngettext(LA_TEXT_DOMAIN, "%lld minute", "%lld minutes", (unsigned long)minutes),
+               minutes);
+        return;
+    }
+    plural(out, cap,
+           dngettext(LA_TEXT_DOMAIN, "%lld hour", "%lld hours", (unsigned long)(minutes / 60)),
+           minutes / 60);
+}
+
+static const char *const simple[][2] = {
+    {"authenticatedWithFinger", N_("Authenticated with fingerprint")},
+    {"authenticatedWithPasscode", N_("Authenticated with passcode")},
+    {"authenticatedByRecentSuccess", N_("Authenticated by a recent success")},
+    {"policyCanBeEvaluated", N_("The policy can be evaluated")},
+    {"fingerNotRecognised", N_("Fingerprint not recognised")},
+    {"userChoseFallback", N_("The user chose the fallback")},
+    {"timedOutWaitingForFinger", N_("Timed out waiting for a fingerprint")},
+    {"timedOutWaitingForPasscode", N_("Timed out waiting for the passcode")},
+    {"interactionNotAllowed", N_("Interaction is not allowed")},
+    {"passcodeNeededButClientCannotAsk",
+     N_("A passcode is needed but this client cannot ask for one")},
+    {"noPasscodeAndNoFinger", N_("No passcode is set and no fingerprint can be used")},
+    {"noPasscodeSet", N_("No passcode is set")},
+    {"noFingerEnrolled", N_("No fingerprint is enrolled for this user")},
+    {"fingersOnDisconnectedReader",
+     N_("The fingerprint reader your fingers are enrolled on is not connected")},
+    {"stateUnreadable", N_("Stored authentication state is unreadable; ask an administrator")},
+    {"attemptNotRecorded",
+     N_("The attempt could not be recorded (is the state directory's file system full?); "
+        "fingerprint and passcode are refused until it can be")},
+    {"enterPasscode", N_("Enter your passcode")},
+    {"wrongPasscode", N_("Wrong passcode")},
+    {"fallbackUsePasscode", N_("Use passcode")},
+    {"fallbackEnterPassword", N_("Enter password")},
+    {"currentPasscodeNeeded", N_("The current passcode is needed")},
+    {"currentPasscodeWrong", N_("The current passcode is wrong")},
+    {"passcodeNotStored", N_("The passcode could not be stored")},
+    {"passcodeNotHashed", N_("The passcode could not be hashed")},
+    /* Why the finger cannot be used (fingerNotAvailable's argument). */
+    {"noReader", N_("no fingerprint reader is connected")},
+    {"lidClosed", N_("the laptop lid is closed and the reader is built in")},
+    {"remoteSession", N_("the request comes from a remote session")},
+    {"connectionOrphaned", N_("the process that opened this connection has exited; connect again")},
+    {"requesterUnknown", N_("the calling process could not be identified")},
+    {"noLoginSession",
+     N_("the request comes from no login session and not from the terminal in front")},
+    {"readerBusy", N_("the reader is in use by another account's request")},
+    /* The "password required" rules. */
+    {"passwordRequiredAfterRestart", N_("Password required after restart")},
+    {"passwordRequiredForFirstSession", N_("Password required to start your first session")},
+    {"passwordRequiredUseUnknown", N_("Password required: its last use could not be read")},
+    {"passwordUseNotRecordedOrphaned",
+     N_("Password use not recorded: the process that opened this connection has exited")},
+    {"passwordUseNotRecordedRemote",
+     N_("Password use not recorded: it comes from a remote session")},
+    {"passwordUseNotRecordedNoSession",
+     N_("Password use not recorded: a user's own report counts only from inside their active "
+        "local session")},
+    {"passwordUseNotRecordedNotOwnSession",
+     N_("Password use not recorded: it comes from another user's session")},
+    {"passwordUseNotRecordedNotActive",
+     N_("Password use not recorded: the session is not the active one on its seat")},
+};
+
+/* One sentence per finger, as PhraseText.swift: each language inflects the finger's name. */
+static const char *const fingers[][2] = {
+    {"", N_("Place a finger on the reader")},
+    {"left-thumb", N_("Place your left thumb on the reader")},
+    {"left-index-finger", N_("Place your left index finger on the reader")},
+    {"left-middle-finger", N_("Place your left middle finger on the reader")},
+    {"left-ring-finger", N_("Place your left ring finger on the reader")},
+    {"left-little-finger", N_("Place your left little finger on the reader")},
+    {"right-thumb", N_("Place your right thumb on the reader")},
+    {"right-index-finger", N_("Place your right index finger on the reader")},
+    {"right-middle-finger", N_("Place your right middle finger on the reader")},
+    {"right-ring-finger", N_("Place your right ring finger on the reader")},
+    {"right-little-finger", N_("Place your right little finger on the reader")},
+};
+
+static const char *const hints[] = {
+    N_("Try again"),
+    N_("Swipe was too short, try again"),
+    N_("Centre your finger on the reader and try again"),
+    N_("Remove your finger and try again"),
+};
+
+static const char *const cancels[][2] = {
+    {"-2", N_("Cancelled by the user")},
+    {"-9", N_("Cancelled by the application")},
+    {"-4", N_("Cancelled by the system")},
+};
+
+/* A nested phrase, rendered into part (cap LA_PHRASE_PART). */
+static int sub(struct la_parse *ps, int depth, char *part)
+{
+    return render(ps, depth + 1, part, LA_PHRASE_PART);
+}
+
+/* "sudo for alice": two text tokens. */
+static int label(struct la_parse *ps, char *part)
+{
+    const char *program, *account;
+    if (text_arg(ps, &program) != 0 || text_arg(ps, &account) != 0)
+        return -1;
+    /* TRANSLATORS: whose request: %1$s is the program (sudo), %2$s the account (alice). */
+    return fill(part, LA_PHRASE_PART, N_("%1$s for %2$s"), program, account, NULL, NULL);
+}
+
+static int render(struct la_parse *ps, int depth, char *out, size_t cap)
+{
+    /* Parts of a line, on this frame's stack: at most LA_PHRASE_MAX_DEPTH frames deep. */
+    char a[LA_PHRASE_PART], b[LA_PHRASE_PART], c[LA_PHRASE_PART];
+    const char *s1, *s2;
+    long long n1, n2;
+    const struct la_token *id = take(ps, LA_TOK_ID);
+    if (id == NULL || depth >= LA_PHRASE_MAX_DEPTH)
+        return -1;
+    const char *name = id->text;
+    for (size_t i = 0; i < sizeof simple / sizeof simple[0]; i++)
+        if (strcmp(name, simple[i][0]) == 0)
+            return fill(out, cap, simple[i][1], NULL, NULL, NULL, NULL);
+
+    if (strcmp(name, "placeFinger") == 0) {
+        if (text_arg(ps, &s1) != 0)
+            return -1;
+        for (size_t i = 0; i < sizeof fingers / sizeof fingers[0]; i++)
+            if (strcmp(s1, fingers[i][0]) == 0)
+                return fill(out, cap, fingers[i][1], NULL, NULL, NULL, NULL);
+        return -1;
+    }
+    if (strcmp(name, "noMatch") == 0) {
+        if (number_arg(ps, &n1) != 0 || n1 < 0 || n1 > 1000)
+            return -1;
+        if (n1 == 0)
+            return fill(out, cap, N_("Fingerprint not recognised"), NULL, NULL, NULL, NULL);
+        plural(out, cap,
+               /* TRANSLATORS: a finger did not match; %lld more fingers may be tried in this
+                  request. */
+               dngettext(LA_TEXT_DOMAIN, "Not recognised, try again (%lld left)",
+                         "Not recognised, try again (%lld left)", (unsigned long)n1),
+               n1);
+        return 0;
+    }
+    if (strcmp(name, "biometryLocked") == 0) {
+        if (number_arg(ps, &n1) != 0 || (n1 != 0 && n1 != 1))
+            return -1;
+        if (ps->style == LA_PHRASE_PASSWORD_FALLBACK)
+            return fill(out, cap, N_("Too many attempts: use your password"), NULL, NULL, NULL,
+                        NULL);
+        return fill(out, cap,
+                    n1 ? N_("Too many attempts: use your passcode")
+                       : N_("Too many attempts: fingerprint locked"),
+                    NULL, NULL, NULL, NULL);
+    }
+    if (strcmp(name, "fingerNotAvailable") == 0) {
+        if (sub(ps, depth, a) != 0)
+            return -1;
+        return fill(out, cap, N_("Fingerprint not available: %s"), a, NULL, NULL, NULL);
+    }
+    if (strcmp(name, "cancelled") == 0) {
+        if (number_arg(ps, &n1) != 0)
+            return -1;
+        snprintf(a, sizeof a, "%lld", n1);
+        for (size_t i = 0; i < sizeof cancels / sizeof cancels[0]; i++)
+            if (strcmp(a, cancels[i][0]) == 0)
+                return fill(out, cap, cancels[i][1], NULL, NULL, NULL, NULL);
+        return fill(out, cap, N_("Cancelled"), NULL, NULL, NULL, NULL);
+    }
+    if (strcmp(name, "retry") == 0) {
+        if (number_arg(ps, &n1) != 0 || n1 < 0 || n1 >= (long long)(sizeof hints / sizeof hints[0]))
+            return -1;
+        return fill(out, cap, hints[n1], NULL, NULL, NULL, NULL);
+    }
+    if (strcmp(name, "passcodeLocked") == 0) {
+        if (number_arg(ps, &n1) != 0 || n1 < 0)
+            return -1;
+        duration(n1, a, sizeof a);
+        return fill(out, cap, N_("Passcode locked; try again in %s"), a, NULL, NULL, NULL);
+    }
+    if (strcmp(name, "verbatim") == 0) {
+        if (text_arg(ps, &s1) != 0)
+            return -1;
+        la_fill(out, cap, "%s", (const char *const[]){s1}, 1); /* the app's own text, as it is */
+        return 0;
+    }
+    if (strcmp(name, "forRequest") == 0) {
+        if (sub(ps, depth, a) != 0 || label(ps, b) != 0)
+            return -1;
+        return fill(out, cap, N_("%s (%s)"), a, b, NULL, NULL);
+    }
+    if (strcmp(name, "prompt") == 0) {
+        if (text_arg(ps, &s1) != 0 || sub(ps, depth, a) != 0 || text_arg(ps, &s2) != 0)
+            return -1;
+        if (s1[0] != '\0') {
+            fill(b, sizeof b, N_("%1$s: %2$s"), s1, a, NULL, NULL);
+            memcpy(a, b, sizeof a);
+        }
+        if (s2[0] != '\0')
+            return fill(out, cap, N_("%1$s [%2$s]"), a, s2, NULL, NULL);
+        la_fill(out, cap, "%s", (const char *const[]){a}, 1);
+        return 0;
+    }
+    if (strcmp(name, "both") == 0) {
+        if (sub(ps, depth, a) != 0 || sub(ps, depth, b) != 0)
+            return -1;
+        return fill(out, cap, N_("%s — %s"), a, b, NULL, NULL);
+    }
+    if (strcmp(name, "firstPasscodeNeedsFinger") == 0) {
+        if (text_arg(ps, &s1) != 0 || sub(ps, depth, a) != 0)
+            return -1;
+        return fill(
+            out, cap,
+            N_("A first passcode needs an enrolled finger, or root (sudo localauthctl passcode "
+               "set --user %1$s): %2$s"),
+            s1, a, NULL, NULL);
+    }
+    if (strcmp(name, "readerBusyBy") == 0) {
+        if (label(ps, a) != 0)
+            return -1;
+        return fill(out, cap, N_("the reader is in use by %s; try again when it is done"), a, NULL,
+                    NULL, NULL);
+    }
+    if (strcmp(name, "passwordRequiredAfterMaxAge") == 0) {
+        if (number_arg(ps, &n1) != 0 || n1 < 0)
+            return -1;
+        duration(n1, a, sizeof a);
+        return fill(out, cap, N_("Password required after %s"), a, NULL, NULL, NULL);
+    }
+    if (strcmp(name, "passwordRequiredIdle") == 0) {
+        if (number_arg(ps, &n1) != 0 || number_arg(ps, &n2) != 0 || n1 < 0 || n2 < 0)
+            return -1;
+        duration(n1, a, sizeof a);
+        duration(n2, b, sizeof b);
+        return fill(out, cap,
+                    N_("Password required: not used for %1$s and no fingerprint for %2$s"), a, b,
+                    NULL, NULL);
+    }
+    if (strcmp(name, "passwordUseNotRecordedSessionClass") == 0) {
+        if (text_arg(ps, &s1) != 0)
+            return -1;
+        la_fill(a, sizeof a, "\"%.64s\"", (const char *const[]){s1}, 1);
+        return fill(out, cap, N_("Password use not recorded: it comes from a session of class %s"),
+                    a, NULL, NULL, NULL);
+    }
+    if (strcmp(name, "readerShareUsed") == 0) {
+        if (text_arg(ps, &s1) != 0 || number_arg(ps, &n1) != 0 || number_arg(ps, &n2) != 0 ||
+            n1 < 0 || n2 < 0 || n1 > INT64_MAX / 2)
+            return -1;
+        duration(n1, a, sizeof a);
+        duration(2 * n1, b, sizeof b);
+        duration(n2, c, sizeof c);
+        return fill(
+            out, cap,
+            N_("%1$s's requests have had the reader for %2$s of the last %3$s; it is free for "
+               "others until %4$s from now"),
+            s1, a, b, c);
+    }
+    /* The identifiers with one text argument. */
+    static const char *const one_text[][2] = {
+        {"timedOutWaitingForTurn", N_("Timed out waiting for another request of %s to finish")},
+        {"readerFailed", N_("Fingerprint reader failed: %s")},
+        {"passcodeSet", N_("Passcode set for %s")},
+        {"passcodeRemoved", N_("Passcode removed for %s")},
+        {"noPasscodeToRemove", N_("%s has no passcode")},
+        {"notTheTargetsSession", N_("the request is not from %s's own session")},
+        {"sessionNotInFront", N_("the request is not from %s's session in front of the reader")},
+    };
+    for (size_t i = 0; i < sizeof one_text / sizeof one_text[0]; i++)
+        if (strcmp(name, one_text[i][0]) == 0) {
+            if (text_arg(ps, &s1) != 0)
+                return -1;
+            return fill(out, cap, one_text[i][1], s1, NULL, NULL, NULL);
+        }
+    return -1;
+}
+
+static void visit(struct la_parse *ps, uint16_t tag, const uint8_t *value, uint16_t size, int *bad)
+{
+    struct la_token *t;
+    if (ps->n >= LA_PHRASE_MAX_TOKENS) {
+        *bad = 1;
+        return;
+    }
+    t = &ps->tokens[ps->n];
+    switch (tag) {
+    case LA_TAG_PHRASE_ID:
+    case LA_TAG_PHRASE_TEXT:
+        if (!la_wire_utf8_valid(value, size)) {
+            *bad = 1;
+            return;
+        }
+        if ((size_t)size + 1 > sizeof ps->pool - ps->used) {
+            *bad = 1;
+            return;
+        }
+        t->kind = tag == LA_TAG_PHRASE_ID ? LA_TOK_ID : LA_TOK_TEXT;
+        t->text = ps->pool + ps->used;
+        memcpy(ps->pool + ps->used, value, size);
+        ps->pool[ps->used + size] = '\0';
+        ps->used += size + 1;
+        break;
+    case LA_TAG_PHRASE_NUMBER:
+        if (size != 8) {
+            *bad = 1;
+            return;
+        }
+        t->kind = LA_TOK_NUMBER;
+        {
+            uint64_t v = 0;
+            for (int i = 0; i < 8; i++)
+                v = v << 8 | value[i];
+            t->number = (long long)(int64_t)v;
+        }
+        t->text = "";
+        break;
+    default:
+        *bad = 1;
+        return;
+    }
+    ps->n++;
+}
+
+int la_phrase_render(const uint8_t *value, size_t len, enum la_phrase_style style, char *out,
+                     size_t cap)
+{
+    struct la_parse ps;
+    int bad = 0;
+    if (cap == 0)
+        return -1;
+    out[0] = '\0';
+    if (len > LA_WIRE_MAX_FIELD)
+        return -1;
+    memset(&ps, 0, sizeof ps);
+    ps.style = style;
+    for (size_t i = 0; i < len && !bad;) {
+        if (len - i < 4)
+            return -1;
+        uint16_t tag = (uint16_t)(value[i] << 8 | value[i + 1]);
+        uint16_t size = (uint16_t)(value[i + 2] << 8 | value[i + 3]);
+        i += 4;
+        if (size > len - i)
+            return -1;
+        visit(&ps, tag, value + i, size, &bad);
+        i += size;
+    }
+    if (bad || ps.n == 0 || render(&ps, 0, out, cap) != 0 || ps.next != ps.n) {
+        out[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
