@@ -138,12 +138,16 @@ pam-lint:
 pam-format:
 	$(PAM_CLANG_FORMAT) -i pam/*.c pam/*.h pam/tests/*.c pam/tests/*.h pam/fuzz/*.c
 
+# The tests that load libpam through pam_wrapper run with a /tmp of their own: pam_wrapper's
+# /tmp/pam.X directories collide between runs at once (pam/tests/private-tmp.sh).
+PAM_PRIVATE_TMP := pam/tests/private-tmp.sh
+
 pam-test-integration: $(PAM_MODULE)
-	$(PAM_PYTHON) pam/tests/integration.py --module $(abspath $(PAM_MODULE)) \
+	$(PAM_PRIVATE_TMP) $(PAM_PYTHON) pam/tests/integration.py --module $(abspath $(PAM_MODULE)) \
 		--bin $(abspath $(PAM_DAEMON_BIN))
 
 pam-test-asan: $(PAM_ASAN_MODULE)
-	$(PAM_PYTHON) pam/tests/integration.py --module $(abspath $(PAM_ASAN_MODULE)) \
+	$(PAM_PRIVATE_TMP) $(PAM_PYTHON) pam/tests/integration.py --module $(abspath $(PAM_ASAN_MODULE)) \
 		--bin $(abspath $(PAM_DAEMON_BIN)) --asan
 
 # The real i3lock under Xvfb, driven with xdotool, as an unprivileged user, in front of the
@@ -151,7 +155,7 @@ pam-test-asan: $(PAM_ASAN_MODULE)
 # namespace; PAM_LOCKER_RUNS runs of each case, the figures printed as medians.
 PAM_LOCKER_RUNS ?= 3
 pam-test-locker: $(PAM_MODULE) locale test-locales
-	$(PAM_PYTHON) pam/tests/locker_test.py --module $(abspath $(PAM_MODULE)) \
+	$(PAM_PRIVATE_TMP) $(PAM_PYTHON) pam/tests/locker_test.py --module $(abspath $(PAM_MODULE)) \
 		--bin $(abspath $(PAM_DAEMON_BIN)) --runs $(PAM_LOCKER_RUNS) --locales $(TEST_LOCPATH) \
 		--catalogues $(PO_BUILD_LOCALEDIR) --localedir $(PAM_LOCALEDIR)
 
@@ -201,20 +205,20 @@ $(PAM_STEP_CLIENT): pam/tests/step_client.c pam/pam.mk
 	$(PAM_CC) -std=gnu11 -O2 $(PAM_WARN) -o $@ $< -lpam
 
 pam-test-death: $(PAM_MODULE) $(PAM_STEP_CLIENT)
-	$(PAM_PYTHON) pam/tests/daemon_death.py --module $(abspath $(PAM_MODULE)) \
+	$(PAM_PRIVATE_TMP) $(PAM_PYTHON) pam/tests/daemon_death.py --module $(abspath $(PAM_MODULE)) \
 		--bin $(abspath $(PAM_DAEMON_BIN)) --client $(abspath $(PAM_STEP_CLIENT)) \
 		--kills $(PAM_DEATH_KILLS) --json $(PAM_BUILD)/daemon_death.json
 
 # Hostile local clients (1000 idle connections, a flood from uid 65534, oversized and slow
 # frames) while root's pam_authenticate is timed by bench_client (section 6).
 pam-test-hostile: $(PAM_MODULE) $(PAM_BENCH_CLIENT)
-	$(PAM_PYTHON) pam/tests/hostile.py --module $(abspath $(PAM_MODULE)) \
+	$(PAM_PRIVATE_TMP) $(PAM_PYTHON) pam/tests/hostile.py --module $(abspath $(PAM_MODULE)) \
 		--bin $(abspath $(PAM_DAEMON_BIN)) --client $(abspath $(PAM_BENCH_CLIENT)) \
 		--json $(PAM_BUILD)/hostile.json
 
 # The module under valgrind memcheck through pamtester: 0 errors, 0 leaks (section 4).
 pam-test-memcheck: $(PAM_MODULE)
-	$(PAM_PYTHON) pam/tests/memcheck.py --module $(abspath $(PAM_MODULE))
+	$(PAM_PRIVATE_TMP) $(PAM_PYTHON) pam/tests/memcheck.py --module $(abspath $(PAM_MODULE))
 
 # Allocation, poll, read/recv, write/send, socket/connect failing at the Nth call, swept over
 # N: never a crash, never PAM_SUCCESS unless the daemon said yes (section 4).
@@ -223,7 +227,7 @@ $(PAM_FAILINJECT): pam/tests/failinject.c pam/pam.mk
 	$(PAM_CC) -std=gnu11 -O2 $(PAM_WARN) -fPIC -shared -o $@ $< -ldl
 
 pam-test-failinject: $(PAM_MODULE) $(PAM_FAILINJECT)
-	$(PAM_PYTHON) pam/tests/failinject.py --module $(abspath $(PAM_MODULE)) \
+	$(PAM_PRIVATE_TMP) $(PAM_PYTHON) pam/tests/failinject.py --module $(abspath $(PAM_MODULE)) \
 		--shim $(abspath $(PAM_FAILINJECT))
 
 # The module is copied under a temporary name and renamed over the old one, so a process that

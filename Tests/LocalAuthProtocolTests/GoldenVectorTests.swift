@@ -97,6 +97,12 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
             ServerMessage.event(Event(.noMatch, "Fingerprint not recognised (2 tries left)", triesLeft: 2)).frame
                 .encoded()
                 == bytes("event-no-match"))
+        // The English message for old clients, the phrase for the client's own language.
+        #expect(
+            ServerMessage.event(
+                Event(
+                    .noMatch, "Not recognised, try again (2 left)", triesLeft: 2, phrase: .noMatch(triesLeft: 2))
+            ).frame.encoded() == bytes("event-no-match-phrase"))
         #expect(ServerMessage.welcome(version: 1, server: "localauthd 0.1").frame.encoded() == bytes("welcome"))
         #expect(
             Request.rightSave(

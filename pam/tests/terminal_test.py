@@ -562,11 +562,13 @@ def case_after_boot(w):
 LANGUAGES = {
     "de_DE.UTF-8": {
         "prompt": "Passwort oder Finger für %s: " % ALICE,
+        "miss": "Nicht erkannt, bitte erneut versuchen (noch 2 Versuche)",
         "not running": "Fingerabdruck nicht verwendet: localauthd läuft nicht",
         "sudo prompt": "[sudo] Passwort für %s:" % ALICE,
     },
     "ko_KR.UTF-8": {
         "prompt": "%s의 암호 또는 지문: " % ALICE,
+        "miss": "인식되지 않았습니다. 다시 시도하십시오 (2회 남음)",
         "not running": "지문을 사용하지 않음: localauthd가 실행 중이 아님",
         "sudo prompt": "[sudo] %s 암호:" % ALICE,
     },
@@ -576,7 +578,8 @@ SCREENS = {}
 
 def in_language(lang):
     """sudo started with LANG=lang: the module's prompt in that language (sudo's setlocale, the
-    module's catalogue); a finger gives root. With the daemon stopped, the reason in that
+    module's catalogue); a wrong finger, and the daemon's line about it (its phrase) in that
+    language under the prompt; the right finger gives root. With the daemon stopped, the reason in that
     language, then sudo's own prompt in it, and the password gives root. The screens are kept
     for README.md."""
     words = LANGUAGES[lang]
@@ -585,7 +588,10 @@ def in_language(lang):
         command = "env LANG=%s sudo whoami" % lang
         mark, t_prompt = start(w, command, words["prompt"], "the prompt in %s" % lang)
         check(PROMPT not in w.term.screen()[mark:], "no English prompt")
+        act(w, mark, lambda: w.m.touch("finger-2"), lambda s: words["miss"] in s,
+            "the miss in %s" % lang)
         s, _ = act(w, mark, lambda: w.m.touch("finger-1"), root_line, "root after the finger")
+        check("recognised" not in s, "no English line: %s" % s)
         done(w, mark)
         SCREENS[lang + " finger"] = s.rstrip("\n$ ")
         figure("language %s: Enter -> prompt shown" % lang, t_prompt)

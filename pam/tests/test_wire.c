@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The C codec against the golden vectors shared with the Swift codec, and its edges. */
+#include "../phrases.h"
 #include "../wire.h"
 #include "harness.h"
 
@@ -147,6 +148,16 @@ static void typed_reply_values(void)
     CHECK(reply.type == LA_MSG_EVENT && reply.event == LA_EVENT_NO_MATCH);
     CHECK(reply.present & LA_HAS_TRIES_LEFT && reply.tries_left == 2);
     CHECK(strcmp(reply.message, "Fingerprint not recognised (2 tries left)") == 0);
+    CHECK(!(reply.present & LA_HAS_PHRASE));
+    /* event-no-match-phrase: the message and the phrase, which the module renders itself. */
+    CHECK(reply_hex("0000005b8002001100080000000000000003001000224e6f74207265636f676e697365642c20"
+                    "74727920616761696e202832206c6566742900140008000000000000000200310017003200"
+                    "076e6f4d61746368003400080000000000000002") == 0);
+    CHECK(reply.present & LA_HAS_PHRASE && reply.phrase_len == 23);
+    char line[256];
+    CHECK(la_phrase_render(reply.phrase, reply.phrase_len, LA_PHRASE_DEFAULT, line, sizeof line) ==
+          0);
+    CHECK(strcmp(line, "Not recognised, try again (2 left)") == 0);
     CHECK(reply_hex("000000288003000f0008fffffffffffffff80010001642696f6d65747279206973206c6f63"
                     "6b6564206f7574") == 0);
     CHECK(reply.type == LA_MSG_RESULT && reply.code == -8);
