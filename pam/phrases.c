@@ -247,6 +247,20 @@ static const char *const fingers[][2] = {
     {"right-little-finger", N_("Place your right little finger on the reader")},
 };
 
+/* A finger's name on its own. */
+static const char *const finger_names[][2] = {
+    {"left-thumb", N_("left thumb")},
+    {"left-index-finger", N_("left index finger")},
+    {"left-middle-finger", N_("left middle finger")},
+    {"left-ring-finger", N_("left ring finger")},
+    {"left-little-finger", N_("left little finger")},
+    {"right-thumb", N_("right thumb")},
+    {"right-index-finger", N_("right index finger")},
+    {"right-middle-finger", N_("right middle finger")},
+    {"right-ring-finger", N_("right ring finger")},
+    {"right-little-finger", N_("right little finger")},
+};
+
 static const char *const hints[] = {
     N_("Try again"),
     N_("Swipe was too short, try again"),
@@ -383,6 +397,29 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
             N_("A first passcode needs an enrolled finger, or root (sudo localauthctl passcode "
                "set --user %1$s): %2$s"),
             s1, a, NULL, NULL);
+    }
+    if (strcmp(name, "fingerName") == 0) {
+        if (text_arg(ps, &s1) != 0)
+            return -1;
+        for (size_t i = 0; i < sizeof finger_names / sizeof finger_names[0]; i++)
+            if (strcmp(s1, finger_names[i][0]) == 0)
+                return fill(out, cap, finger_names[i][1], NULL, NULL, NULL, NULL);
+        return -1;
+    }
+    if (strcmp(name, "catalogued") == 0) {
+        /* A line of the catalogue (its English template) and up to 3 arguments here; more, and
+         * the module shows the message. */
+        char *parts[3] = {a, b, c};
+        const char *args[3] = {NULL, NULL, NULL};
+        if (text_arg(ps, &s1) != 0 || number_arg(ps, &n1) != 0 || n1 < 0 || n1 > 3)
+            return -1;
+        for (long long i = 0; i < n1; i++) {
+            if (sub(ps, depth, parts[i]) != 0)
+                return -1;
+            args[i] = parts[i];
+        }
+        la_fill(out, cap, la_text(s1), args, (int)n1);
+        return 0;
     }
     if (strcmp(name, "readerBusyBy") == 0) {
         if (label(ps, a) != 0)

@@ -13,10 +13,10 @@ PO_BUILD_LOCALEDIR := .build/share/locale
 PO_MO := $(foreach l,$(PO_LANGS),$(PO_BUILD_LOCALEDIR)/$(l)/LC_MESSAGES/$(PO_DOMAIN).mo)
 # Every source file that marks a line (tests and fixtures excluded).
 PO_OPEN := (
-PO_MARK := '(^|[^A-Za-z0-9_])(tr|trn|N_)[$(PO_OPEN)]'
+PO_MARK := '(^|[^A-Za-z0-9_])(tr|trn|N_|said)[$(PO_OPEN)]'
 PO_SOURCES = $(shell grep -lE $(PO_MARK) $$(find Sources pam -maxdepth 2 -name '*.swift' -o -maxdepth 2 \
                  -name '*.[ch]' -not -path 'pam/tests/*' | sort))
-PO_XGETTEXT := xgettext --language=C --from-code=UTF-8 --keyword=tr --keyword=trn:1,2 --keyword=N_ \
+PO_XGETTEXT := xgettext --language=C --from-code=UTF-8 --keyword=tr --keyword=trn:1,2 --keyword=N_ --keyword=said \
                --add-comments=TRANSLATORS: --package-name=localauth --package-version=0.1.0 \
                --msgid-bugs-address=localauth --sort-by-file
 LOCALEDIR ?= $(PREFIX)/share/locale

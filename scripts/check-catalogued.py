@@ -31,7 +31,11 @@ SCOPE = [
     "Sources/LocalAuthProtocol/Translation.swift",
     "Sources/LocalAuthProtocol/Phrase*.swift",
 ]
-MARKS = ("tr(", "trn(", "N_(")
+MARKS = ("tr(", "trn(", "N_(", "said(")
+# The daemon's answers: a RESULT or EVENT whose line is a literal would reach every client in
+# English. Each carries a Phrase instead (`Phrase.said("…")` marks a catalogue line), or says why not.
+DAEMON_SCOPE = ["Sources/LocalAuthDaemon/*.swift"]
+DAEMON_LITERAL = re.compile(r"\b(Result|Event)\(\s*\.?\w+\s*,\s*\"")
 # Calls whose text is English by design: logs, the administrator's syslog, programmer errors.
 ENGLISH_CALLS = ("pam_syslog(", "pam_vsyslog(", "debug(", "fatalError(", "precondition(",
                  "preconditionFailure(", "assert(", "assertionFailure(", "logger.", "Logger(",
@@ -136,6 +140,21 @@ def problems_in(path, text):
     return found
 
 
+def daemon_problems_in(path, text):
+    """A RESULT or EVENT built with a literal message in the daemon."""
+    found = []
+    for m in DAEMON_LITERAL.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        above = "\n".join(text[:line_start].split("\n")[-3:-1])
+        line_end = text.find("\n", m.end())
+        line = text[line_start:line_end if line_end >= 0 else len(text)]
+        if ANNOTATION.search(above + line):
+            continue
+        found.append("%s:%d: the daemon answers in English only: %s (give it a Phrase: Phrase.said(...))"
+                     % (os.path.relpath(path, ROOT), text.count("\n", 0, m.start()) + 1, line.strip()[:80]))
+    return found
+
+
 def scope_files():
     import glob
     files = []
@@ -157,6 +176,13 @@ let g = """
     A multi-line text that a person reads
     """
 ''', ["Not marked at all", "A multi-line text"]),
+    "Sources/LocalAuthDaemon/c.swift": ('''
+        return Result(.success, Phrase.said("Enrolled the %1$s of %2$s", .fingerName(f), .verbatim(u)))
+        return Result(
+            .notFound, "No such print")
+        // English: a test tool's answer
+        return Result(.notSupported, "Simulation needs a virtual reader")
+''', ["No such print"]),
     "b.c": ('''#define LA_TEXT N_("Password or finger for %s: ")
 #define LA_LOG_X "fingerprint not used for %s: %s"
 static void f(void) {
@@ -173,8 +199,8 @@ def self_test():
     failures = 0
     with tempfile.TemporaryDirectory() as d:
         for name, (text, expected) in SELF_TEST.items():
-            path = os.path.join(d, name)
-            found = problems_in(path, text)
+            path = os.path.join(d, os.path.basename(name))
+            found = daemon_problems_in(path, text) if "LocalAuthDaemon" in name else problems_in(path, text)
             ok = len(found) == len(expected) and all(any(e in f for f in found) for e in expected)
             print("%s self-test %s%s" % ("ok  " if ok else "FAIL", name, "" if ok else ": %s" % found))
             failures += 0 if ok else 1
@@ -193,6 +219,13 @@ def main():
     for path in files:
         with open(path, encoding="utf-8") as f:
             found += problems_in(path, f.read())
+    if not args.files:
+        import glob
+        daemon = sorted(f for pattern in DAEMON_SCOPE for f in glob.glob(os.path.join(ROOT, pattern)))
+        for path in daemon:
+            with open(path, encoding="utf-8") as f:
+                found += daemon_problems_in(path, f.read())
+        files += daemon
     for line in found:
         print(line)
     print("%d files: %s" % (len(files), "%d lines not in the catalogue" % len(found) if found

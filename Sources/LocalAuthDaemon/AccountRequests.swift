@@ -22,7 +22,9 @@ struct AccountRequests {
         let n = seen.count
         return Result(
             .success,
-            n == 0 ? "No fingers enrolled for \(user)" : "\(n) finger\(n == 1 ? "" : "s") enrolled for \(user)",
+            n == 0
+                ? Phrase.said("No fingers enrolled for %s", .verbatim(user))
+                : Phrase.said("Fingers enrolled for %1$s: %2$s", .verbatim(user), .verbatim(String(n))),
             extra: extra.fields)
     }
 
@@ -30,16 +32,21 @@ struct AccountRequests {
     nonisolated(nonsending) func delete(user: String, finger: FingerName?, all: Bool, readerID: String? = nil) async
         -> LocalAuthProtocol.Result
     {
-        guard all || finger != nil else { return Result(.invalidRequest, "Name a finger or ask for all") }
+        guard all || finger != nil else { return Result(.invalidRequest, Phrase.said("Name a finger or ask for all")) }
         let named = readerID == nil ? nil : await parts.currentDevice(readerID)
-        if readerID != nil && named == nil { return Result(.biometryNotAvailable, "That reader is not connected") }
+        if readerID != nil && named == nil {
+            return Result(.biometryNotAvailable, Phrase.said("That reader is not connected"))
+        }
         let prints = (try? parts.store.allPrints(user: user)) ?? []
         let doomed = prints.filter {
             (all || $0.finger == finger) && (named == nil || $0.deviceKey == named?.storageKey)
         }
         guard !doomed.isEmpty else {
             return Result(
-                .notFound, all ? "No fingers enrolled for \(user)" : "\(finger!.rawValue) is not enrolled for \(user)")
+                .notFound,
+                all
+                    ? Phrase.said("No fingers enrolled for %s", .verbatim(user))
+                    : Phrase.said("The %1$s is not enrolled for %2$s", .fingerName(finger!), .verbatim(user)))
         }
         // Prints kept on the reader's own storage go too, best effort: the store is the truth.
         if let reader = parts.reader, let device = await parts.currentDevice(readerID), device.hasStorage {
@@ -59,11 +66,12 @@ struct AccountRequests {
             var extra = Frame(.result)
             extra.append(.domainState, bytes: state.domainState)
             return Result(
-                .success, "Deleted \(doomed.count) print\(doomed.count == 1 ? "" : "s") of \(user)", extra: extra.fields
-            )
+                .success,
+                Phrase.said("Prints deleted for %1$s: %2$s", .verbatim(user), .verbatim(String(doomed.count))),
+                extra: extra.fields)
         } catch {
             parts.audit.notice("cannot delete prints of \(user): \(error)")
-            return Result(.internalError, "The prints could not be deleted")
+            return Result(.internalError, Phrase.said("The prints could not be deleted"))
         }
     }
 
@@ -77,7 +85,14 @@ struct AccountRequests {
         proveByFinger: (EvaluateOptions) async -> Decision
     ) async -> LocalAuthProtocol.Result {
         // The new passcode's form is checked first: a malformed one costs no attempt.
-        if let new, let problem = PasscodeHasher.problem(with: new) { return Result(.invalidRequest, problem) }
+        if let new, PasscodeHasher.problem(with: new) != nil {
+            return Result(
+                .invalidRequest,
+                Phrase.said(
+                    "A passcode must be %1$s to %2$s bytes of text, without a NUL character",
+                    .verbatim(String(PasscodeHasher.allowedLength.lowerBound)),
+                    .verbatim(String(PasscodeHasher.allowedLength.upperBound))))
+        }
         let loaded = parts.loadState(user)
         var change = PasscodeChange(
             user: user, change: new == nil ? .remove : .set, callerIsRoot: caller.isRoot, oldPasscodeGiven: old != nil,
@@ -119,7 +134,9 @@ struct AccountRequests {
                 }
                 if input != nil { break }
             }
-            guard let input else { return Result(.internalError, "The passcode change stopped without an answer") }
+            guard let input else {
+                return Result(.internalError, Phrase.said("The passcode change stopped without an answer"))
+            }
             outputs = change.handle(input, nowMs: parts.clock())
         }
     }
@@ -129,8 +146,10 @@ struct AccountRequests {
         do {
             try parts.store.resetState(user: user)
         } catch {
-            return Result(.internalError, "The lockout of \(user) could not be reset: \(error)")
+            return Result(
+                .internalError,
+                Phrase.said("The lockout of %1$s could not be reset: %2$s", .verbatim(user), .verbatim("\(error)")))
         }
-        return Result(.success, "Lockouts and reuse windows of \(user) cleared")
+        return Result(.success, Phrase.said("Lockouts and reuse windows of %s cleared", .verbatim(user)))
     }
 }

@@ -46,10 +46,10 @@ public actor Daemon {
         if case .machine = route.work { target = nil } else { target = request.user ?? caller.userName }
         if case .refused(let why) = Authorization.decide(route.operation, caller: caller, target: target) {
             parts.audit.decision(route.operation, user: target, caller: caller, result: .notAuthorized, detail: why)
-            return Result(.notAuthorized, "Not allowed: \(why)")
+            return Result(.notAuthorized, Phrase.said("Not allowed: %s", .verbatim(why)))
         }
         if let target, !EnrollmentStore.isValidUserName(target) {
-            return Result(.invalidRequest, "\(Echo.quoted(target)) is not a valid user name")
+            return Result(.invalidRequest, Phrase.said("%s is not a valid user name", .verbatim(Echo.quoted(target))))
         }
         let result: LocalAuthProtocol.Result
         switch route.work {
@@ -57,7 +57,9 @@ public actor Daemon {
         case .anyAccount(let work): result = await work(self, target)
         case .account(let work):
             guard let user = target else {
-                return Result(.invalidRequest, "uid \(caller.uid) has no account name; name the user")
+                return Result(
+                    .invalidRequest,
+                    Phrase.said("uid %s has no account name; name the user", .verbatim(String(caller.uid))))
             }
             // Who is asking and from where, before anything about the account is read or waited for:
             // a request the presence rule refuses learns nothing about it and counts nothing against it.

@@ -24,7 +24,7 @@ struct Enrollment {
         door: DoorContext = DoorContext(), prove: (EvaluateOptions) async -> Decision
     ) async -> LocalAuthProtocol.Result {
         guard let reader = parts.reader, let device = await parts.currentDevice(door.readerID) else {
-            return Result(.biometryNotAvailable, "No fingerprint reader is connected")
+            return Result(.biometryNotAvailable, Phrase.said("No fingerprint reader is connected"))
         }
         let all = (try? parts.store.allPrints(user: user)) ?? []
         let onDevice = all.filter { $0.deviceKey == device.storageKey }
@@ -36,7 +36,9 @@ struct Enrollment {
             guard !all.isEmpty else {
                 return Result(
                     .notAuthorized,
-                    "A first finger can only be enrolled by root: sudo localauthctl enroll --user \(user)")
+                    Phrase.said(
+                        "A first finger can only be enrolled by root: sudo localauthctl enroll --user %s",
+                        .verbatim(user)))
             }
             let proof = await prove(
                 EvaluateOptions(
@@ -46,19 +48,21 @@ struct Enrollment {
             guard proof.isSuccess else {
                 return Result(
                     proof.code,
-                    "Adding a finger needs an enrolled finger or the passcode first: \(proof.phrase.english)")
+                    Phrase.said("Adding a finger needs an enrolled finger or the passcode first: %s", proof.phrase))
             }
         }
         let taken = Set(onDevice.map(\.finger))
         let finger: FingerName
         if let requested {
             guard !taken.contains(requested) else {
-                return Result(.alreadyEnrolled, "\(requested.rawValue) is enrolled already; delete it first")
+                return Result(
+                    .alreadyEnrolled,
+                    Phrase.said("The %s is enrolled already; delete it first", .fingerName(requested)))
             }
             finger = requested
         } else {
             guard let free = Self.order.first(where: { !taken.contains($0) }) else {
-                return Result(.alreadyEnrolled, "All ten fingers are enrolled")
+                return Result(.alreadyEnrolled, Phrase.said("All ten fingers are enrolled"))
             }
             finger = free
         }
@@ -67,7 +71,7 @@ struct Enrollment {
         let holder = ReaderLease.Holder(id: parts.lease.newID(), label: label)
         if case .busy(let other) = parts.lease.take(holder, nowMs: parts.clock(), shareMs: nil) {
             let why = ReaderUnavailable.readerBusy(by: other.label.account == user ? other.label : nil)
-            return Result(.busy, Phrase.fingerNotAvailable(why).english)
+            return Result(.busy, Phrase.fingerNotAvailable(why))
         }
         defer { parts.lease.release(holder.id, nowMs: parts.clock()) }
         io.send(Notice(.placeFinger, .forRequest(.placeFinger(finger), label), finger: finger).event)
@@ -90,10 +94,12 @@ struct Enrollment {
             var extra = Frame(.result)
             extra.append(.finger, string: finger.rawValue)
             extra.append(.domainState, bytes: state.domainState)
-            return Result(.success, "Enrolled \(finger.spoken) for \(user)", extra: extra.fields)
+            return Result(
+                .success, Phrase.said("Enrolled the %1$s of %2$s", .fingerName(finger), .verbatim(user)),
+                extra: extra.fields)
         } catch {
             parts.audit.notice("cannot store the print of \(user): \(error)")
-            return Result(.internalError, "The print could not be stored")
+            return Result(.internalError, Phrase.said("The print could not be stored"))
         }
     }
 
@@ -158,7 +164,9 @@ struct Enrollment {
                 switch progress {
                 case .enrollStage(let done, let of):
                     let (stage, stages) = (Int64(done + shift), Int64(of + shift))
-                    io.send(Event(.enrollStage, "Enrolling: stage \(stage) of \(stages)", stage: stage, stages: stages))
+                    let line = Phrase.said(
+                        "Enrolling: stage %1$s of %2$s", .verbatim(String(stage)), .verbatim(String(stages)))
+                    io.send(Event(.enrollStage, line.english, stage: stage, stages: stages, phrase: line))
                 case .retry(let r):
                     let hint = RetryHint(r)
                     io.send(Event(.retry, hint.message, hint: hint, phrase: .retry(hint)))
@@ -177,9 +185,12 @@ struct Enrollment {
                     enrolment.cancel()
                 })
         } catch {
-            if Task.isCancelled { return .failed(Result(.systemCancel, "Enrolment cancelled")) }
+            if Task.isCancelled { return .failed(Result(.systemCancel, Phrase.said("Enrolment cancelled"))) }
             if ReaderError.cancelled == error as? ReaderError {
-                return .failed(Result(.timedOut, "No finger was presented within \(timeout / 1000) s"))
+                return .failed(
+                    Result(
+                        .timedOut,
+                        Phrase.said("No finger was presented within %s s", .verbatim(String(timeout / 1000)))))
             }
             return .failed(Result(.biometryNotAvailable, ReaderError.failureMessage(error)))
         }

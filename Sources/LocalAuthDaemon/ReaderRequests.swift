@@ -20,7 +20,7 @@ struct ReaderRequests {
                 capabilities: caps
             ).field
         }
-        return Result(.success, devices.count == 1 ? "1 reader" : "\(devices.count) readers", extra: extra)
+        return Result(.success, Phrase.said("Readers: %s", .verbatim(String(devices.count))), extra: extra)
     }
 
     /// The reader; with `user`, also that user's fingers, lockout and passcode.
@@ -30,7 +30,7 @@ struct ReaderRequests {
         extra.append(.readerPresent, bool: device != nil)
         extra.append(.biometryType, int: PolicyEvaluator.biometryType(readerAvailable: device != nil).rawValue)
         guard let user else {
-            return Result(.success, device.map { "reader: \($0.name)" } ?? "no reader", extra: extra.fields)
+            return Result(.success, Self.readerLine(device), extra: extra.fields)
         }
         let loaded = parts.loadState(user)
         let count = parts.enrolledPrints(user, on: device).count
@@ -40,9 +40,12 @@ struct ReaderRequests {
             bool: !loaded.readable || LockoutRules.biometryLocked(loaded.state, config: parts.configuration.lockout))
         extra.append(.passcodeSet, bool: loaded.state.passcodeHash != nil)
         parts.appendPasswordStatus(user: user, to: &extra)
-        let reader = device.map { "reader: \($0.name)" } ?? "no reader"
         return Result(
-            .success, "\(reader); \(user): \(count) finger\(count == 1 ? "" : "s") enrolled", extra: extra.fields)
+            .success,
+            Phrase.said(
+                "%1$s; fingers enrolled for %2$s: %3$s", Self.readerLine(device), .verbatim(user),
+                .verbatim(String(count))),
+            extra: extra.fields)
     }
 
     nonisolated(nonsending) func canEvaluate(
@@ -61,5 +64,10 @@ struct ReaderRequests {
             result.extra = extra.fields
         }
         return result
+    }
+
+    /// "Reader: Virtual device for debugging", or "No reader".
+    static func readerLine(_ device: ReaderDeviceInfo?) -> Phrase {
+        device.map { Phrase.said("Reader: %s", .verbatim($0.name)) } ?? Phrase.said("No reader")
     }
 }

@@ -117,7 +117,7 @@ struct RightRequests {
             if options.operation != .authorize || !output.isEmpty { extra.append(.data, bytes: output) }
             return Result(.success, RightMessages.used(options.operation), extra: extra.fields)
         } catch {
-            return Result(.invalidRequest, "The operation failed: \(error)")
+            return Result(.invalidRequest, Phrase.said("The operation failed: %s", .verbatim("\(error)")))
         }
     }
 
@@ -128,7 +128,7 @@ struct RightRequests {
     }
 
     /// Why the operation cannot be done whatever the person answers, or nil.
-    static func problem(_ options: RightUseOptions, right: StoredRight) -> String? {
+    static func problem(_ options: RightUseOptions, right: StoredRight) -> Phrase? {
         let use: KeyAlgorithm.Use
         switch options.operation {
         case .authorize: return nil
@@ -138,10 +138,12 @@ struct RightRequests {
         case .exchangeKeys: use = .keyExchange
         }
         guard let name = options.algorithm, let algorithm = KeyAlgorithm(rawValue: name) else {
-            return "'\(options.algorithm ?? "")' is not an algorithm this key offers"
+            return Phrase.said("'%s' is not an algorithm this key offers", .verbatim(options.algorithm ?? ""))
         }
-        guard algorithm.supports(use) else { return "\(name) cannot be used for this operation" }
-        guard options.data != nil else { return "the operation needs data" }
+        guard algorithm.supports(use) else {
+            return Phrase.said("%s cannot be used for this operation", .verbatim(name))
+        }
+        guard options.data != nil else { return Phrase.said("The operation needs data") }
         return nil
     }
 
@@ -195,32 +197,32 @@ struct ResultBox: Error {
 
 /// Every human line about rights, in one place.
 enum RightMessages {
-    static let badIdentifier = "A right's identifier must be 1 to 256 bytes"
-    static let secretTooLarge = "A right's secret is at most 1024 bytes"
-    static let stateUnreadable = "Stored authentication state is unreadable; ask an administrator"
-    static let noSetToBindTo = "No fingerprint is enrolled: a right bound to the current set needs one"
-    static let exists = "A right with this identifier exists already"
-    static let cannotSave = "The daemon could not save the right"
-    static let saved = "The right was saved"
-    static let found = "The right exists"
-    static let removed = "The right was removed"
-    static let notFound = "No right with this identifier"
-    static let invalidated = "The right was invalidated: the enrolled fingers changed"
-    static let cannotRemove = "The daemon could not remove the right"
-    static let unreadable = "The right is unreadable; ask an administrator"
-    static let noSecret = "This right was saved without a secret"
+    static let badIdentifier = Phrase.said("A right's identifier must be 1 to 256 bytes")
+    static let secretTooLarge = Phrase.said("A right's secret is at most 1024 bytes")
+    static let stateUnreadable = Phrase.said("Stored authentication state is unreadable; ask an administrator")
+    static let noSetToBindTo = Phrase.said("No fingerprint is enrolled: a right bound to the current set needs one")
+    static let exists = Phrase.said("A right with this identifier exists already")
+    static let cannotSave = Phrase.said("The daemon could not save the right")
+    static let saved = Phrase.said("The right was saved")
+    static let found = Phrase.said("The right exists")
+    static let removed = Phrase.said("The right was removed")
+    static let notFound = Phrase.said("No right with this identifier")
+    static let invalidated = Phrase.said("The right was invalidated: the enrolled fingers changed")
+    static let cannotRemove = Phrase.said("The daemon could not remove the right")
+    static let unreadable = Phrase.said("The right is unreadable; ask an administrator")
+    static let noSecret = Phrase.said("This right was saved without a secret")
 
-    static func removedAll(_ count: Int) -> String {
-        count == 1 ? "1 right was removed" : "\(count) rights were removed"
+    static func removedAll(_ count: Int) -> Phrase {
+        Phrase.said("Rights removed: %s", .verbatim(String(count)))
     }
 
-    static func used(_ operation: RightOperation) -> String {
+    static func used(_ operation: RightOperation) -> Phrase {
         switch operation {
-        case .authorize: "The right is authorized"
-        case .loadSecret: "The secret is released"
-        case .sign: "Signed"
-        case .decrypt: "Decrypted"
-        case .exchangeKeys: "Keys exchanged"
+        case .authorize: Phrase.said("The right is authorized")
+        case .loadSecret: Phrase.said("The secret is released")
+        case .sign: Phrase.said("Signed")
+        case .decrypt: Phrase.said("Decrypted")
+        case .exchangeKeys: Phrase.said("Keys exchanged")
         }
     }
 }

@@ -328,6 +328,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
             } catch .notARequest(let type) {
                 throw ProtocolError.unexpectedMessage(type)
             } catch {
+                // English: a client's programming error, named by the protocol's terms
                 write(.result(Result(.invalidRequest, "Invalid request: \(error)")), context: context)
                 return
             }

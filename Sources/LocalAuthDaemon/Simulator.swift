@@ -8,6 +8,7 @@ struct Simulator {
     let parts: DaemonParts
 
     nonisolated(nonsending) func simulate(action: String, argument: String?) async -> LocalAuthProtocol.Result {
+        // English: the simulator is a test and demo tool (--virtual-reader), its answers name its commands.
         guard let socket = parts.virtualReaderSocket else {
             return Result(.notSupported, "Simulation needs a daemon started with --virtual-reader")
         }
@@ -20,6 +21,7 @@ struct Simulator {
         case ("finger-on", nil): command = "FINGER 1"
         case ("finger-off", nil): command = "FINGER 0"
         default:
+            // English: the simulator's command words
             return Result(
                 .invalidRequest,
                 "Unknown simulation \(Echo.quoted(action + (argument.map { " " + $0 } ?? ""))); try touch ID, retry [CODE], error [CODE], unplug, finger-on, finger-off"
@@ -41,9 +43,10 @@ struct Simulator {
             outcome = await send()
         }
         if case .failure(let error) = outcome {
+            // English: the virtual driver's protocol
             return Result(.biometryNotAvailable, "The simulated reader did not take '\(command)': \(error)")
         }
-        return Result(.success, "Simulated: \(command)")
+        return Result(.success, "Simulated: \(command)")  // English: the virtual driver's command
     }
 
     /// A scan id the virtual driver takes as one word: letters, digits, `-`, `_`, `.`; at most 64.

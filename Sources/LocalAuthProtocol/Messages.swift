@@ -317,6 +317,11 @@ public struct Result: Equatable, Sendable {
     /// in the person's language, else show `message`.
     public var phrase: Phrase?
 
+    /// A result whose line is a phrase: the English `message` and the phrase for the client's language.
+    public init(_ code: ResultCode, _ phrase: Phrase, extra: [Field] = []) {
+        self.init(code, phrase.english, extra: extra, phrase: phrase)
+    }
+
     public init(_ code: ResultCode, _ message: String, extra: [Field] = [], phrase: Phrase? = nil) {
         self.code = code.rawValue
         self.message = message

@@ -71,6 +71,19 @@ public indirect enum Phrase: Equatable, Sendable {
     /// A report that the password was used, not believed (rows U).
     case passwordUseNotRecorded(PasswordReportRefusal)
 
+    // Everything else the daemon says to a person (management answers, rights).
+    /// A line of the catalogue: its English template in C's printf syntax (`%s`, `%1$s`), filled with
+    /// the arguments rendered in the same language. Written `Phrase.said("…", …)`, which marks the
+    /// template for the catalogue (xgettext keyword `said`).
+    case catalogued(String, [Phrase])
+    /// A finger's name on its own: "right index finger".
+    case fingerName(FingerName)
+
+    /// A line of the catalogue with its arguments (`.verbatim` for a name, `.fingerName` for a finger).
+    public static func said(_ template: StaticString, _ arguments: Phrase...) -> Phrase {
+        .catalogued(template.description, arguments)
+    }
+
     /// The phrase in English: the catalogue's msgids (PhraseText.swift), as the daemon's `message`,
     /// audit and journal lines say it.
     public var english: String { text(EnglishText()) }

@@ -110,6 +110,25 @@ extension Phrase {
                 .text(user), .text(because.text(t, style: style)))
         case .passwordRequired(let reason): reason.text(t)
         case .passwordUseNotRecorded(let refusal): refusal.text(t)
+        case .catalogued(let template, let arguments):
+            Template.fill(t.text(template), arguments.map { .text($0.text(t, style: style)) })
+        case .fingerName(let finger): Self.fingerName(finger, t)
+        }
+    }
+
+    /// A finger's name on its own, as a sentence uses it after a verb or a name.
+    static func fingerName(_ finger: FingerName, _ t: some Translator) -> String {
+        switch finger {
+        case .leftThumb: t.tr("left thumb")
+        case .leftIndex: t.tr("left index finger")
+        case .leftMiddle: t.tr("left middle finger")
+        case .leftRing: t.tr("left ring finger")
+        case .leftLittle: t.tr("left little finger")
+        case .rightThumb: t.tr("right thumb")
+        case .rightIndex: t.tr("right index finger")
+        case .rightMiddle: t.tr("right middle finger")
+        case .rightRing: t.tr("right ring finger")
+        case .rightLittle: t.tr("right little finger")
         }
     }
 

@@ -16,6 +16,8 @@ public enum PhraseToken: Equatable, Sendable {
 extension Phrase {
     /// The most phrases nested in one another that a reader accepts.
     public static let maxWireDepth = 8
+    /// The most arguments of a `catalogued` line.
+    public static let maxArguments: Int64 = 8
 
     /// The phrase's identifier on the wire (`noMatch`, `placeFinger`, …): audit lines and journal
     /// records carry it beside the English line.
@@ -137,6 +139,10 @@ extension Phrase {
             case .sessionClass(let name): id("passwordUseNotRecordedSessionClass"); text(name)
             case .sessionNotActive: id("passwordUseNotRecordedNotActive")
             }
+        case .catalogued(let template, let arguments):
+            id("catalogued"); text(template); number(Int64(arguments.count))
+            for argument in arguments { argument.appendTokens(to: &out) }
+        case .fingerName(let finger): id("fingerName"); text(finger.rawValue)
         }
     }
 }
@@ -282,6 +288,16 @@ private enum PhraseParser {
         case "passcodeSet": return text(&rest).map { .passcodeSet(user: $0) }
         case "passcodeRemoved": return text(&rest).map { .passcodeRemoved(user: $0) }
         case "noPasscodeToRemove": return text(&rest).map { .noPasscodeToRemove(user: $0) }
+        case "catalogued":
+            guard let template = text(&rest), let count = number(&rest), (0...Phrase.maxArguments).contains(count)
+            else { return nil }
+            var arguments: [Phrase] = []
+            for _ in 0..<count {
+                guard let argument = phrase(&rest, depth: next) else { return nil }
+                arguments.append(argument)
+            }
+            return .catalogued(template, arguments)
+        case "fingerName": return text(&rest).flatMap(FingerName.init(rawValue:)).map { .fingerName($0) }
         case "firstPasscodeNeedsFinger":
             guard let user = text(&rest), let because = phrase(&rest, depth: next) else { return nil }
             return .firstPasscodeNeedsFinger(user: user, because: because)

@@ -83,6 +83,8 @@ struct PhraseVector: CustomTestStringConvertible, Sendable {
             .firstPasscodeNeedsFinger(user: "alice", because: .fingerNotAvailable(.noReader)),
         ]
         all += FingerName.allCases.map { .placeFinger($0) }
+        all += FingerName.allCases.map { .said("The %s is enrolled already; delete it first", .fingerName($0)) }
+        all.append(.said("No reader"))
         all += RetryHint.allCases.map { .retry($0) }
         all += [
             .passwordRequired(.restart), .passwordRequired(.maxAge(ms: 30 * 86_400_000)),
