@@ -41,10 +41,10 @@ public struct AuditLog: Sendable {
         "notice": "83d5376377214d788d04d9928ee674c4",
     ]
 
-    /// One record per decision: `audit op=… user=… caller_uid=… caller_pid=… [key=value …] result=… message=…`.
+    /// One record per decision: `audit op=… user=… caller_uid=… caller_pid=… [key=value …] result=… [phrase=…] message=…`.
     public func decision(
         _ operation: Operation, user: String?, caller: PeerCredentials, result: ResultCode, detail: String,
-        fields: [(String, String)] = []
+        fields: [(String, String)] = [], phrase: String? = nil
     ) {
         // A setuid caller (su, sudo, polkit's helper) is named by who ran it too.
         let real =
@@ -60,13 +60,15 @@ public struct AuditLog: Sendable {
             "LOCALAUTH_CALLER_REAL_UID": "\(caller.realUID.map(String.init) ?? "unknown")",
             "LOCALAUTH_RESULT": "\(result.name)",
         ]
+        // The English line's identifier (docs/protocol.md, "Phrases"): what a client rendered.
+        if let phrase { metadata["LOCALAUTH_PHRASE"] = "\(phrase)" }
         for (key, value) in fields {
             metadata["LOCALAUTH_" + key.uppercased().map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined()] =
                 "\(String(value.prefix(200)))"
         }
         logger.log(
             level: result == .success ? .info : .notice,
-            "audit op=\(operation.rawValue) user=\(Self.quoted(user ?? "-")) caller_uid=\(caller.uid) caller_pid=\(caller.pid)\(extra) result=\(result.name) message=\(Self.quoted(detail))",
+            "audit op=\(operation.rawValue) user=\(Self.quoted(user ?? "-")) caller_uid=\(caller.uid) caller_pid=\(caller.pid)\(extra) result=\(result.name)\(phrase.map { " phrase=\($0)" } ?? "") message=\(Self.quoted(detail))",
             metadata: metadata)
     }
 

@@ -314,6 +314,10 @@ struct AuditIntegrationTests {
         let log = d.daemonLog
         #expect(log.contains("audit op=enroll user=\"alice\" caller_uid=0"))
         #expect(log.contains("service=\"test\" policy=\"1\" result=authenticationFailed"))
+        // English, with the identifier of the phrase each client rendered in its own language.
+        #expect(
+            log.contains(
+                "result=authenticationFailed phrase=fingerNotRecognised message=\"Fingerprint not recognised\""))
         #expect(log.contains("audit op=lockout user=\"alice\" change=\"biometry locked\""))
         #expect(try d.perform(.lockoutReset(user: "alice")).0.isSuccess)
         #expect(d.daemonLog.contains("audit op=lockoutReset user=\"alice\""))
