@@ -2,8 +2,10 @@
 /*
  * libFuzzer target for the codec. Properties checked beyond "no crash":
  * a frame the generic decoder accepts re-encodes to the same bytes, the typed decoder never
- * accepts what the generic one refuses, and its strings are always terminated.
+ * accepts what the generic one refuses, and its strings are always terminated; a reply's phrase
+ * renders into a terminated line within its buffer, or is refused with an empty one.
  */
+#include "../phrases.h"
 #include "../wire.h"
 
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 static struct la_frame frame;
 static struct la_reply reply;
 static uint8_t out[LA_WIRE_MAX_FRAME];
+static char line[2 * LA_WIRE_MAX_FIELD];
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -30,6 +33,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        memchr(reply.server, 0, sizeof reply.server) == NULL ||
                        memchr(reply.finger, 0, sizeof reply.finger) == NULL))
         abort();
+    if (typed == 0 && reply.present & LA_HAS_PHRASE) {
+        int rendered =
+            la_phrase_render(reply.phrase, reply.phrase_len, LA_PHRASE_DEFAULT, line, sizeof line);
+        if (memchr(line, 0, sizeof line) == NULL || (rendered != 0 && line[0] != '\0'))
+            abort();
+    }
     if (generic == 0) {
         size_t n = la_wire_encode(&frame, out, sizeof out);
         if (n != LA_WIRE_PREFIX + (size_t)len || memcmp(out, data, n) != 0)
