@@ -98,4 +98,21 @@ import Testing
             #expect(r.err.contains(line), "\(lang): \(r.err)")
         }
     }
+
+    /// A management answer (a catalogue line with arguments, `Phrase.said`) in the client's language.
+    @Test func managementAnswer_isRenderedInTheClientsLanguage() throws {
+        let daemon = try DaemonHarness()
+        defer { _ = daemon.stop() }
+        let expected = [
+            "de_DE.UTF-8": "Sperren und Wiederverwendungsfenster von root aufgehoben",
+            "ko_KR.UTF-8": "root의 잠금과 재사용 기간을 초기화함",
+            "zh_CN.UTF-8": "已清除 root 的锁定和重用时间窗口",
+            "C.UTF-8": "Lockouts and reuse windows of root cleared",
+        ]
+        for (lang, line) in expected {
+            let r = try daemon.ctl(["lockout", "reset", "--user", "root"], environment: try Self.language(lang))
+            #expect(r.status == 0, "\(lang): \(r.err)")
+            #expect(r.out.contains(line), "\(lang): \(r.out)")
+        }
+    }
 }
