@@ -779,13 +779,15 @@ static int unix_accepted(pam_handle_t *pamh)
 static int report_password(struct session *s, const char *user, const char *service, char *why,
                            size_t cap)
 {
-    if (connect_daemon(s, why, cap) != 0)
+    struct why w; /* for syslog: its English words */
+    if (connect_daemon(s, &w) != 0) {
+        snprintf(why, cap, "%s", w.log);
         return -1;
+    }
     if (send_frame(s, la_encode_hello(&s->w, LA_CLIENT_NAME)) != 0 ||
         send_frame(s, la_encode_password_used(&s->w, user, service)) != 0) {
-        const char *said = refused_or_silent(s, why, cap);
-        if (said != why)
-            snprintf(why, cap, "%s", said);
+        refused_or_silent(s, &w);
+        snprintf(why, cap, "%s", w.log);
         return -1;
     }
     if (read_reply(s, s->deadline) != 0 || s->reply.type != LA_MSG_WELCOME ||

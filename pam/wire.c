@@ -5,13 +5,14 @@
 
 /* Kind of each known tag, indexed by tag: i int, s string, b bytes; upper case = may repeat.
  * The same table as FieldTag.table in Sources/LocalAuthProtocol/Wire.swift. */
-static const char kinds[] = "?"
-                            "issssisssiiii" /* 1 … 13 */
-                            "Sisiiiiii"     /* 14 … 22 */
-                            "ssssibiiB"     /* 23 … 31 */
-                            "sssiiii"       /* 32 … 38 */
-                            "sibbisbibi"    /* 39 … 48: rights, sensorInaccessible */
-                            "bSSI";         /* 49 … 52: phrase, and its tokens when nested */
+static const char kinds[] =
+    "?"
+    "issssisssiiii" /* 1 … 13 */
+    "Sisiiiiii"     /* 14 … 22 */
+    "ssssibiiB"     /* 23 … 31 */
+    "sssiiii"       /* 32 … 38 */
+    "sibbisbibi"    /* 39 … 48: rights, sensorInaccessible */
+    "bSSIb";        /* 49 … 53: phrase, its tokens when nested, passwordReasonPhrase */
 #define LA_KNOWN_TAGS (sizeof kinds - 1)
 
 static uint16_t get16(const uint8_t *p)

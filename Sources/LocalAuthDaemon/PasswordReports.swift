@@ -14,11 +14,11 @@ struct PasswordReports {
     nonisolated(nonsending) func record(user: String, caller: PeerCredentials) async -> LocalAuthProtocol.Result {
         let origin = await Self.origin(of: caller, parts: parts)
         if case .refused(let why) = PasswordReport.decide(origin) {
-            return Result(.notAuthorized, why.message)
+            return Result(.notAuthorized, Phrase.passwordUseNotRecorded(why))
         }
         guard let now = parts.bootClock() else {
             parts.audit.notice("cannot read \(BootClock.bootIDPath); password use cannot be recorded")
-            return Result(.internalError, "The boot id cannot be read; the password use was not recorded")
+            return Result(.internalError, Phrase.said("The boot id cannot be read; the password use was not recorded"))
         }
         let stored: PasswordUse?
         switch (try? parts.store.loadPasswordUse(user: user)) ?? .corrupt("unreadable") {
@@ -35,14 +35,15 @@ struct PasswordReports {
                 parts.audit.info("a PAM stack reported a password use: the password-required rules now apply")
             }
             guard let next = PasswordRule.recordingPassword(stored, at: now) else {
-                return Result(.success, "Password use of \(user) already recorded in the last minute")
+                return Result(
+                    .success, Phrase.said("Password use of %s already recorded in the last minute", .verbatim(user)))
             }
             try parts.store.savePasswordUse(next, user: user)
         } catch {
             parts.audit.notice("cannot record the password use of \(user): \(error)")
-            return Result(.internalError, "The password use could not be recorded")
+            return Result(.internalError, Phrase.said("The password use could not be recorded"))
         }
-        return Result(.success, "Password use of \(user) recorded")
+        return Result(.success, Phrase.said("Password use of %s recorded", .verbatim(user)))
     }
 
     /// Where the report comes from: root or not, and the caller's login session.
@@ -129,6 +130,10 @@ extension DaemonParts {
         case .required(let reason):
             extra.append(.passwordRule, int: 2)
             extra.append(.passwordReason, string: reason.message)
+            // The same reason as a phrase, for the client's language (docs/protocol.md, "Phrases").
+            if let value = Phrase.passwordRequired(reason).wireValue {
+                extra.append(.passwordReasonPhrase, bytes: value)
+            }
         case .notRequired(let forMs):
             extra.append(.passwordRule, int: 1)
             if let forMs { extra.append(.fingerUntilMs, int: clock() &+ forMs) }

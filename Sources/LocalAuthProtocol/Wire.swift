@@ -121,6 +121,8 @@ public struct FieldTag: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let phraseId = FieldTag(rawValue: 50)
     public static let phraseText = FieldTag(rawValue: 51)
     public static let phraseNumber = FieldTag(rawValue: 52)
+    /// STATUS: `passwordReason` as a phrase.
+    public static let passwordReasonPhrase = FieldTag(rawValue: 53)
     /// STATUS: 0 the password rules are not enforced, 1 the finger is accepted, 2 the password is required.
     public static let passwordRule = FieldTag(rawValue: 60)
     /// STATUS: why the password is required, one line.
@@ -148,6 +150,7 @@ public struct FieldTag: RawRepresentable, Hashable, Sendable, CustomStringConver
         46: ("requestedSize", .int, false), 47: ("sharedInfo", .bytes, false),
         48: ("sensorInaccessible", .int, false), 49: ("phrase", .bytes, false), 50: ("phraseId", .string, true),
         51: ("phraseText", .string, true), 52: ("phraseNumber", .int, true),
+        53: ("passwordReasonPhrase", .bytes, false),
         60: ("passwordRule", .int, false), 61: ("passwordReason", .string, false),
         62: ("fingerUntilMs", .int, false),
     ]

@@ -281,14 +281,23 @@ struct Status: ParsableCommand {
     static func passwordLine(_ f: Frame) -> String? {
         switch f.int(.passwordRule) {
         case 0?:
-            return "finger after restart: accepted (the password-required rules are off: no PAM stack "
-                + "has reported a password use; pam_localauth.so in the stack where the password is typed does)"
+            return tr(
+                "finger after restart: accepted (the password-required rules are off: no PAM stack has reported a password use; pam_localauth.so in the stack where the password is typed does)"
+            )
         case 1?:
-            guard let until = f.int(.fingerUntilMs) else { return "finger accepted: yes" }
-            return "finger accepted: yes, until \(LocalTime.describe(ms: until)) unless the password is used again"
+            guard let until = f.int(.fingerUntilMs) else { return tr("finger accepted: yes") }
+            // TRANSLATORS: %s is a local date and time, 2026-11-25 21:03.
+            return tr(
+                "finger accepted: yes, until %s unless the password is used again",
+                .text(LocalTime.describe(ms: until)))
         case 2?:
-            let why = f.string(.passwordReason) ?? "Password required"
-            return "finger accepted: no — \(why); it is accepted again once you use your password (or passcode)"
+            // The reason in the person's language (its phrase), else the daemon's English line.
+            let why =
+                f.bytes(.passwordReasonPhrase).flatMap { Phrase(wireValue: $0) }.map { $0.text(Gettext.shared) }
+                ?? f.string(.passwordReason) ?? tr("Password required")
+            // TRANSLATORS: %s is why the password is required ("Password required after restart").
+            return tr(
+                "finger accepted: no — %s; it is accepted again once you use your password (or passcode)", .text(why))
         default:
             return nil
         }
@@ -300,10 +309,11 @@ enum LocalTime {
     static func describe(ms: Int64) -> String {
         var seconds = time_t(ms / 1000)
         var parts = tm()
+        // English: a time that the C library cannot place, for a bug report
         guard localtime_r(&seconds, &parts) != nil else { return "\(ms / 1000) s after the epoch" }
         var buffer = [CChar](repeating: 0, count: 64)
         let n = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M", &parts)
-        return n > 0 ? String(cString: buffer) : "\(ms / 1000) s after the epoch"
+        return n > 0 ? String(cString: buffer) : "\(ms / 1000) s after the epoch"  // English: as above
     }
 }
 

@@ -57,7 +57,10 @@ struct PasswordRequiredIntegrationTests {
             "after a restart, evaluate → biometryLockout round trip: median \(String(format: "%.2f", median)) ms (n=11)"
         )
         #expect(median < 100)
-        #expect(d.daemonLog.contains("result=biometryLockout message=\"Password required after restart\""))
+        #expect(
+            d.daemonLog.contains(
+                "result=biometryLockout phrase=passwordRequiredAfterRestart message=\"Password required after restart\""
+            ))
 
         // The password (reported by the PAM stack) lets the finger in again; the touch queued
         // before is still there for it: no refused request took it.
@@ -89,7 +92,10 @@ struct PasswordRequiredIntegrationTests {
             tries: 1, timeoutMs: 10_000)
         let (r, events) = try d.perform(.evaluate(owner), onEvent: PolicyIntegrationTests.typing("alice passcode"))
         #expect(r.isSuccess, "\(r.message)")
-        #expect(events.first == Event(.info, "Password required after restart"), "\(events)")
+        #expect(
+            events.first
+                == Event(.info, "Password required after restart", phrase: .passwordRequired(.restart)),
+            "\(events)")
         #expect(!events.contains { $0.kind == .placeFinger })
         // The finger is accepted again.
         try d.simulate("touch", "alice-1")
