@@ -105,7 +105,6 @@ public actor Daemon {
             parts.audit.decision(
                 route.operation, user: target, caller: caller, result: result.resultCode ?? .internalError,
                 // English, with the phrase's identifier as a field (LOCALAUTH_PHRASE in the journal).
-                // English, with the phrase's identifier as a field (LOCALAUTH_PHRASE in the journal).
                 detail: result.message, fields: route.auditFields + (route.via.map { [("via", $0)] } ?? []),
                 phrase: result.phrase?.identifier)
         }

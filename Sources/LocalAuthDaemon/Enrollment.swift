@@ -135,19 +135,21 @@ struct Enrollment {
                 scan.cancel()
             }
             if match != nil {
-                return Result(.alreadyEnrolled, "This finger is enrolled already; enrol another finger")
+                return Result(.alreadyEnrolled, Phrase.said("This finger is enrolled already; enrol another finger"))
             }
         } catch ReaderError.dataNotFound {
             // A match-on-chip reader's own answer for "none of these prints is stored here": no duplicate.
         } catch {
-            if Task.isCancelled { return Result(.systemCancel, "Enrolment cancelled") }
+            if Task.isCancelled { return Result(.systemCancel, Phrase.said("Enrolment cancelled")) }
             if ReaderError.cancelled == error as? ReaderError {
-                return Result(.timedOut, "No finger was presented within \(timeout / 1000) s")
+                return Result(
+                    .timedOut, Phrase.said("No finger was presented within %s s", .verbatim(String(timeout / 1000))))
             }
             return Result(.biometryNotAvailable, ReaderError.failureMessage(error))
         }
         let stages = Int64(device.enrollStages + 1)
-        io.send(Event(.enrollStage, "Enrolling: stage 1 of \(stages)", stage: 1, stages: stages))
+        let line = Phrase.said("Enrolling: stage %1$s of %2$s", .verbatim("1"), .verbatim(String(stages)))
+        io.send(Event(.enrollStage, line.english, stage: 1, stages: stages, phrase: line))
         return nil
     }
 

@@ -37,10 +37,13 @@ struct FprintdImport {
         serialize: (String, () async -> Void) async -> Void
     ) async -> LocalAuthProtocol.Result {
         guard let reader = parts.reader else {
-            return Result(.biometryNotAvailable, "libfprint is not running; nothing can be checked")
+            return Result(.biometryNotAvailable, Phrase.said("libfprint is not running; nothing can be checked"))
         }
         if let problem = Self.trustedDirectory(root) {
-            return Result(.invalidRequest, "fprintd's prints at \(root) are not imported: \(problem)")
+            // The problem is the journal's English words for a directory's owner and mode.
+            return Result(
+                .invalidRequest,
+                Phrase.said("fprintd's prints at %1$s are not imported: %2$s", .verbatim(root), .verbatim(problem)))
         }
         var outcome = Outcome()
         for user in Self.entries(root) {
@@ -134,13 +137,16 @@ struct FprintdImport {
 
     /// The RESULT: counts, and the imported fingers while they fit; every skip is in the journal.
     static func summary(_ outcome: Outcome, root: String) -> LocalAuthProtocol.Result {
-        var text = "Imported \(outcome.imported.count) print\(outcome.imported.count == 1 ? "" : "s") from \(root)"
+        var line = Phrase.said(
+            "Imported %1$s print(s) from %2$s", .verbatim(String(outcome.imported.count)), .verbatim(root))
         let names = outcome.imported.map { "\($0.user) \($0.finger)" }.joined(separator: ", ")
-        if !names.isEmpty { text += names.utf8.count <= 600 ? " (\(names))" : "" }
+        if !names.isEmpty && names.utf8.count <= 600 { line = Phrase.said("%1$s (%2$s)", line, .verbatim(names)) }
         if !outcome.skipped.isEmpty {
-            text += "; skipped \(outcome.skipped.count) (each reason is in the journal)"
+            line = Phrase.said(
+                "%1$s; skipped %2$s (each reason is in the journal)", line,
+                .verbatim(String(outcome.skipped.count)))
         }
-        return Result(.success, String(text.prefix(900)))
+        return Result(.success, line)
     }
 
     // MARK: Reading fprintd's tree, never following a link
