@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
+import ArgumentParser
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List enrolled fingers.")
+    @OptionGroup var connection: ClientOptions
+    @OptionGroup var user: UserOption
+    func run() throws {
+        try connection.run(.list(user: user.user)) { result in
+            for finger in result.fields.strings(.finger) { print(finger) }
+        }
+    }
+}
