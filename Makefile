@@ -11,8 +11,8 @@ BIN_RELEASE = .build/release
 # time, the daemon's RSS is 1.7 MB less). `make STATIC_STDLIB=` links it dynamically.
 STATIC_STDLIB ?= --static-swift-stdlib
 
-.PHONY: all build build-debug deps demo test test-swift test-integration lint format clean install uninstall \
-        test-system deb test-deb
+.PHONY: all build build-debug deps demo test lint format clean install uninstall test-system deb \
+        test-deb
 
 all: deps build pam
 
@@ -42,8 +42,8 @@ INTEGRATION_TESTS = ^IntegrationTests\.
 # Everything the project checks. Unit and integration tests of the Swift targets (the
 # integration tests start the real daemon on a temporary socket with libfprint's virtual
 # devices), the PAM module's C tests and its tests through real libpam, the installed tree and
-# units (tests/system/install.sh), then the linters.
-test: deps build-debug pam pam-asan
+# units (tests/system/install.sh). The linters run first.
+test: deps lint build-debug pam pam-asan
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build --skip '$(EXIT_TESTS)|$(INTEGRATION_TESTS)' 2>&1 | tee .build/swift-test.log; exit $${PIPESTATUS[0]}
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build --filter '$(INTEGRATION_TESTS)' 2>&1 | tee -a .build/swift-test.log; exit $${PIPESTATUS[0]}
 	scripts/exit-tests.sh '$(EXIT_TESTS)' $(SWIFT) test --skip-build
@@ -52,15 +52,19 @@ test: deps build-debug pam pam-asan
 	$(MAKE) pam-test-death pam-test-hostile pam-test-memcheck pam-test-failinject
 	$(MAKE) test-fprintd
 	$(MAKE) test-system
-	$(MAKE) lint
 
+# Formatting first: a mis-formatted tree fails in seconds, not after the tests. swift-format for
+# Swift; clang-format for the C of the PAM module (pam-lint) and the C shims of the system-library
+# targets (Sources/*/shim.h).
 lint:
 	swift-format lint --strict -r Sources Tests Examples Package.swift
+	$(PAM_CLANG_FORMAT) --dry-run -Werror Sources/*/shim.h
 	$(MAKE) pam-lint
 
 format:
 	swift-format format -i -r Sources Tests Examples Package.swift
-	clang-format -i pam/*.c pam/*.h pam/tests/*.c
+	$(PAM_CLANG_FORMAT) -i Sources/*/shim.h
+	$(MAKE) pam-format
 
 clean: pam-clean
 	rm -rf .build
