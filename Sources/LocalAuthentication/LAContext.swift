@@ -243,8 +243,8 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
     }
 
-    /// The protocol's `biometryType` (0 none, non-zero a fingerprint reader; the protocol spells touchID 2
-    /// where Apple's raw value is 1) as Apple's type.
+    /// The protocol's `biometryType` (Apple's raw values: 0 none, 1 touchID; any other non-zero value is
+    /// read as a fingerprint reader too, the only biometry the daemon knows) as Apple's type.
     static func biometryType(protocolValue: Int64?) -> LABiometryType {
         (protocolValue ?? 0) == 0 ? .none : .touchID
     }
