@@ -26,5 +26,6 @@ void test_options(void);
 void test_codes(void);
 void test_exports(const char *module_path);
 void test_rules(void);
+void test_vocabulary(const char *fixture_path);
 
 #endif

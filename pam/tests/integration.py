@@ -654,7 +654,7 @@ def timeout_is_honoured_when_the_daemon_stalls(ctx):
 def evaluate_goes_out_behind_hello_without_waiting_for_welcome(ctx):
     # This daemon answers nothing until it has both frames: a module that waits for WELCOME
     # before sending EVALUATE (one round trip more before the prompt) would stall to its timeout.
-    welcome = lawire.encode(lawire.WELCOME, version=1, peer="fake localauthd").hex()
+    welcome = lawire.encode(lawire.WELCOME, version=1, peerName="fake localauthd").hex()
     fake = FakeDaemon(ctx, [{"recv": True}, {"recv": True}, {"send": welcome}, result(0)],
                       handshake=False)
     res = ctx.pam(ctx.service("socket=%s timeout=3" % fake.sock), "nobody")
@@ -701,7 +701,7 @@ def protocol_violations_are_authinfo_unavail(ctx):
         res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
         check(res["code"] == PAM_AUTHINFO_UNAVAIL, "%s: %s" % (name, res))
         check(res["end"] - res["start"] < 2, "%s: took %.2f s" % (name, res["end"] - res["start"]))
-    welcome2 = lawire.encode(lawire.WELCOME, version=2, peer="future").hex()
+    welcome2 = lawire.encode(lawire.WELCOME, version=2, peerName="future").hex()
     fake = FakeDaemon(ctx, [result(0)], welcome=welcome2)
     res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
@@ -757,7 +757,7 @@ def a_refusing_or_newer_daemon_is_said_as_it_is(ctx):
     res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
     check(res["info"][-1:] == ["Fingerprint not used: localauthd refused the request: "
                                "unsupported version"], str(res))
-    welcome2 = lawire.encode(lawire.WELCOME, version=2, peer="future").hex()
+    welcome2 = lawire.encode(lawire.WELCOME, version=2, peerName="future").hex()
     fake = FakeDaemon(ctx, [result(0)], welcome=welcome2)
     res = ctx.pam(ctx.service("socket=%s" % fake.sock, name="v2"), "nobody", PAM_AUTHINFO_UNAVAIL)
     check(res["info"][-1:] == ["Fingerprint not used: localauthd speaks protocol version 2, "
