@@ -11,7 +11,7 @@ struct AccountRequests {
 
     /// The user's fingers on the reader `readerID` names (none when it is not present), else on
     /// every reader, present or not.
-    nonisolated(nonsending) func list(user: String, readerID: String? = nil) async -> LocalAuthProtocol.Result {
+    nonisolated(nonsending) func list(user: String, readerID: String? = nil) async -> RequestResult {
         let prints =
             readerID != nil
             ? parts.enrolledPrints(user, on: await parts.currentDevice(readerID))
@@ -20,7 +20,7 @@ struct AccountRequests {
         var seen = Set<FingerName>()
         for p in prints where seen.insert(p.finger).inserted { extra.append(.finger, string: p.finger.rawValue) }
         let n = seen.count
-        return Result(
+        return RequestResult(
             .success,
             n == 0 ? "No fingers enrolled for \(user)" : "\(n) finger\(n == 1 ? "" : "s") enrolled for \(user)",
             extra: extra.fields)
@@ -28,17 +28,17 @@ struct AccountRequests {
 
     /// Deletes the finger (or `all`) on every reader, or only on the one `readerID` names.
     nonisolated(nonsending) func delete(user: String, finger: FingerName?, all: Bool, readerID: String? = nil) async
-        -> LocalAuthProtocol.Result
+        -> RequestResult
     {
-        guard all || finger != nil else { return Result(.invalidRequest, "Name a finger or ask for all") }
+        guard all || finger != nil else { return RequestResult(.invalidRequest, "Name a finger or ask for all") }
         let named = readerID == nil ? nil : await parts.currentDevice(readerID)
-        if readerID != nil && named == nil { return Result(.biometryNotAvailable, "That reader is not connected") }
+        if readerID != nil && named == nil { return RequestResult(.biometryNotAvailable, "That reader is not connected") }
         let prints = (try? parts.store.allPrints(user: user)) ?? []
         let doomed = prints.filter {
             (all || $0.finger == finger) && (named == nil || $0.deviceKey == named?.storageKey)
         }
         guard !doomed.isEmpty else {
-            return Result(
+            return RequestResult(
                 .notFound, all ? "No fingers enrolled for \(user)" : "\(finger!.rawValue) is not enrolled for \(user)")
         }
         // Prints kept on the reader's own storage go too, best effort: the store is the truth.
@@ -58,12 +58,12 @@ struct AccountRequests {
             }
             var extra = Frame(.result)
             extra.append(.domainState, bytes: state.domainState)
-            return Result(
+            return RequestResult(
                 .success, "Deleted \(doomed.count) print\(doomed.count == 1 ? "" : "s") of \(user)", extra: extra.fields
             )
         } catch {
             parts.audit.notice("cannot delete prints of \(user): \(error)")
-            return Result(.internalError, "The prints could not be deleted")
+            return RequestResult(.internalError, "The prints could not be deleted")
         }
     }
 
@@ -75,9 +75,9 @@ struct AccountRequests {
     nonisolated(nonsending) func setPasscode(
         user: String, new: String?, old: String?, caller: PeerCredentials,
         proveByFinger: (EvaluateOptions) async -> Decision
-    ) async -> LocalAuthProtocol.Result {
+    ) async -> RequestResult {
         // The new passcode's form is checked first: a malformed one costs no attempt.
-        if let new, let problem = PasscodeHasher.problem(with: new) { return Result(.invalidRequest, problem) }
+        if let new, let problem = PasscodeHasher.problem(with: new) { return RequestResult(.invalidRequest, problem) }
         let loaded = parts.loadState(user)
         var change = PasscodeChange(
             user: user, change: new == nil ? .remove : .set, callerIsRoot: caller.isRoot, oldPasscodeGiven: old != nil,
@@ -119,18 +119,18 @@ struct AccountRequests {
                 }
                 if input != nil { break }
             }
-            guard let input else { return Result(.internalError, "The passcode change stopped without an answer") }
+            guard let input else { return RequestResult(.internalError, "The passcode change stopped without an answer") }
             outputs = change.handle(input, nowMs: parts.clock())
         }
     }
 
     /// Clears the user's counters and lockouts on disk; the daemon forgets the reuse windows.
-    func resetLockout(user: String) -> LocalAuthProtocol.Result {
+    func resetLockout(user: String) -> RequestResult {
         do {
             try parts.store.resetState(user: user)
         } catch {
-            return Result(.internalError, "The lockout of \(user) could not be reset: \(error)")
+            return RequestResult(.internalError, "The lockout of \(user) could not be reset: \(error)")
         }
-        return Result(.success, "Lockouts and reuse windows of \(user) cleared")
+        return RequestResult(.success, "Lockouts and reuse windows of \(user) cleared")
     }
 }

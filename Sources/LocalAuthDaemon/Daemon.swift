@@ -32,13 +32,13 @@ public actor Daemon {
     }
 
     /// Handles one request to its RESULT. Cancelling the calling task ends it as `systemCancel`.
-    public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO) async -> LocalAuthProtocol.Result {
+    public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO) async -> RequestResult {
         await handle(request, caller: caller, io: io, door: DoorContext())
     }
 
     /// The same, for a door that names a reader or a finger, or proved presence itself (`DoorContext`).
     public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
-        -> LocalAuthProtocol.Result
+        -> RequestResult
     {
         let arrivedMs = parts.clock()
         let route = route(request, caller: caller, io: io, door: door, arrivedMs: arrivedMs)
@@ -46,18 +46,18 @@ public actor Daemon {
         if case .machine = route.work { target = nil } else { target = request.user ?? caller.userName }
         if case .refused(let why) = Authorization.decide(route.operation, caller: caller, target: target) {
             parts.audit.decision(route.operation, user: target, caller: caller, result: .notAuthorized, detail: why)
-            return Result(.notAuthorized, "Not allowed: \(why)")
+            return RequestResult(.notAuthorized, "Not allowed: \(why)")
         }
         if let target, !EnrollmentStore.isValidUserName(target) {
-            return Result(.invalidRequest, "\(Echo.quoted(target)) is not a valid user name")
+            return RequestResult(.invalidRequest, "\(Echo.quoted(target)) is not a valid user name")
         }
-        let result: LocalAuthProtocol.Result
+        let result: RequestResult
         switch route.work {
         case .machine(let work): result = await work(self)
         case .anyAccount(let work): result = await work(self, target)
         case .account(let work):
             guard let user = target else {
-                return Result(.invalidRequest, "uid \(caller.uid) has no account name; name the user")
+                return RequestResult(.invalidRequest, "uid \(caller.uid) has no account name; name the user")
             }
             // Who is asking and from where, before anything about the account is read or waited for:
             // a request the presence rule refuses learns nothing about it and counts nothing against it.
@@ -84,7 +84,7 @@ public actor Daemon {
 
     /// The answer to a request that got no turn: the same user's other request took the reader, or
     /// its deadline passed while it waited.
-    private static func noTurn(_ turn: UserQueue.Turn, user: String, evaluation: Bool) -> LocalAuthProtocol.Result {
+    private static func noTurn(_ turn: UserQueue.Turn, user: String, evaluation: Bool) -> RequestResult {
         let decision: Decision
         switch turn {
         case .granted, .readerBusy:
@@ -97,8 +97,8 @@ public actor Daemon {
     }
 
     private func audited(
-        _ route: Route, target: String?, caller: PeerCredentials, _ result: LocalAuthProtocol.Result
-    ) -> LocalAuthProtocol.Result {
+        _ route: Route, target: String?, caller: PeerCredentials, _ result: RequestResult
+    ) -> RequestResult {
         if route.audited {
             parts.audit.decision(
                 route.operation, user: target, caller: caller, result: result.resultCode ?? .internalError,
@@ -113,12 +113,12 @@ public actor Daemon {
     private struct Route {
         enum Work {
             /// No account involved.
-            case machine((isolated Daemon) async -> LocalAuthProtocol.Result)
+            case machine((isolated Daemon) async -> RequestResult)
             /// The named account or the caller's own, when there is one; no turn in its queue.
-            case anyAccount((isolated Daemon, String?) async -> LocalAuthProtocol.Result)
+            case anyAccount((isolated Daemon, String?) async -> RequestResult)
             /// One account's state, read and written in that account's turn (`UserQueue`), with where
             /// the request comes from when `presence` asked.
-            case account((isolated Daemon, String, Whereabouts?) async -> LocalAuthProtocol.Result)
+            case account((isolated Daemon, String, Whereabouts?) async -> RequestResult)
         }
         /// When the presence rule is asked, before the account's turn (docs/security.md).
         enum PresenceCheck {
@@ -304,7 +304,7 @@ public actor Daemon {
         return outcome.decision
     }
 
-    private func resetLockout(user: String) -> LocalAuthProtocol.Result {
+    private func resetLockout(user: String) -> RequestResult {
         let result = AccountRequests(parts: parts).resetLockout(user: user)
         if result.isSuccess { reuseWindows.forget(user: user) }
         return result

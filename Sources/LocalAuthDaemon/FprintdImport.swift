@@ -35,12 +35,12 @@ struct FprintdImport {
     nonisolated(nonsending) func run(
         from root: String, caller: PeerCredentials,
         serialize: (String, () async -> Void) async -> Void
-    ) async -> LocalAuthProtocol.Result {
+    ) async -> RequestResult {
         guard let reader = parts.reader else {
-            return Result(.biometryNotAvailable, "libfprint is not running; nothing can be checked")
+            return RequestResult(.biometryNotAvailable, "libfprint is not running; nothing can be checked")
         }
         if let problem = Self.trustedDirectory(root) {
-            return Result(.invalidRequest, "fprintd's prints at \(root) are not imported: \(problem)")
+            return RequestResult(.invalidRequest, "fprintd's prints at \(root) are not imported: \(problem)")
         }
         var outcome = Outcome()
         for user in Self.entries(root) {
@@ -103,7 +103,7 @@ struct FprintdImport {
     /// One print file, checked as the type's comment says.
     private nonisolated(nonsending) func check(
         _ path: String, user: String, driver: String, device: String, file: String, reader: FingerprintReader
-    ) async -> Swift.Result<Checked, Refusal> {
+    ) async -> Result<Checked, Refusal> {
         guard let number = Int(file), (1...10).contains(number), String(number) == file else {
             return .failure(Refusal(reason: "not a finger's file (1 … 10)"))
         }
@@ -133,14 +133,14 @@ struct FprintdImport {
     }
 
     /// The RESULT: counts, and the imported fingers while they fit; every skip is in the journal.
-    static func summary(_ outcome: Outcome, root: String) -> LocalAuthProtocol.Result {
+    static func summary(_ outcome: Outcome, root: String) -> RequestResult {
         var text = "Imported \(outcome.imported.count) print\(outcome.imported.count == 1 ? "" : "s") from \(root)"
         let names = outcome.imported.map { "\($0.user) \($0.finger)" }.joined(separator: ", ")
         if !names.isEmpty { text += names.utf8.count <= 600 ? " (\(names))" : "" }
         if !outcome.skipped.isEmpty {
             text += "; skipped \(outcome.skipped.count) (each reason is in the journal)"
         }
-        return Result(.success, String(text.prefix(900)))
+        return RequestResult(.success, String(text.prefix(900)))
     }
 
     // MARK: Reading fprintd's tree, never following a link
@@ -176,7 +176,7 @@ struct FprintdImport {
 
     /// A print file's bytes: a regular file owned by root, opened without following links, of a
     /// print's size.
-    static func readPrint(_ path: String) -> Swift.Result<[UInt8], Refusal> {
+    static func readPrint(_ path: String) -> Result<[UInt8], Refusal> {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return .failure(Refusal(reason: "cannot open it: \(String(cString: strerror(errno)))")) }
         defer { close(fd) }

@@ -11,14 +11,14 @@ import LocalAuthStore
 struct PasswordReports {
     let parts: DaemonParts
 
-    nonisolated(nonsending) func record(user: String, caller: PeerCredentials) async -> LocalAuthProtocol.Result {
+    nonisolated(nonsending) func record(user: String, caller: PeerCredentials) async -> RequestResult {
         let origin = await Self.origin(of: caller, parts: parts)
         if case .refused(let why) = PasswordReport.decide(origin) {
-            return Result(.notAuthorized, why.message)
+            return RequestResult(.notAuthorized, why.message)
         }
         guard let now = parts.bootClock() else {
             parts.audit.notice("cannot read \(BootClock.bootIDPath); password use cannot be recorded")
-            return Result(.internalError, "The boot id cannot be read; the password use was not recorded")
+            return RequestResult(.internalError, "The boot id cannot be read; the password use was not recorded")
         }
         let stored: PasswordUse?
         switch (try? parts.store.loadPasswordUse(user: user)) ?? .corrupt("unreadable") {
@@ -35,14 +35,14 @@ struct PasswordReports {
                 parts.audit.info("a PAM stack reported a password use: the password-required rules now apply")
             }
             guard let next = PasswordRule.recordingPassword(stored, at: now) else {
-                return Result(.success, "Password use of \(user) already recorded in the last minute")
+                return RequestResult(.success, "Password use of \(user) already recorded in the last minute")
             }
             try parts.store.savePasswordUse(next, user: user)
         } catch {
             parts.audit.notice("cannot record the password use of \(user): \(error)")
-            return Result(.internalError, "The password use could not be recorded")
+            return RequestResult(.internalError, "The password use could not be recorded")
         }
-        return Result(.success, "Password use of \(user) recorded")
+        return RequestResult(.success, "Password use of \(user) recorded")
     }
 
     /// Where the report comes from: root or not, and the caller's login session.

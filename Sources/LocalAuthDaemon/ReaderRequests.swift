@@ -8,7 +8,7 @@ import LocalAuthProtocol
 struct ReaderRequests {
     let parts: DaemonParts
 
-    nonisolated(nonsending) func devices() async -> LocalAuthProtocol.Result {
+    nonisolated(nonsending) func devices() async -> RequestResult {
         let devices = await parts.reader?.devices() ?? []
         let extra = devices.map {
             var caps: DeviceCapabilities = []
@@ -20,17 +20,17 @@ struct ReaderRequests {
                 capabilities: caps
             ).field
         }
-        return Result(.success, devices.count == 1 ? "1 reader" : "\(devices.count) readers", extra: extra)
+        return RequestResult(.success, devices.count == 1 ? "1 reader" : "\(devices.count) readers", extra: extra)
     }
 
     /// The reader; with `user`, also that user's fingers, lockout and passcode.
-    nonisolated(nonsending) func status(user: String?) async -> LocalAuthProtocol.Result {
+    nonisolated(nonsending) func status(user: String?) async -> RequestResult {
         let device = await parts.currentDevice()
         var extra = Frame(.result)
         extra.append(.readerPresent, bool: device != nil)
         extra.append(.biometryType, int: PolicyEvaluator.biometryType(readerAvailable: device != nil).rawValue)
         guard let user else {
-            return Result(.success, device.map { "reader: \($0.name)" } ?? "no reader", extra: extra.fields)
+            return RequestResult(.success, device.map { "reader: \($0.name)" } ?? "no reader", extra: extra.fields)
         }
         let loaded = parts.loadState(user)
         let count = parts.enrolledPrints(user, on: device).count
@@ -41,13 +41,13 @@ struct ReaderRequests {
         extra.append(.passcodeSet, bool: loaded.state.passcodeHash != nil)
         parts.appendPasswordStatus(user: user, to: &extra)
         let reader = device.map { "reader: \($0.name)" } ?? "no reader"
-        return Result(
+        return RequestResult(
             .success, "\(reader); \(user): \(count) finger\(count == 1 ? "" : "s") enrolled", extra: extra.fields)
     }
 
     nonisolated(nonsending) func canEvaluate(
         policy: PolicyKind, user: String, whereabouts: Whereabouts, door: DoorContext = DoorContext()
-    ) async -> LocalAuthProtocol.Result {
+    ) async -> RequestResult {
         let facts = await CallerFacts.gather(
             user: user, whereabouts: whereabouts, parts: parts, readerID: door.readerID, finger: door.finger)
         var result = PolicyEvaluator.canEvaluate(

@@ -7,9 +7,9 @@ import LocalAuthProtocol
 struct Simulator {
     let parts: DaemonParts
 
-    nonisolated(nonsending) func simulate(action: String, argument: String?) async -> LocalAuthProtocol.Result {
+    nonisolated(nonsending) func simulate(action: String, argument: String?) async -> RequestResult {
         guard let socket = parts.virtualReaderSocket else {
-            return Result(.notSupported, "Simulation needs a daemon started with --virtual-reader")
+            return RequestResult(.notSupported, "Simulation needs a daemon started with --virtual-reader")
         }
         let command: String
         switch (action, argument) {
@@ -20,7 +20,7 @@ struct Simulator {
         case ("finger-on", nil): command = "FINGER 1"
         case ("finger-off", nil): command = "FINGER 0"
         default:
-            return Result(
+            return RequestResult(
                 .invalidRequest,
                 "Unknown simulation \(Echo.quoted(action + (argument.map { " " + $0 } ?? ""))); try touch ID, retry [CODE], error [CODE], unplug, finger-on, finger-off"
             )
@@ -31,7 +31,7 @@ struct Simulator {
         let control = VirtualReaderControl(socketPath: socket)
         let send = { @Sendable () async in
             await Task.detached {
-                Swift.Result { () throws(VirtualReaderControl.Failure) in try control.send(command) }
+                Result { () throws(VirtualReaderControl.Failure) in try control.send(command) }
             }
             .value
         }
@@ -41,9 +41,9 @@ struct Simulator {
             outcome = await send()
         }
         if case .failure(let error) = outcome {
-            return Result(.biometryNotAvailable, "The simulated reader did not take '\(command)': \(error)")
+            return RequestResult(.biometryNotAvailable, "The simulated reader did not take '\(command)': \(error)")
         }
-        return Result(.success, "Simulated: \(command)")
+        return RequestResult(.success, "Simulated: \(command)")
     }
 
     /// A scan id the virtual driver takes as one word: letters, digits, `-`, `_`, `.`; at most 64.

@@ -176,7 +176,7 @@ open class LAContext: NSObject, @unchecked Sendable {
             return (request, s.nextID)
         }
         queue.async { [self] in
-            let outcome: Swift.Result<Void, LAError>
+            let outcome: Result<Void, LAError>
             if let id {
                 outcome = evaluate(request, id: id, cancellation: cancellation)
                 cancellation.cancel(byApp: false)
@@ -251,7 +251,7 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     /// The `LAError` for a failed RESULT. The daemon's management codes have no `LAError` name; they
     /// surface as `systemCancel` with the daemon's code in the user info.
-    static func error(for result: LocalAuthProtocol.Result) -> LAError {
+    static func error(for result: RequestResult) -> LAError {
         if let code = LAError.Code(rawValue: Int(result.code)) { return LAError(code, result.message) }
         return LAError(.systemCancel, result.message, daemonCode: result.code)
     }
@@ -336,10 +336,10 @@ open class LAContext: NSObject, @unchecked Sendable {
     static let appCancelMessage = "Cancelled by the app"
     static let noCompanionMessage = "No companion device is available on this system"
 
-    private func preflight(_ policy: LAPolicy) -> Swift.Result<Void, LAError> {
+    private func preflight(_ policy: LAPolicy) -> Result<Void, LAError> {
         let (invalidated, socketPath) = locked { ($0.invalidated, $0.socketPath) }
         if invalidated { return .failure(LAError(.invalidContext, Self.invalidatedMessage)) }
-        let result: LocalAuthProtocol.Result
+        let result: RequestResult
         do throws(ClientError) {
             let connection = try DaemonConnection(
                 socketPath: socketPath ?? DaemonConnection.defaultSocketPath, clientName: Self.clientName)
@@ -365,7 +365,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     }
 
     /// One evaluation, on the private queue; `cancellation` is registered in `running`.
-    private func evaluate(_ e: Evaluation, id: Int, cancellation: Cancellation) -> Swift.Result<Void, LAError> {
+    private func evaluate(_ e: Evaluation, id: Int, cancellation: Cancellation) -> Result<Void, LAError> {
         if cancellation.isCancelledByApp { return .failure(LAError(.appCancel, Self.appCancelMessage)) }
         guard let kind = Self.daemonPolicy(e.policy) else {
             return .failure(LAError(.companionNotAvailable, Self.noCompanionMessage))
@@ -396,7 +396,7 @@ open class LAContext: NSObject, @unchecked Sendable {
             policy: kind, user: nil, service: Self.service, tty: Self.terminalName, reason: e.reason,
             fallbackTitle: e.fallbackTitle, cancelTitle: e.cancelTitle, flags: flags, reuseSeconds: e.reuseSeconds,
             timeoutMs: e.timeoutMs)
-        let result: LocalAuthProtocol.Result
+        let result: RequestResult
         do {
             let keys = Self.keys(for: prompt, connection: connection)
             defer { keys?.stop() }

@@ -16,7 +16,7 @@ struct ClientOptions: ParsableArguments {
 
     /// Connects, runs `request`, prints its events and result, and exits with the documented code.
     func run(
-        _ request: Request, timeoutMs: Int64 = 330_000, print printResult: (LocalAuthProtocol.Result) -> Void = { _ in }
+        _ request: Request, timeoutMs: Int64 = 330_000, print printResult: (RequestResult) -> Void = { _ in }
     ) throws -> Never {
         let connection: DaemonConnection
         do {

@@ -142,7 +142,7 @@ struct AuthorizationMatrixTests {
         let bytes = hello.frame.encoded() + request(op).frame.encoded()
         let reply = try relay(bytes, uid: caller.uid ?? "0", socket: d.socketPath)
         for frame in try frames(in: reply) where frame.type == .result {
-            return try LocalAuthProtocol.Result(frame: frame).resultCode
+            return try RequestResult(frame: frame).resultCode
         }
         Issue.record("\(op) as \(caller): no RESULT in \(reply.count) bytes")
         return nil

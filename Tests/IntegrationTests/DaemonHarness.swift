@@ -42,7 +42,7 @@ final class DaemonHarness: @unchecked Sendable {
         case given
     }
 
-    static let sharedGreeter: Swift.Result<MockLogind, Error> = Swift.Result { try MockLogind(greeter: true) }
+    static let sharedGreeter: Result<MockLogind, Error> = Result { try MockLogind(greeter: true) }
 
     /// `stateDirectory`: one the test prepared; by default a fresh one in the harness's directory.
     init(
@@ -151,7 +151,7 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// One request on a fresh connection, with its events.
     func perform(_ request: Request, onEvent: @escaping (Event) -> EventReply? = { _ in nil }) throws -> (
-        LocalAuthProtocol.Result, [Event]
+        RequestResult, [Event]
     ) {
         let c = try connect()
         var events: [Event] = []
@@ -184,13 +184,13 @@ final class DaemonHarness: @unchecked Sendable {
     /// The blocking client runs on a thread of its own: the cooperative pool has only two.
     @discardableResult
     func enroll(user: String, finger: FingerName = .rightIndex, printID: String) async throws -> (
-        LocalAuthProtocol.Result, [Event]
+        RequestResult, [Event]
     ) {
         let socket = socketPath
         let (prompts, prompted) = AsyncStream.makeStream(of: Void.self)
         let outcome = Task {
             try await withCheckedThrowingContinuation {
-                (done: CheckedContinuation<(LocalAuthProtocol.Result, [Event]), Error>) in
+                (done: CheckedContinuation<(RequestResult, [Event]), Error>) in
                 Thread.detachNewThread {
                     defer { prompted.finish() }  // also when enrolment fails before any prompt
                     do {

@@ -97,7 +97,7 @@ struct DaemonIntegrationTests {
         try await d.enroll(user: "alice", printID: "alice-1")
         let (c, _) = try d.startEvaluation(user: "alice")
         try d.simulate("unplug")
-        var final: LocalAuthProtocol.Result?
+        var final: RequestResult?
         while final == nil {
             if case .result(let r) = try c.receive(deadline: DaemonConnection.now() + 20_000) { final = r }
         }

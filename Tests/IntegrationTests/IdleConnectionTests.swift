@@ -57,7 +57,7 @@ struct IdleConnectionTests {
         let quiet = try? c.receive(deadline: DaemonConnection.now() + 3 * Self.idleMs)
         #expect(quiet == nil, "unexpected \(String(describing: quiet))")
         try d.simulate("touch", "alice-1")
-        var result: LocalAuthProtocol.Result?
+        var result: RequestResult?
         while result == nil, let m = try? c.receive(deadline: DaemonConnection.now() + 10_000) {
             if case .result(let r) = m { result = r }
         }

@@ -365,7 +365,7 @@ final class JournaledDaemon: @unchecked Sendable {
 
     /// One request on a fresh connection, with its events.
     func perform(_ request: Request, onEvent: @escaping (Event) -> EventReply? = { _ in nil }) throws -> (
-        LocalAuthProtocol.Result, [Event]
+        RequestResult, [Event]
     ) {
         let c = try DaemonConnection(socketPath: socketPath, clientName: "journal-test")
         var events: [Event] = []
@@ -387,7 +387,7 @@ final class JournaledDaemon: @unchecked Sendable {
         let socket = socketPath
         let (prompts, prompted) = AsyncStream.makeStream(of: Void.self)
         let outcome = Task {
-            try await withCheckedThrowingContinuation { (done: CheckedContinuation<LocalAuthProtocol.Result, Error>) in
+            try await withCheckedThrowingContinuation { (done: CheckedContinuation<RequestResult, Error>) in
                 Thread.detachNewThread {
                     defer { prompted.finish() }
                     do {

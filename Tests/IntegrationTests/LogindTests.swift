@@ -226,7 +226,7 @@ final class MockLogind: @unchecked Sendable {
 
 extension DaemonConnection {
     /// Reads past events to the request's RESULT.
-    func receiveResult(timeoutMs: Int64 = 20_000) throws -> LocalAuthProtocol.Result {
+    func receiveResult(timeoutMs: Int64 = 20_000) throws -> RequestResult {
         let deadline = DaemonConnection.now() + timeoutMs
         while true {
             if case .result(let r) = try receive(deadline: deadline) { return r }

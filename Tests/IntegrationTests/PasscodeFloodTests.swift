@@ -41,7 +41,7 @@ struct PasscodeFloodTests {
         try Self.write(fd, Hello(client: "flood").frame.encoded() + request.frame.encoded())
         var reader = FrameReader()
         var passcodeWrong = 0
-        var result: LocalAuthProtocol.Result?
+        var result: RequestResult?
         func drain(waitMs: Int32) throws {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             while poll(&pfd, 1, waitMs) > 0 {
@@ -53,7 +53,7 @@ struct PasscodeFloodTests {
                     if frame.type == .event, frame.int(.event) == EventKind.passcodeWrong.rawValue {
                         passcodeWrong += 1
                     }
-                    if frame.type == .result { result = try LocalAuthProtocol.Result(frame: frame) }
+                    if frame.type == .result { result = try RequestResult(frame: frame) }
                 }
                 if waitMs > 0 { return }
             }

@@ -30,7 +30,7 @@ struct PasswordRequiredIntegrationTests {
         return d
     }
 
-    static func fingerEvaluation(_ d: DaemonHarness) throws -> (LocalAuthProtocol.Result, [Event], Double) {
+    static func fingerEvaluation(_ d: DaemonHarness) throws -> (RequestResult, [Event], Double) {
         let started = Date()
         let (r, events) = try d.perform(.evaluate(biometrics))
         return (r, events, Date().timeIntervalSince(started) * 1000)

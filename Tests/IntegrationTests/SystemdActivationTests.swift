@@ -58,7 +58,7 @@ struct SystemdActivationTests {
         let supervisor = try SocketSupervisor(env: env, notifySocket: notify.path)
         defer { supervisor.stop() }
 
-        func ask() throws -> LocalAuthProtocol.Result {
+        func ask() throws -> RequestResult {
             do {
                 let c = try DaemonConnection(socketPath: env.socketPath, clientName: "idle", timeoutMs: 15_000)
                 return try c.perform(.devices, timeoutMs: 15_000) { _ in nil }

@@ -21,13 +21,13 @@ import Testing
         (.busy, "verify-unknown-error"),
     ])
     func verifyResultName_mapsEachResultAsFprintdDoes(code: ResultCode, name: String) {
-        #expect(Fprintd.verifyResultName(Result(code, "")) == name)
+        #expect(Fprintd.verifyResultName(RequestResult(code, "")) == name)
     }
 
     /// fprintd's `verify_result_to_name`: a protocol error is "disconnected", an unplugged reader an
     /// unknown error, a print the reader does not hold a no-match, a full storage "data-full".
     @Test func resultNames_forReaderFailures_areFprintds() {
-        func failed(_ error: ReaderError) -> Result { Result(.biometryNotAvailable, ReaderError.failureMessage(error)) }
+        func failed(_ error: ReaderError) -> Result { RequestResult(.biometryNotAvailable, ReaderError.failureMessage(error)) }
         #expect(Fprintd.verifyResultName(failed(.communication)) == "verify-disconnected")
         #expect(Fprintd.enrollResultName(failed(.communication)) == "enroll-disconnected")
         #expect(Fprintd.verifyResultName(failed(.removed)) == "verify-unknown-error")
@@ -47,7 +47,7 @@ import Testing
         (.busy, "enroll-unknown-error"),
     ])
     func enrollResultName_mapsEachResultAsFprintdDoes(code: ResultCode, name: String) {
-        #expect(Fprintd.enrollResultName(Result(code, "")) == name)
+        #expect(Fprintd.enrollResultName(RequestResult(code, "")) == name)
     }
 
     @Test func retryNames_followTheHint() {

@@ -68,7 +68,7 @@ struct InProcessDaemon {
     }
 
     /// Runs `request` as `caller` to its RESULT.
-    func request(_ request: Request, as caller: PeerCredentials = owner) async -> LocalAuthProtocol.Result {
+    func request(_ request: Request, as caller: PeerCredentials = owner) async -> RequestResult {
         await start(request, as: caller).task.value
     }
 
@@ -124,14 +124,14 @@ final class DaemonReference: @unchecked Sendable {
 
 /// A request in flight: its events in order, its client signals, its RESULT.
 struct RunningRequest {
-    let task: Task<LocalAuthProtocol.Result, Never>
+    let task: Task<RequestResult, Never>
     let signals: AsyncStream<ClientSignal>.Continuation
     var events: AsyncStream<Event>.AsyncIterator
     /// Every event read so far.
     private(set) var seen: [Event] = []
 
     init(
-        task: Task<LocalAuthProtocol.Result, Never>, signals: AsyncStream<ClientSignal>.Continuation,
+        task: Task<RequestResult, Never>, signals: AsyncStream<ClientSignal>.Continuation,
         events: AsyncStream<Event>.AsyncIterator
     ) {
         self.task = task
@@ -150,7 +150,7 @@ struct RunningRequest {
     }
 
     /// The RESULT, after reading every remaining event.
-    mutating func result() async -> LocalAuthProtocol.Result {
+    mutating func result() async -> RequestResult {
         while let event = await events.next() { seen.append(event) }
         return await task.value
     }

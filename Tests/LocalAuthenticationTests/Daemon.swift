@@ -54,7 +54,7 @@ final class Daemon: @unchecked Sendable {
 
     /// `tests/system/logind_mock.py --greeter`, one for every daemon of this test process; it lives
     /// as long as the process (it stops when its standard input closes).
-    static let seat: Swift.Result<String, Error> = Swift.Result {
+    static let seat: Result<String, Error> = Result {
         let mock = Process()
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
@@ -100,7 +100,7 @@ final class Daemon: @unchecked Sendable {
 
     /// One management request, as root.
     @discardableResult
-    func perform(_ request: Request) throws -> LocalAuthProtocol.Result {
+    func perform(_ request: Request) throws -> RequestResult {
         let c = try DaemonConnection(socketPath: socketPath, clientName: "test")
         return try c.perform(request, timeoutMs: 60_000)
     }
@@ -122,7 +122,7 @@ final class Daemon: @unchecked Sendable {
         let socket = socketPath
         let (prompts, prompted) = AsyncStream.makeStream(of: Void.self)
         let outcome = Task {
-            try await withCheckedThrowingContinuation { (done: CheckedContinuation<LocalAuthProtocol.Result, Error>) in
+            try await withCheckedThrowingContinuation { (done: CheckedContinuation<RequestResult, Error>) in
                 Thread.detachNewThread {
                     defer { prompted.finish() }
                     do {
