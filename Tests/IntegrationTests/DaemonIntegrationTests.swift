@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// The real daemon binary with libfprint's virtual_device.
@@ -340,9 +341,7 @@ final class SetuidExec {
     var path: String { directory + "/setuid-exec" }
 
     init() throws {
-        var template = Array("/tmp/la-setuid-XXXXXX".utf8CString)
-        guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
-        directory = String(cString: dir)
+        directory = try TemporaryDirectory.make("la-setuid")
         chmod(directory, 0o755)
         let source = directory + "/setuid-exec.c"
         try "#include <unistd.h>\nint main(int argc, char **argv) { execv(argv[1], argv + 1); return 127; }\n"

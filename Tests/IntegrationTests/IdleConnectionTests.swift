@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// A connection that runs no request is closed after the idle timeout (30 s by default;
@@ -71,7 +72,7 @@ final class RawConnection {
     private(set) var received: [UInt8] = []
 
     init(path: String) throws {
-        guard let fd = connectUnix(path) else { throw HarnessError.setup("connect to \(path) failed") }
+        guard let fd = UnixSocket.connect(path) else { throw HarnessError.setup("connect to \(path) failed") }
         self.fd = fd
     }
 

@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// Issue 13, H3: a client that floods PASSCODE frames into one request. Before, every frame was
@@ -29,7 +30,7 @@ struct PasscodeFloodTests {
         let d = try DaemonHarness()
         #expect(try d.perform(.passcodeSet(user: "nobody", passcode: "the right one", oldPasscode: nil)).0.isSuccess)
         let pid = d.process!.processIdentifier
-        guard let fd = connectUnix(d.socketPath) else { throw HarnessError.setup("connect failed") }
+        guard let fd = UnixSocket.connect(d.socketPath) else { throw HarnessError.setup("connect failed") }
         var open = true
         defer { if open { close(fd) } }
         var limit = timeval(tv_sec: 10, tv_usec: 0)  // a daemon that stops reading fails the test, not hangs it

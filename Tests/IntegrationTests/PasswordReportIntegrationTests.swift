@@ -4,6 +4,7 @@ import LocalAuthClient
 import LocalAuthCore
 import LocalAuthProtocol
 import LocalAuthStore
+import LocalAuthTesting
 import Testing
 
 /// PASSWORD_USED through the real daemon, from real uids (`setpriv`): who is believed, what is

@@ -4,6 +4,7 @@ import LocalAuthClient
 import LocalAuthCore
 import LocalAuthProtocol
 import LocalAuthStore
+import LocalAuthTesting
 import Testing
 
 /// The "password required" rules through the real daemon (docs/policy.md, rows R): the daemon

@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// LAContext's rules enforced by the real daemon: lockouts that survive restarts and kill -9,

@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// Issue 13, C2 and L1, through the real daemon: a finger only ever answers the person who is at the

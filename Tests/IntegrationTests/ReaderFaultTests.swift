@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// Promise 7 of docs/reliability.md: reader faults through the real daemon and libfprint's virtual
@@ -77,7 +78,7 @@ struct ReaderFaultTests {
         let path = d.stateDirectory + "/virtual-reader.socket"
         let deadline = Date().addingTimeInterval(10)
         while true {
-            if let fd = connectUnix(path) {
+            if let fd = UnixSocket.connect(path) {
                 defer { close(fd) }
                 _ = Array(command.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 shutdown(fd, Int32(SHUT_WR))

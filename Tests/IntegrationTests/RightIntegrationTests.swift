@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// Rights through the real daemon and `localauthctl right`, with real uids (`setpriv`): the owner is

@@ -11,6 +11,7 @@ import LocalAuthDaemon
 import LocalAuthProtocol
 import LocalAuthStore
 import LocalAuthSystemd
+import LocalAuthTesting
 import Testing
 
 /// The daemon, its store and the callers a test speaks as. Requests go through `Daemon.handle`, the
@@ -33,7 +34,7 @@ struct InProcessDaemon {
     /// Every step of every store write checks that it runs on the daemon's actor (the child traps if
     /// not): requests never write concurrently, and the watchdog's ping waits for a hung write.
     static func start(_ configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> InProcessDaemon {
-        let directory = try temporaryDirectory()
+        let directory = try TemporaryDirectory.make("la-daemon-test")
         let socket = directory + "/virtual-reader.socket"
         setenv("FP_VIRTUAL_DEVICE", socket, 1)
         unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
@@ -154,13 +155,6 @@ struct RunningRequest {
         while let event = await events.next() { seen.append(event) }
         return await task.value
     }
-}
-
-/// A fresh directory under /tmp (`mkdtemp`).
-func temporaryDirectory() throws -> String {
-    var template = Array("/tmp/la-daemon-test-XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    return try #require(made.map { String(cString: $0) })
 }
 
 /// In an exit test's child: records an issue and says on stderr what failed (the parent's report
