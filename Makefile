@@ -42,7 +42,7 @@ INTEGRATION_TESTS = ^IntegrationTests\.
 # Everything the project checks. Unit and integration tests of the Swift targets (the
 # integration tests start the real daemon on a temporary socket with libfprint's virtual
 # devices), the PAM module's C tests and its tests through real libpam, the installed tree and
-# units (tests/system/install.sh). The linters run first.
+# units (Tests/system/install.sh). The linters run first.
 test: deps lint build-debug pam pam-asan
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build --skip '$(EXIT_TESTS)|$(INTEGRATION_TESTS)' 2>&1 | tee .build/swift-test.log; exit $${PIPESTATUS[0]}
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build --filter '$(INTEGRATION_TESTS)' 2>&1 | tee -a .build/swift-test.log; exit $${PIPESTATUS[0]}
@@ -73,7 +73,7 @@ clean: pam-clean
 # (BUILT selects another build, e.g. BUILT=.build/debug), the units, the man pages, the shell
 # completions, the example configuration, and the PAM module with its pam-configs profile
 # (pam-install in pam/pam.mk). Units go where systemd looks for PREFIX: /usr/lib/systemd/system,
-# /usr/local/lib/systemd/system. The layout is checked by tests/system/install.sh.
+# /usr/local/lib/systemd/system. The layout is checked by Tests/system/install.sh.
 BUILT ?= .build/$(CONFIG)
 SBINDIR ?= $(PREFIX)/sbin
 BINDIR ?= $(PREFIX)/bin
@@ -144,7 +144,7 @@ uninstall-fprintd-compat:
 	-rmdir $(DESTDIR)$(UNITDIR)/localauthd.service.d 2>/dev/null
 
 # A Debian package of the release build: dist/localauth_VERSION_ARCH.deb (scripts/make-deb.sh).
-# test-deb installs it with dpkg -i on this machine, checks it and removes it (tests/system/deb.sh);
+# test-deb installs it with dpkg -i on this machine, checks it and removes it (Tests/system/deb.sh);
 # it changes the machine while it runs, so it is not part of `make test`.
 deb: pam
 	@scripts/ensure-deps.sh dpkg-dev
@@ -152,19 +152,19 @@ deb: pam
 	BUILT=$(BIN_RELEASE) scripts/make-deb.sh
 
 test-deb: deb
-	tests/system/deb.sh dist/localauth_$${DEB_VERSION:-0.1.0}_$$(dpkg --print-architecture).deb
+	Tests/system/deb.sh dist/localauth_$${DEB_VERSION:-0.1.0}_$$(dpkg --print-architecture).deb
 
-# fprintd's D-Bus API served by localauthd (tests/fprintd): the real system bus daemon with our bus
+# fprintd's D-Bus API served by localauthd (Tests/fprintd): the real system bus daemon with our bus
 # policy, the real polkitd with our actions and pkttyagent, Debian's fprintd-* tools, pam_fprintd.so
 # and a listening client, in a private mount and pid namespace (root). fprintd's own suite is not
-# here (it is not ours; tests/fprintd/upstream-suite.sh runs it from outside).
+# here (it is not ours; Tests/fprintd/upstream-suite.sh runs it from outside).
 .PHONY: test-fprintd
 test-fprintd: build-debug pam
-	LOCALAUTH_PAM_MODULE=$(abspath $(PAM_MODULE)) tests/fprintd/run.sh $(BIN_DEBUG)
+	LOCALAUTH_PAM_MODULE=$(abspath $(PAM_MODULE)) Tests/fprintd/run.sh $(BIN_DEBUG)
 
 # The installed tree, the units under systemd-analyze, the man pages, the promised config errors.
 test-system: build-debug pam
-	tests/system/install.sh
+	Tests/system/install.sh
 
 # Benchmarks side by side with fprintd + pam_fprintd (bench/bench.py; docs/performance.md).
 # Release builds; as root; a few minutes; not part of `make test`. JSON in bench/results/.

@@ -6,7 +6,7 @@ import LocalAuthTesting
 import Testing
 
 /// The real daemon against python-dbusmock's logind on a private system bus
-/// (`tests/system/logind_mock.py`): sleep and resume, the lid switch, remote sessions by pid.
+/// (`Tests/system/logind_mock.py`): sleep and resume, the lid switch, remote sessions by pid.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct LogindTests {
     static func biometrics(reuse: Int64 = 0, timeoutMs: Int64 = 10_000) -> EvaluateOptions {

@@ -8,7 +8,7 @@ import Testing
 
 /// The fprintd door's pure parts: how the daemon's results and events become fprintd's names, what
 /// polkit's answer proves, which polkit actions each method needs, how the daemon finds systemd's
-/// directories. The door itself is tested on the real bus (tests/fprintd).
+/// directories. The door itself is tested on the real bus (Tests/fprintd).
 @Suite struct FprintdVocabularyTests {
     @Test(arguments: [
         (ResultCode.success, "verify-match"),

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 
-/// `tests/system/logind_mock.py`: a private system bus with dbusmock's logind, one command a line.
+/// `Tests/system/logind_mock.py`: a private system bus with dbusmock's logind, one command a line.
 package final class MockLogind: @unchecked Sendable {
     package let directory: String
     package private(set) var address = ""
@@ -12,7 +12,7 @@ package final class MockLogind: @unchecked Sendable {
 
     package static var script: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("tests/system/logind_mock.py").path
+            .deletingLastPathComponent().appendingPathComponent("Tests/system/logind_mock.py").path
     }
 
     /// - Parameter greeter: every process starts out in session c1, a greeter's, active on seat0.
