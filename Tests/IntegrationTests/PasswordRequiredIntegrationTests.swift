@@ -20,8 +20,7 @@ struct PasswordRequiredIntegrationTests {
     static func daemon(config: String? = nil) async throws -> DaemonHarness {
         var arguments: [String] = []
         if let config {
-            var template = Array("/tmp/la-conf-XXXXXX".utf8CString)
-            let dir = String(cString: try #require(mkdtemp(&template)))
+            let dir = try TemporaryDirectory.make("la-conf")
             try config.write(toFile: dir + "/localauthd.conf", atomically: true, encoding: .utf8)
             arguments = ["--config", dir + "/localauthd.conf"]
         }

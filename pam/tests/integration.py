@@ -337,7 +337,8 @@ class Ctx:
             env["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=86"
             env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=87"
         private, env = privtmp.wrap(env, self.root)
-        term = ptyterm.Pty(list(wrap) + private + ["pamtester", "-v", "-I", "tty=" + tty, service, user,
+        # The private /tmp first: wrap may be valgrind, which must see pamtester itself.
+        term = ptyterm.Pty(private + list(wrap) + ["pamtester", "-v", "-I", "tty=" + tty, service, user,
                                          "authenticate"], env=env, blocked=blocked, stdin=stdin)
         start = time.monotonic()
         try:
@@ -1222,7 +1223,9 @@ def real_finger_or_no_authentication_or_remote_is_never_reported(ctx):
     if ARGS.asan:
         env["LD_PRELOAD"] = ARGS.libasan + " libpam_wrapper.so"
         env["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=86"
-    p = subprocess.Popen(["pamtester", "-v", svc, "nobody", "authenticate", "setcred"], env=env,
+    private, env = privtmp.wrap(env, ctx.root)  # pam_wrapper's /tmp/pam.X (privtmp.py)
+    p = subprocess.Popen(private + ["pamtester", "-v", svc, "nobody", "authenticate", "setcred"],
+                         env=env,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, start_new_session=True)
     ctx.children.append(p)
