@@ -310,7 +310,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--module", required=True)
     parser.add_argument("--bin", required=True)
-    parser.add_argument("--logind-mock", default=os.path.join(REPO, "tests", "system",
+    parser.add_argument("--logind-mock", default=os.path.join(REPO, "Tests", "system",
                                                                 "logind_mock.py"))
     parser.add_argument("--pamconv-dir", default=HERE)
     parser.add_argument("-k", default="")
