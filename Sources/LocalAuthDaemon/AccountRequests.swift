@@ -32,7 +32,9 @@ struct AccountRequests {
     {
         guard all || finger != nil else { return RequestResult(.invalidRequest, "Name a finger or ask for all") }
         let named = readerID == nil ? nil : await parts.currentDevice(readerID)
-        if readerID != nil && named == nil { return RequestResult(.biometryNotAvailable, "That reader is not connected") }
+        if readerID != nil && named == nil {
+            return RequestResult(.biometryNotAvailable, "That reader is not connected")
+        }
         let prints = (try? parts.store.allPrints(user: user)) ?? []
         let doomed = prints.filter {
             (all || $0.finger == finger) && (named == nil || $0.deviceKey == named?.storageKey)
@@ -119,7 +121,9 @@ struct AccountRequests {
                 }
                 if input != nil { break }
             }
-            guard let input else { return RequestResult(.internalError, "The passcode change stopped without an answer") }
+            guard let input else {
+                return RequestResult(.internalError, "The passcode change stopped without an answer")
+            }
             outputs = change.handle(input, nowMs: parts.clock())
         }
     }

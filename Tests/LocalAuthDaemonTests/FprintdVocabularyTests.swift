@@ -27,7 +27,9 @@ import Testing
     /// fprintd's `verify_result_to_name`: a protocol error is "disconnected", an unplugged reader an
     /// unknown error, a print the reader does not hold a no-match, a full storage "data-full".
     @Test func resultNames_forReaderFailures_areFprintds() {
-        func failed(_ error: ReaderError) -> Result { RequestResult(.biometryNotAvailable, ReaderError.failureMessage(error)) }
+        func failed(_ error: ReaderError) -> RequestResult {
+            RequestResult(.biometryNotAvailable, ReaderError.failureMessage(error))
+        }
         #expect(Fprintd.verifyResultName(failed(.communication)) == "verify-disconnected")
         #expect(Fprintd.enrollResultName(failed(.communication)) == "enroll-disconnected")
         #expect(Fprintd.verifyResultName(failed(.removed)) == "verify-unknown-error")

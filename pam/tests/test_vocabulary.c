@@ -77,6 +77,7 @@ static const struct row rows[] = {
     ROW("result", "biometryLockout", LA_BIOMETRY_LOCKOUT),
     ROW("result", "appCancel", LA_APP_CANCEL),
     ROW("result", "invalidContext", LA_INVALID_CONTEXT),
+    ROW("result", "biometryDisconnected", LA_BIOMETRY_DISCONNECTED),
     ROW("result", "notInteractive", LA_NOT_INTERACTIVE),
     ROW("result", "notAuthorized", LA_NOT_AUTHORIZED),
     ROW("result", "invalidRequest", LA_INVALID_REQUEST),
