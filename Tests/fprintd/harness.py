@@ -85,7 +85,7 @@ class Client:
     """Tests/fprintd/client.py as one user: one bus connection, JSON commands."""
 
     def __init__(self, world, user=None, path=DEVICE):
-        cmd = ["/usr/bin/python3", os.path.join(REPO, "tests", "fprintd", "client.py"), path]
+        cmd = ["/usr/bin/python3", os.path.join(REPO, "Tests", "fprintd", "client.py"), path]
         if user:
             uid = USERS[user]
             cmd = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups"] + cmd

@@ -648,7 +648,7 @@ class ListeningClientTests(DoorTest):
     def start_locker(self, user):
         uid = harness.USERS[user]
         proc = subprocess.Popen(["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups",
-                                 "/usr/bin/python3", os.path.join(harness.REPO, "tests", "fprintd", "listening_client.py")],
+                                 "/usr/bin/python3", os.path.join(harness.REPO, "Tests", "fprintd", "listening_client.py")],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=WORLD.env())
         self.addCleanup(self.stop_locker, proc)
