@@ -11,8 +11,8 @@ BIN_RELEASE = .build/release
 # time, the daemon's RSS is 1.7 MB less). `make STATIC_STDLIB=` links it dynamically.
 STATIC_STDLIB ?= --static-swift-stdlib
 
-.PHONY: all build build-debug deps demo test test-swift test-integration lint format clean install uninstall \
-        test-system deb test-deb
+.PHONY: all build build-debug deps demo test lint format clean install uninstall test-system deb \
+        test-deb
 
 all: deps build pam locale
 
@@ -42,8 +42,8 @@ INTEGRATION_TESTS = ^IntegrationTests\.
 # Everything the project checks. Unit and integration tests of the Swift targets (the
 # integration tests start the real daemon on a temporary socket with libfprint's virtual
 # devices), the PAM module's C tests and its tests through real libpam, the installed tree and
-# units (tests/system/install.sh), then the linters.
-test: deps build-debug pam pam-asan locale test-locales check-translations check-catalogued
+# units (Tests/system/install.sh). The linters run first.
+test: deps lint build-debug pam pam-asan locale test-locales check-translations check-catalogued
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build --skip '$(EXIT_TESTS)|$(INTEGRATION_TESTS)' 2>&1 | tee .build/swift-test.log; exit $${PIPESTATUS[0]}
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) $(SWIFT) test --skip-build --filter '$(INTEGRATION_TESTS)' 2>&1 | tee -a .build/swift-test.log; exit $${PIPESTATUS[0]}
 	scripts/exit-tests.sh '$(EXIT_TESTS)' $(SWIFT) test --skip-build
@@ -52,15 +52,19 @@ test: deps build-debug pam pam-asan locale test-locales check-translations check
 	$(MAKE) pam-test-death pam-test-hostile pam-test-memcheck pam-test-failinject
 	$(MAKE) test-fprintd
 	$(MAKE) test-system
-	$(MAKE) lint
 
+# Formatting first: a mis-formatted tree fails in seconds, not after the tests. swift-format for
+# Swift; clang-format for the C of the PAM module (pam-lint) and the C shims of the system-library
+# targets (Sources/*/shim.h).
 lint:
 	swift-format lint --strict -r Sources Tests Examples Package.swift
+	$(PAM_CLANG_FORMAT) --dry-run -Werror Sources/*/shim.h
 	$(MAKE) pam-lint check-catalogued
 
 format:
 	swift-format format -i -r Sources Tests Examples Package.swift
-	clang-format -i pam/*.c pam/*.h pam/tests/*.c
+	$(PAM_CLANG_FORMAT) -i Sources/*/shim.h
+	$(MAKE) pam-format
 
 clean: pam-clean
 	rm -rf .build
@@ -69,7 +73,7 @@ clean: pam-clean
 # (BUILT selects another build, e.g. BUILT=.build/debug), the units, the man pages, the shell
 # completions, the example configuration, and the PAM module with its pam-configs profile
 # (pam-install in pam/pam.mk). Units go where systemd looks for PREFIX: /usr/lib/systemd/system,
-# /usr/local/lib/systemd/system. The layout is checked by tests/system/install.sh.
+# /usr/local/lib/systemd/system. The layout is checked by Tests/system/install.sh.
 BUILT ?= .build/$(CONFIG)
 SBINDIR ?= $(PREFIX)/sbin
 BINDIR ?= $(PREFIX)/bin
@@ -142,7 +146,7 @@ uninstall-fprintd-compat:
 	-rmdir $(DESTDIR)$(UNITDIR)/localauthd.service.d 2>/dev/null
 
 # A Debian package of the release build: dist/localauth_VERSION_ARCH.deb (scripts/make-deb.sh).
-# test-deb installs it with dpkg -i on this machine, checks it and removes it (tests/system/deb.sh);
+# test-deb installs it with dpkg -i on this machine, checks it and removes it (Tests/system/deb.sh);
 # it changes the machine while it runs, so it is not part of `make test`.
 deb: pam
 	@scripts/ensure-deps.sh dpkg-dev
@@ -150,19 +154,19 @@ deb: pam
 	BUILT=$(BIN_RELEASE) scripts/make-deb.sh
 
 test-deb: deb
-	tests/system/deb.sh dist/localauth_$${DEB_VERSION:-0.1.0}_$$(dpkg --print-architecture).deb
+	Tests/system/deb.sh dist/localauth_$${DEB_VERSION:-0.1.0}_$$(dpkg --print-architecture).deb
 
-# fprintd's D-Bus API served by localauthd (tests/fprintd): the real system bus daemon with our bus
+# fprintd's D-Bus API served by localauthd (Tests/fprintd): the real system bus daemon with our bus
 # policy, the real polkitd with our actions and pkttyagent, Debian's fprintd-* tools, pam_fprintd.so
 # and a listening client, in a private mount and pid namespace (root). fprintd's own suite is not
-# here (it is not ours; tests/fprintd/upstream-suite.sh runs it from outside).
+# here (it is not ours; Tests/fprintd/upstream-suite.sh runs it from outside).
 .PHONY: test-fprintd
 test-fprintd: build-debug pam
-	LOCALAUTH_PAM_MODULE=$(abspath $(PAM_MODULE)) tests/fprintd/run.sh $(BIN_DEBUG)
+	LOCALAUTH_PAM_MODULE=$(abspath $(PAM_MODULE)) Tests/fprintd/run.sh $(BIN_DEBUG)
 
 # The installed tree, the units under systemd-analyze, the man pages, the promised config errors.
 test-system: build-debug pam
-	tests/system/install.sh
+	Tests/system/install.sh
 
 # Benchmarks side by side with fprintd + pam_fprintd (bench/bench.py; docs/performance.md).
 # Release builds; as root; a few minutes; not part of `make test`. JSON in bench/results/.

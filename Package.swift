@@ -73,25 +73,38 @@ let package = Package(
         .executableTarget(
             name: "localauth-bench", dependencies: ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol"]),
 
+        // Test support, for test targets only: the real daemon as a process, the mock logind,
+        // temporary directories, Unix sockets (Tests/README.md).
+        .target(
+            name: "LocalAuthTesting", dependencies: ["LocalAuthClient", "LocalAuthProtocol"],
+            path: "Tests/LocalAuthTesting"),
+
         .testTarget(name: "LocalAuthProtocolTests", dependencies: ["LocalAuthProtocol"], resources: []),
         .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore", "LocalAuthProtocol"]),
-        .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader"]),
+        .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader", "LocalAuthTesting"]),
         .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
         .testTarget(
             name: "LocalAuthStoreTests",
-            dependencies: ["LocalAuthStore", "LocalAuthCore", "LocalAuthProtocol", "LocalAuthCrypto"]),
+            dependencies: [
+                "LocalAuthStore", "LocalAuthCore", "LocalAuthProtocol", "LocalAuthCrypto", "LocalAuthTesting",
+            ]),
         .testTarget(
             name: "LocalAuthDaemonTests",
             dependencies: [
                 "LocalAuthDaemon", "LocalAuthSystemd", "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader",
-                "LocalAuthStore",
+                "LocalAuthStore", "LocalAuthTesting",
             ]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore"]),
+            dependencies: [
+                "LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore", "LocalAuthTesting",
+            ]),
         .testTarget(
             name: "LocalAuthenticationTests",
-            dependencies: ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization"]),
+            dependencies: [
+                "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization",
+                "LocalAuthTesting",
+            ]),
         // Written as code for Apple's platforms is written: it must compile unchanged.
         .testTarget(name: "AppleStyleTests", dependencies: ["LocalAuthentication"]),
     ]

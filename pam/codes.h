@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The one place where a daemon result becomes a PAM code (the table in pam_localauth(8) and
- * docs/adr). Pure, so every row is a unit test.
+ * docs/adr/0010-pam-code-table.md). Pure, so every row is a unit test.
  */
 #ifndef LOCALAUTH_PAM_CODES_H
 #define LOCALAUTH_PAM_CODES_H

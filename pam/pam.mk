@@ -21,13 +21,15 @@ PAM_BUILD := pam/build
 PAM_MODULE := $(PAM_BUILD)/pam_localauth.so
 PAM_ASAN_MODULE := $(PAM_BUILD)/asan/pam_localauth.so
 PAM_GOLDEN := Tests/Fixtures/protocol/golden.txt
+PAM_VOCABULARY := Tests/Fixtures/protocol/vocabulary.txt
 
 PAM_CORE_SRCS := pam/wire.c pam/options.c pam/codes.c pam/rules.c pam/phrases.c
 PAM_SRCS := pam/pam_localauth.c pam/terminal.c $(PAM_CORE_SRCS)
 PAM_HDRS := pam/wire.h pam/options.h pam/codes.h pam/rules.h pam/terminal.h pam/messages.h pam/phrases.h
 PAM_TEST_SRCS := pam/tests/unit.c pam/tests/test_wire.c pam/tests/test_options.c \
                  pam/tests/test_codes.c pam/tests/test_exports.c pam/tests/test_rules.c \
-                 pam/tests/test_phrases.c
+                 pam/tests/test_phrases.c \
+                 pam/tests/test_vocabulary.c
 PAM_FUZZ_TARGETS := fuzz_wire fuzz_options
 PAM_BENCH_CLIENT := $(PAM_BUILD)/tests/bench_client
 PAM_STEP_CLIENT := $(PAM_BUILD)/tests/step_client
@@ -103,7 +105,7 @@ $(PAM_BUILD)/tests/unit: $(PAM_TEST_SRCS) $(PAM_CORE_SRCS) $(PAM_HDRS) pam/tests
 		$(PAM_CORE_SRCS) -ldl
 
 pam-test-unit: $(PAM_BUILD)/tests/unit $(PAM_MODULE)
-	$(PAM_BUILD)/tests/unit $(PAM_GOLDEN) $(PAM_MODULE)
+	$(PAM_BUILD)/tests/unit $(PAM_GOLDEN) $(PAM_VOCABULARY) $(PAM_MODULE)
 
 $(PAM_BUILD)/fuzz/%: pam/fuzz/%.c $(PAM_CORE_SRCS) $(PAM_HDRS)
 	@mkdir -p $(@D)

@@ -49,8 +49,8 @@ as_person=()
 if [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
     as_person=(setpriv --reuid="$SUDO_USER" --regid="$SUDO_USER" --init-groups --)
 elif [ ! -S /run/dbus/system_bus_socket ] || ! busctl --system status org.freedesktop.login1 >/dev/null 2>&1; then
-    step "No logind here: the PAM steps run at a simulated greeter (tests/system/logind_mock.py --greeter)"
-    coproc MOCK { /usr/bin/python3 tests/system/logind_mock.py "$dir" --greeter; }
+    step "No logind here: the PAM steps run at a simulated greeter (Tests/system/logind_mock.py --greeter)"
+    coproc MOCK { /usr/bin/python3 Tests/system/logind_mock.py "$dir" --greeter; }
     read -r ready address <&"${MOCK[0]}"
     [ "$ready" = ready ] || { echo "the logind mock did not start" >&2; exit 1; }
     kill -TERM "$daemon"; wait "$daemon" || true

@@ -64,15 +64,6 @@ final class ReaderQueue: Sendable {
         if !granted { throw .cancelled }
     }
 
-    /// Tries to take the reader without waiting.
-    func tryAcquire() -> Bool {
-        state.withLock { queue in
-            if queue.busy { return false }
-            queue.busy = true
-            return true
-        }
-    }
-
     /// Hands the reader to the next waiter, or frees it.
     func release() {
         let next: CheckedContinuation<Bool, Never>? = state.withLock { queue in

@@ -112,7 +112,7 @@ public final class DaemonConnection: @unchecked Sendable {
     /// Sends one request and reads events until its RESULT. `onEvent` answers events that ask.
     public func perform(
         _ request: Request, timeoutMs: Int64 = 330_000, onEvent: (Event) -> EventReply? = { _ in nil }
-    ) throws(ClientError) -> LocalAuthProtocol.Result {
+    ) throws(ClientError) -> RequestResult {
         try send(request.frame)
         let deadline = Self.now() + timeoutMs
         while true {

@@ -11,7 +11,7 @@ struct AccountRequests {
 
     /// The user's fingers on the reader `readerID` names (none when it is not present), else on
     /// every reader, present or not.
-    nonisolated(nonsending) func list(user: String, readerID: String? = nil) async -> LocalAuthProtocol.Result {
+    nonisolated(nonsending) func list(user: String, readerID: String? = nil) async -> RequestResult {
         let prints =
             readerID != nil
             ? parts.enrolledPrints(user, on: await parts.currentDevice(readerID))
@@ -20,7 +20,7 @@ struct AccountRequests {
         var seen = Set<FingerName>()
         for p in prints where seen.insert(p.finger).inserted { extra.append(.finger, string: p.finger.rawValue) }
         let n = seen.count
-        return Result(
+        return RequestResult(
             .success,
             n == 0
                 ? Phrase.said("No fingers enrolled for %s", .verbatim(user))
@@ -30,19 +30,21 @@ struct AccountRequests {
 
     /// Deletes the finger (or `all`) on every reader, or only on the one `readerID` names.
     nonisolated(nonsending) func delete(user: String, finger: FingerName?, all: Bool, readerID: String? = nil) async
-        -> LocalAuthProtocol.Result
+        -> RequestResult
     {
-        guard all || finger != nil else { return Result(.invalidRequest, Phrase.said("Name a finger or ask for all")) }
+        guard all || finger != nil else {
+            return RequestResult(.invalidRequest, Phrase.said("Name a finger or ask for all"))
+        }
         let named = readerID == nil ? nil : await parts.currentDevice(readerID)
         if readerID != nil && named == nil {
-            return Result(.biometryNotAvailable, Phrase.said("That reader is not connected"))
+            return RequestResult(.biometryNotAvailable, Phrase.said("That reader is not connected"))
         }
         let prints = (try? parts.store.allPrints(user: user)) ?? []
         let doomed = prints.filter {
             (all || $0.finger == finger) && (named == nil || $0.deviceKey == named?.storageKey)
         }
         guard !doomed.isEmpty else {
-            return Result(
+            return RequestResult(
                 .notFound,
                 all
                     ? Phrase.said("No fingers enrolled for %s", .verbatim(user))
@@ -65,13 +67,13 @@ struct AccountRequests {
             }
             var extra = Frame(.result)
             extra.append(.domainState, bytes: state.domainState)
-            return Result(
+            return RequestResult(
                 .success,
                 Phrase.said("Prints deleted for %1$s: %2$s", .verbatim(user), .verbatim(String(doomed.count))),
                 extra: extra.fields)
         } catch {
             parts.audit.notice("cannot delete prints of \(user): \(error)")
-            return Result(.internalError, Phrase.said("The prints could not be deleted"))
+            return RequestResult(.internalError, Phrase.said("The prints could not be deleted"))
         }
     }
 
@@ -83,10 +85,10 @@ struct AccountRequests {
     nonisolated(nonsending) func setPasscode(
         user: String, new: String?, old: String?, caller: PeerCredentials,
         proveByFinger: (EvaluateOptions) async -> Decision
-    ) async -> LocalAuthProtocol.Result {
+    ) async -> RequestResult {
         // The new passcode's form is checked first: a malformed one costs no attempt.
         if let new, PasscodeHasher.problem(with: new) != nil {
-            return Result(
+            return RequestResult(
                 .invalidRequest,
                 Phrase.said(
                     "A passcode must be %1$s to %2$s bytes of text, without a NUL character",
@@ -135,21 +137,21 @@ struct AccountRequests {
                 if input != nil { break }
             }
             guard let input else {
-                return Result(.internalError, Phrase.said("The passcode change stopped without an answer"))
+                return RequestResult(.internalError, Phrase.said("The passcode change stopped without an answer"))
             }
             outputs = change.handle(input, nowMs: parts.clock())
         }
     }
 
     /// Clears the user's counters and lockouts on disk; the daemon forgets the reuse windows.
-    func resetLockout(user: String) -> LocalAuthProtocol.Result {
+    func resetLockout(user: String) -> RequestResult {
         do {
             try parts.store.resetState(user: user)
         } catch {
-            return Result(
+            return RequestResult(
                 .internalError,
                 Phrase.said("The lockout of %1$s could not be reset: %2$s", .verbatim(user), .verbatim("\(error)")))
         }
-        return Result(.success, Phrase.said("Lockouts and reuse windows of %s cleared", .verbatim(user)))
+        return RequestResult(.success, Phrase.said("Lockouts and reuse windows of %s cleared", .verbatim(user)))
     }
 }

@@ -32,13 +32,13 @@ public actor Daemon {
     }
 
     /// Handles one request to its RESULT. Cancelling the calling task ends it as `systemCancel`.
-    public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO) async -> LocalAuthProtocol.Result {
+    public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO) async -> RequestResult {
         await handle(request, caller: caller, io: io, door: DoorContext())
     }
 
     /// The same, for a door that names a reader or a finger, or proved presence itself (`DoorContext`).
     public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
-        -> LocalAuthProtocol.Result
+        -> RequestResult
     {
         let arrivedMs = parts.clock()
         let route = route(request, caller: caller, io: io, door: door, arrivedMs: arrivedMs)
@@ -46,18 +46,19 @@ public actor Daemon {
         if case .machine = route.work { target = nil } else { target = request.user ?? caller.userName }
         if case .refused(let why) = Authorization.decide(route.operation, caller: caller, target: target) {
             parts.audit.decision(route.operation, user: target, caller: caller, result: .notAuthorized, detail: why)
-            return Result(.notAuthorized, Phrase.said("Not allowed: %s", .verbatim(why)))
+            return RequestResult(.notAuthorized, Phrase.said("Not allowed: %s", .verbatim(why)))
         }
         if let target, !EnrollmentStore.isValidUserName(target) {
-            return Result(.invalidRequest, Phrase.said("%s is not a valid user name", .verbatim(Echo.quoted(target))))
+            return RequestResult(
+                .invalidRequest, Phrase.said("%s is not a valid user name", .verbatim(Echo.quoted(target))))
         }
-        let result: LocalAuthProtocol.Result
+        let result: RequestResult
         switch route.work {
         case .machine(let work): result = await work(self)
         case .anyAccount(let work): result = await work(self, target)
         case .account(let work):
             guard let user = target else {
-                return Result(
+                return RequestResult(
                     .invalidRequest,
                     Phrase.said("uid %s has no account name; name the user", .verbatim(String(caller.uid))))
             }
@@ -86,7 +87,7 @@ public actor Daemon {
 
     /// The answer to a request that got no turn: the same user's other request took the reader, or
     /// its deadline passed while it waited.
-    private static func noTurn(_ turn: UserQueue.Turn, user: String, evaluation: Bool) -> LocalAuthProtocol.Result {
+    private static func noTurn(_ turn: UserQueue.Turn, user: String, evaluation: Bool) -> RequestResult {
         let decision: Decision
         switch turn {
         case .granted, .readerBusy:
@@ -99,8 +100,8 @@ public actor Daemon {
     }
 
     private func audited(
-        _ route: Route, target: String?, caller: PeerCredentials, _ result: LocalAuthProtocol.Result
-    ) -> LocalAuthProtocol.Result {
+        _ route: Route, target: String?, caller: PeerCredentials, _ result: RequestResult
+    ) -> RequestResult {
         if route.audited {
             parts.audit.decision(
                 route.operation, user: target, caller: caller, result: result.resultCode ?? .internalError,
@@ -117,12 +118,12 @@ public actor Daemon {
     private struct Route {
         enum Work {
             /// No account involved.
-            case machine((isolated Daemon) async -> LocalAuthProtocol.Result)
+            case machine((isolated Daemon) async -> RequestResult)
             /// The named account or the caller's own, when there is one; no turn in its queue.
-            case anyAccount((isolated Daemon, String?) async -> LocalAuthProtocol.Result)
+            case anyAccount((isolated Daemon, String?) async -> RequestResult)
             /// One account's state, read and written in that account's turn (`UserQueue`), with where
             /// the request comes from when `presence` asked.
-            case account((isolated Daemon, String, Whereabouts?) async -> LocalAuthProtocol.Result)
+            case account((isolated Daemon, String, Whereabouts?) async -> RequestResult)
         }
         /// When the presence rule is asked, before the account's turn (docs/security.md).
         enum PresenceCheck {
@@ -308,7 +309,7 @@ public actor Daemon {
         return outcome.decision
     }
 
-    private func resetLockout(user: String) -> LocalAuthProtocol.Result {
+    private func resetLockout(user: String) -> RequestResult {
         let result = AccountRequests(parts: parts).resetLockout(user: user)
         if result.isSuccess { reuseWindows.forget(user: user) }
         return result

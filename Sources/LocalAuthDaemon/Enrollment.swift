@@ -22,9 +22,9 @@ struct Enrollment {
     nonisolated(nonsending) func enroll(
         user: String, finger requested: FingerName?, passcodeCapable: Bool, caller: PeerCredentials, io: RequestIO,
         door: DoorContext = DoorContext(), prove: (EvaluateOptions) async -> Decision
-    ) async -> LocalAuthProtocol.Result {
+    ) async -> RequestResult {
         guard let reader = parts.reader, let device = await parts.currentDevice(door.readerID) else {
-            return Result(.biometryNotAvailable, Phrase.said("No fingerprint reader is connected"))
+            return RequestResult(.biometryNotAvailable, Phrase.said("No fingerprint reader is connected"))
         }
         let all = (try? parts.store.allPrints(user: user)) ?? []
         let onDevice = all.filter { $0.deviceKey == device.storageKey }
@@ -34,7 +34,7 @@ struct Enrollment {
             )
         } else if !caller.isRoot {
             guard !all.isEmpty else {
-                return Result(
+                return RequestResult(
                     .notAuthorized,
                     Phrase.said(
                         "A first finger can only be enrolled by root: sudo localauthctl enroll --user %s",
@@ -46,7 +46,7 @@ struct Enrollment {
                     reason: "Confirm it is you to add a finger", flags: passcodeCapable ? [.passcodeCapable] : [],
                     tries: 1, timeoutMs: min(parts.configuration.enrollTimeoutMs, EvaluateOptions.maxTimeoutMs)))
             guard proof.isSuccess else {
-                return Result(
+                return RequestResult(
                     proof.code,
                     Phrase.said("Adding a finger needs an enrolled finger or the passcode first: %s", proof.phrase))
             }
@@ -55,14 +55,14 @@ struct Enrollment {
         let finger: FingerName
         if let requested {
             guard !taken.contains(requested) else {
-                return Result(
+                return RequestResult(
                     .alreadyEnrolled,
                     Phrase.said("The %s is enrolled already; delete it first", .fingerName(requested)))
             }
             finger = requested
         } else {
             guard let free = Self.order.first(where: { !taken.contains($0) }) else {
-                return Result(.alreadyEnrolled, Phrase.said("All ten fingers are enrolled"))
+                return RequestResult(.alreadyEnrolled, Phrase.said("All ten fingers are enrolled"))
             }
             finger = free
         }
@@ -71,7 +71,7 @@ struct Enrollment {
         let holder = ReaderLease.Holder(id: parts.lease.newID(), label: label)
         if case .busy(let other) = parts.lease.take(holder, nowMs: parts.clock(), shareMs: nil) {
             let why = ReaderUnavailable.readerBusy(by: other.label.account == user ? other.label : nil)
-            return Result(.busy, Phrase.fingerNotAvailable(why))
+            return RequestResult(.busy, Phrase.fingerNotAvailable(why))
         }
         defer { parts.lease.release(holder.id, nowMs: parts.clock()) }
         io.send(Notice(.placeFinger, .forRequest(.placeFinger(finger), label), finger: finger).event)
@@ -94,19 +94,19 @@ struct Enrollment {
             var extra = Frame(.result)
             extra.append(.finger, string: finger.rawValue)
             extra.append(.domainState, bytes: state.domainState)
-            return Result(
+            return RequestResult(
                 .success, Phrase.said("Enrolled the %1$s of %2$s", .fingerName(finger), .verbatim(user)),
                 extra: extra.fields)
         } catch {
             parts.audit.notice("cannot store the print of \(user): \(error)")
-            return Result(.internalError, Phrase.said("The print could not be stored"))
+            return RequestResult(.internalError, Phrase.said("The print could not be stored"))
         }
     }
 
     /// What the reader's enrol stages gave: a print, or the RESULT to answer with.
     enum Scan {
         case print([UInt8])
-        case failed(LocalAuthProtocol.Result)
+        case failed(RequestResult)
     }
 
     /// The duplicate check: one identify scan against every account's prints on this reader. A
@@ -114,7 +114,7 @@ struct Enrollment {
     /// as the first of `enrollStages + 1` stages. Nil: no duplicate, go on.
     private nonisolated(nonsending) func refuseDuplicate(
         user: String, reader: FingerprintReader, device: ReaderDeviceInfo, io: RequestIO
-    ) async -> LocalAuthProtocol.Result? {
+    ) async -> RequestResult? {
         let users = (try? parts.store.users()) ?? []
         let gallery = users.flatMap { (try? parts.store.prints(user: $0, deviceKey: device.storageKey)) ?? [] }
         let timeout = parts.configuration.enrollTimeoutMs
@@ -135,17 +135,18 @@ struct Enrollment {
                 scan.cancel()
             }
             if match != nil {
-                return Result(.alreadyEnrolled, Phrase.said("This finger is enrolled already; enrol another finger"))
+                return RequestResult(
+                    .alreadyEnrolled, Phrase.said("This finger is enrolled already; enrol another finger"))
             }
         } catch ReaderError.dataNotFound {
             // A match-on-chip reader's own answer for "none of these prints is stored here": no duplicate.
         } catch {
-            if Task.isCancelled { return Result(.systemCancel, Phrase.said("Enrolment cancelled")) }
+            if Task.isCancelled { return RequestResult(.systemCancel, Phrase.said("Enrolment cancelled")) }
             if ReaderError.cancelled == error as? ReaderError {
-                return Result(
+                return RequestResult(
                     .timedOut, Phrase.said("No finger was presented within %s s", .verbatim(String(timeout / 1000))))
             }
-            return Result(.biometryNotAvailable, ReaderError.failureMessage(error))
+            return RequestResult(.biometryNotAvailable, ReaderError.failureMessage(error))
         }
         let stages = Int64(device.enrollStages + 1)
         let line = Phrase.said("Enrolling: stage %1$s of %2$s", .verbatim("1"), .verbatim(String(stages)))
@@ -187,14 +188,14 @@ struct Enrollment {
                     enrolment.cancel()
                 })
         } catch {
-            if Task.isCancelled { return .failed(Result(.systemCancel, Phrase.said("Enrolment cancelled"))) }
+            if Task.isCancelled { return .failed(RequestResult(.systemCancel, Phrase.said("Enrolment cancelled"))) }
             if ReaderError.cancelled == error as? ReaderError {
                 return .failed(
-                    Result(
+                    RequestResult(
                         .timedOut,
                         Phrase.said("No finger was presented within %s s", .verbatim(String(timeout / 1000)))))
             }
-            return .failed(Result(.biometryNotAvailable, ReaderError.failureMessage(error)))
+            return .failed(RequestResult(.biometryNotAvailable, ReaderError.failureMessage(error)))
         }
     }
 }

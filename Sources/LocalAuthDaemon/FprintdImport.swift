@@ -35,13 +35,13 @@ struct FprintdImport {
     nonisolated(nonsending) func run(
         from root: String, caller: PeerCredentials,
         serialize: (String, () async -> Void) async -> Void
-    ) async -> LocalAuthProtocol.Result {
+    ) async -> RequestResult {
         guard let reader = parts.reader else {
-            return Result(.biometryNotAvailable, Phrase.said("libfprint is not running; nothing can be checked"))
+            return RequestResult(.biometryNotAvailable, Phrase.said("libfprint is not running; nothing can be checked"))
         }
         if let problem = Self.trustedDirectory(root) {
             // The problem is the journal's English words for a directory's owner and mode.
-            return Result(
+            return RequestResult(
                 .invalidRequest,
                 Phrase.said("fprintd's prints at %1$s are not imported: %2$s", .verbatim(root), .verbatim(problem)))
         }
@@ -106,7 +106,7 @@ struct FprintdImport {
     /// One print file, checked as the type's comment says.
     private nonisolated(nonsending) func check(
         _ path: String, user: String, driver: String, device: String, file: String, reader: FingerprintReader
-    ) async -> Swift.Result<Checked, Refusal> {
+    ) async -> Result<Checked, Refusal> {
         guard let number = Int(file), (1...10).contains(number), String(number) == file else {
             return .failure(Refusal(reason: "not a finger's file (1 … 10)"))
         }
@@ -136,7 +136,7 @@ struct FprintdImport {
     }
 
     /// The RESULT: counts, and the imported fingers while they fit; every skip is in the journal.
-    static func summary(_ outcome: Outcome, root: String) -> LocalAuthProtocol.Result {
+    static func summary(_ outcome: Outcome, root: String) -> RequestResult {
         var line = Phrase.said(
             "Imported %1$s print(s) from %2$s", .verbatim(String(outcome.imported.count)), .verbatim(root))
         let names = outcome.imported.map { "\($0.user) \($0.finger)" }.joined(separator: ", ")
@@ -146,7 +146,7 @@ struct FprintdImport {
                 "%1$s; skipped %2$s (each reason is in the journal)", line,
                 .verbatim(String(outcome.skipped.count)))
         }
-        return Result(.success, line)
+        return RequestResult(.success, line)
     }
 
     // MARK: Reading fprintd's tree, never following a link
@@ -182,7 +182,7 @@ struct FprintdImport {
 
     /// A print file's bytes: a regular file owned by root, opened without following links, of a
     /// print's size.
-    static func readPrint(_ path: String) -> Swift.Result<[UInt8], Refusal> {
+    static func readPrint(_ path: String) -> Result<[UInt8], Refusal> {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return .failure(Refusal(reason: "cannot open it: \(String(cString: strerror(errno)))")) }
         defer { close(fd) }

@@ -11,14 +11,15 @@ import LocalAuthStore
 struct PasswordReports {
     let parts: DaemonParts
 
-    nonisolated(nonsending) func record(user: String, caller: PeerCredentials) async -> LocalAuthProtocol.Result {
+    nonisolated(nonsending) func record(user: String, caller: PeerCredentials) async -> RequestResult {
         let origin = await Self.origin(of: caller, parts: parts)
         if case .refused(let why) = PasswordReport.decide(origin) {
-            return Result(.notAuthorized, Phrase.passwordUseNotRecorded(why))
+            return RequestResult(.notAuthorized, Phrase.passwordUseNotRecorded(why))
         }
         guard let now = parts.bootClock() else {
             parts.audit.notice("cannot read \(BootClock.bootIDPath); password use cannot be recorded")
-            return Result(.internalError, Phrase.said("The boot id cannot be read; the password use was not recorded"))
+            return RequestResult(
+                .internalError, Phrase.said("The boot id cannot be read; the password use was not recorded"))
         }
         let stored: PasswordUse?
         switch (try? parts.store.loadPasswordUse(user: user)) ?? .corrupt("unreadable") {
@@ -35,15 +36,15 @@ struct PasswordReports {
                 parts.audit.info("a PAM stack reported a password use: the password-required rules now apply")
             }
             guard let next = PasswordRule.recordingPassword(stored, at: now) else {
-                return Result(
+                return RequestResult(
                     .success, Phrase.said("Password use of %s already recorded in the last minute", .verbatim(user)))
             }
             try parts.store.savePasswordUse(next, user: user)
         } catch {
             parts.audit.notice("cannot record the password use of \(user): \(error)")
-            return Result(.internalError, Phrase.said("The password use could not be recorded"))
+            return RequestResult(.internalError, Phrase.said("The password use could not be recorded"))
         }
-        return Result(.success, Phrase.said("Password use of %s recorded", .verbatim(user)))
+        return RequestResult(.success, Phrase.said("Password use of %s recorded", .verbatim(user)))
     }
 
     /// Where the report comes from: root or not, and the caller's login session.

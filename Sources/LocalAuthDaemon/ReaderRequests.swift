@@ -8,7 +8,7 @@ import LocalAuthProtocol
 struct ReaderRequests {
     let parts: DaemonParts
 
-    nonisolated(nonsending) func devices() async -> LocalAuthProtocol.Result {
+    nonisolated(nonsending) func devices() async -> RequestResult {
         let devices = await parts.reader?.devices() ?? []
         let extra = devices.map {
             var caps: DeviceCapabilities = []
@@ -20,17 +20,17 @@ struct ReaderRequests {
                 capabilities: caps
             ).field
         }
-        return Result(.success, Phrase.said("Readers: %s", .verbatim(String(devices.count))), extra: extra)
+        return RequestResult(.success, Phrase.said("Readers: %s", .verbatim(String(devices.count))), extra: extra)
     }
 
     /// The reader; with `user`, also that user's fingers, lockout and passcode.
-    nonisolated(nonsending) func status(user: String?) async -> LocalAuthProtocol.Result {
+    nonisolated(nonsending) func status(user: String?) async -> RequestResult {
         let device = await parts.currentDevice()
         var extra = Frame(.result)
         extra.append(.readerPresent, bool: device != nil)
         extra.append(.biometryType, int: PolicyEvaluator.biometryType(readerAvailable: device != nil).rawValue)
         guard let user else {
-            return Result(.success, Self.readerLine(device), extra: extra.fields)
+            return RequestResult(.success, Self.readerLine(device), extra: extra.fields)
         }
         let loaded = parts.loadState(user)
         let count = parts.enrolledPrints(user, on: device).count
@@ -40,7 +40,7 @@ struct ReaderRequests {
             bool: !loaded.readable || LockoutRules.biometryLocked(loaded.state, config: parts.configuration.lockout))
         extra.append(.passcodeSet, bool: loaded.state.passcodeHash != nil)
         parts.appendPasswordStatus(user: user, to: &extra)
-        return Result(
+        return RequestResult(
             .success,
             Phrase.said(
                 "%1$s; fingers enrolled for %2$s: %3$s", Self.readerLine(device), .verbatim(user),
@@ -50,7 +50,7 @@ struct ReaderRequests {
 
     nonisolated(nonsending) func canEvaluate(
         policy: PolicyKind, user: String, whereabouts: Whereabouts, door: DoorContext = DoorContext()
-    ) async -> LocalAuthProtocol.Result {
+    ) async -> RequestResult {
         let facts = await CallerFacts.gather(
             user: user, whereabouts: whereabouts, parts: parts, readerID: door.readerID, finger: door.finger)
         var result = PolicyEvaluator.canEvaluate(

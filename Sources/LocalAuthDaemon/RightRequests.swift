@@ -15,21 +15,21 @@ struct RightRequests {
     /// RIGHT_SAVE: a fresh key, the secret when given; never replaces an existing right.
     nonisolated(nonsending) func save(
         user: String, identifier: String, requirement: RightRequirement, secret: [UInt8]?
-    ) async -> LocalAuthProtocol.Result {
+    ) async -> RequestResult {
         guard StoredRight.isValidIdentifier(identifier) else {
-            return Result(.invalidRequest, RightMessages.badIdentifier)
+            return RequestResult(.invalidRequest, RightMessages.badIdentifier)
         }
         guard (secret?.count ?? 0) <= StoredRight.maximumSecretSize else {
-            return Result(.invalidRequest, RightMessages.secretTooLarge)
+            return RequestResult(.invalidRequest, RightMessages.secretTooLarge)
         }
         var domainState: [UInt8] = []
         if requirement == .biometryCurrentSet {
             // Bound to the set enrolled now: there must be one.
             let loaded = parts.loadState(user)
-            guard loaded.readable else { return Result(.internalError, RightMessages.stateUnreadable) }
+            guard loaded.readable else { return RequestResult(.internalError, RightMessages.stateUnreadable) }
             let prints = (try? parts.store.allPrints(user: user)) ?? []
             guard !prints.isEmpty, !loaded.state.domainState.isEmpty else {
-                return Result(.biometryNotEnrolled, RightMessages.noSetToBindTo)
+                return RequestResult(.biometryNotEnrolled, RightMessages.noSetToBindTo)
             }
             domainState = loaded.state.domainState
         }
@@ -40,36 +40,36 @@ struct RightRequests {
         do {
             try parts.store.saveRight(right, user: user)
         } catch .alreadyExists {
-            return Result(.alreadyEnrolled, RightMessages.exists)
+            return RequestResult(.alreadyEnrolled, RightMessages.exists)
         } catch {
             parts.audit.notice("cannot save a right of \(user): \(error)")
-            return Result(.internalError, RightMessages.cannotSave)
+            return RequestResult(.internalError, RightMessages.cannotSave)
         }
-        return Result(.success, RightMessages.saved, extra: publicFields(right))
+        return RequestResult(.success, RightMessages.saved, extra: publicFields(right))
     }
 
     /// RIGHT_GET: the requirement and the public key; nothing secret, no evaluation.
-    nonisolated(nonsending) func get(user: String, identifier: String) async -> LocalAuthProtocol.Result {
+    nonisolated(nonsending) func get(user: String, identifier: String) async -> RequestResult {
         switch load(user: user, identifier: identifier) {
         case .failure(let box): return box.result
-        case .success(let right): return Result(.success, RightMessages.found, extra: publicFields(right))
+        case .success(let right): return RequestResult(.success, RightMessages.found, extra: publicFields(right))
         }
     }
 
     /// RIGHT_REMOVE: one right, or all of the account's (identifier nil).
-    nonisolated(nonsending) func remove(user: String, identifier: String?) async -> LocalAuthProtocol.Result {
+    nonisolated(nonsending) func remove(user: String, identifier: String?) async -> RequestResult {
         do {
             if let identifier {
                 try parts.store.removeRight(identifier: identifier, user: user)
-                return Result(.success, RightMessages.removed)
+                return RequestResult(.success, RightMessages.removed)
             }
             let count = try parts.store.removeAllRights(user: user)
-            return Result(.success, RightMessages.removedAll(count))
+            return RequestResult(.success, RightMessages.removedAll(count))
         } catch .notFound {
-            return Result(.notFound, RightMessages.notFound)
+            return RequestResult(.notFound, RightMessages.notFound)
         } catch {
             parts.audit.notice("cannot remove a right of \(user): \(error)")
-            return Result(.internalError, RightMessages.cannotRemove)
+            return RequestResult(.internalError, RightMessages.cannotRemove)
         }
     }
 
@@ -77,22 +77,22 @@ struct RightRequests {
     /// only on its success, the operation.
     nonisolated(nonsending) func use(
         _ options: RightUseOptions, user: String,
-        evaluate: (EvaluateOptions) async -> LocalAuthProtocol.Result
-    ) async -> LocalAuthProtocol.Result {
+        evaluate: (EvaluateOptions) async -> RequestResult
+    ) async -> RequestResult {
         let right: StoredRight
         switch load(user: user, identifier: options.identifier) {
         case .failure(let box): return box.result
         case .success(let r): right = r
         }
         // Refuse a malformed operation before anyone is asked for a finger.
-        if let problem = Self.problem(options, right: right) { return Result(.invalidRequest, problem) }
+        if let problem = Self.problem(options, right: right) { return RequestResult(.invalidRequest, problem) }
         let evaluation = await evaluate(options.evaluation(for: Self.wire(right.requirement), user: user))
         guard evaluation.isSuccess else { return evaluation }
         if right.requirement == .biometryCurrentSet {
             // The user's turn keeps enrolments out, but a set changed by a corrupt print being set
             // aside during the scan still counts: check again, fail closed.
             guard case .ok = (try? parts.store.loadRight(identifier: right.identifier, user: user)) else {
-                return Result(.notFound, RightMessages.invalidated)
+                return RequestResult(.notFound, RightMessages.invalidated)
             }
         }
         do throws(KeyError) {
@@ -115,9 +115,9 @@ struct RightRequests {
             }
             var extra = Frame(.result)
             if options.operation != .authorize || !output.isEmpty { extra.append(.data, bytes: output) }
-            return Result(.success, RightMessages.used(options.operation), extra: extra.fields)
+            return RequestResult(.success, RightMessages.used(options.operation), extra: extra.fields)
         } catch {
-            return Result(.invalidRequest, Phrase.said("The operation failed: %s", .verbatim("\(error)")))
+            return RequestResult(.invalidRequest, Phrase.said("The operation failed: %s", .verbatim("\(error)")))
         }
     }
 
@@ -148,18 +148,18 @@ struct RightRequests {
     }
 
     /// The right, or the RESULT that says why not.
-    private func load(user: String, identifier: String) -> Swift.Result<StoredRight, ResultBox> {
+    private func load(user: String, identifier: String) -> Result<StoredRight, ResultBox> {
         do {
             switch try parts.store.loadRight(identifier: identifier, user: user) {
-            case .absent: return .failure(ResultBox(Result(.notFound, RightMessages.notFound)))
+            case .absent: return .failure(ResultBox(RequestResult(.notFound, RightMessages.notFound)))
             case .ok(let right): return .success(right)
             case .corrupt(let why):
                 parts.audit.notice("a right of \(user) is unreadable: \(why)")
-                return .failure(ResultBox(Result(.internalError, RightMessages.unreadable)))
+                return .failure(ResultBox(RequestResult(.internalError, RightMessages.unreadable)))
             }
         } catch {
             parts.audit.notice("cannot read a right of \(user): \(error)")
-            return .failure(ResultBox(Result(.internalError, RightMessages.unreadable)))
+            return .failure(ResultBox(RequestResult(.internalError, RightMessages.unreadable)))
         }
     }
 
@@ -191,8 +191,8 @@ struct RightRequests {
 
 /// A RESULT as a failure value.
 struct ResultBox: Error {
-    let result: LocalAuthProtocol.Result
-    init(_ result: LocalAuthProtocol.Result) { self.result = result }
+    let result: RequestResult
+    init(_ result: RequestResult) { self.result = result }
 }
 
 /// Every human line about rights, in one place.

@@ -329,7 +329,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
                 throw ProtocolError.unexpectedMessage(type)
             } catch {
                 // English: a client's programming error, named by the protocol's terms
-                write(.result(Result(.invalidRequest, "Invalid request: \(error)")), context: context)
+                write(.result(RequestResult(.invalidRequest, "Invalid request: \(error)")), context: context)
                 return
             }
             start(request, context: context)
@@ -366,7 +366,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     /// The request's RESULT; the connection takes the next request.
-    private func finish(_ result: LocalAuthProtocol.Result, context: ChannelHandlerContext) {
+    private func finish(_ result: RequestResult, context: ChannelHandlerContext) {
         guard case .busy = state else { return }
         state = .idle
         write(.result(result), context: context)

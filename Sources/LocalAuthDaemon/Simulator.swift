@@ -7,10 +7,10 @@ import LocalAuthProtocol
 struct Simulator {
     let parts: DaemonParts
 
-    nonisolated(nonsending) func simulate(action: String, argument: String?) async -> LocalAuthProtocol.Result {
+    nonisolated(nonsending) func simulate(action: String, argument: String?) async -> RequestResult {
         // English: the simulator is a test and demo tool (--virtual-reader), its answers name its commands.
         guard let socket = parts.virtualReaderSocket else {
-            return Result(.notSupported, "Simulation needs a daemon started with --virtual-reader")
+            return RequestResult(.notSupported, "Simulation needs a daemon started with --virtual-reader")
         }
         let command: String
         switch (action, argument) {
@@ -22,7 +22,7 @@ struct Simulator {
         case ("finger-off", nil): command = "FINGER 0"
         default:
             // English: the simulator's command words
-            return Result(
+            return RequestResult(
                 .invalidRequest,
                 "Unknown simulation \(Echo.quoted(action + (argument.map { " " + $0 } ?? ""))); try touch ID, retry [CODE], error [CODE], unplug, finger-on, finger-off"
             )
@@ -33,7 +33,7 @@ struct Simulator {
         let control = VirtualReaderControl(socketPath: socket)
         let send = { @Sendable () async in
             await Task.detached {
-                Swift.Result { () throws(VirtualReaderControl.Failure) in try control.send(command) }
+                Result { () throws(VirtualReaderControl.Failure) in try control.send(command) }
             }
             .value
         }
@@ -44,9 +44,9 @@ struct Simulator {
         }
         if case .failure(let error) = outcome {
             // English: the virtual driver's protocol
-            return Result(.biometryNotAvailable, "The simulated reader did not take '\(command)': \(error)")
+            return RequestResult(.biometryNotAvailable, "The simulated reader did not take '\(command)': \(error)")
         }
-        return Result(.success, "Simulated: \(command)")  // English: the virtual driver's command
+        return RequestResult(.success, "Simulated: \(command)")  // English: the virtual driver's command
     }
 
     /// A scan id the virtual driver takes as one word: letters, digits, `-`, `_`, `.`; at most 64.

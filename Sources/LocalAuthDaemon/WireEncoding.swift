@@ -15,13 +15,13 @@ extension Notice {
 }
 
 extension Decision {
-    var result: LocalAuthProtocol.Result {
+    var result: RequestResult {
         var extra = Frame(.result)
         if let biometryType { extra.append(.biometryType, int: biometryType.rawValue) }
         if let domainState { extra.append(.domainState, bytes: domainState) }
         extra.append(.finger, optionalString: finger?.rawValue)
         if let biometryLocked { extra.append(.biometryLocked, bool: biometryLocked) }
         if let passcodeSet { extra.append(.passcodeSet, bool: passcodeSet) }
-        return Result(code, phrase.english, extra: extra.fields, phrase: phrase)
+        return RequestResult(code, phrase.english, extra: extra.fields, phrase: phrase)
     }
 }

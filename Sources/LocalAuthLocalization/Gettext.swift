@@ -137,7 +137,7 @@ extension Event {
     }
 }
 
-extension Result {
+extension RequestResult {
     /// The result's line in the person's language: its phrase through the catalogue, else the
     /// daemon's English `message`.
     public func localizedMessage(style: PhraseStyle = PhraseStyle()) -> String {

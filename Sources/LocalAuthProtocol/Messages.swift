@@ -307,7 +307,7 @@ public struct Event: Equatable, Sendable {
 }
 
 /// A RESULT frame: the code, the human line, and the fields particular to the request.
-public struct Result: Equatable, Sendable {
+public struct RequestResult: Equatable, Sendable {
     /// The raw code; `resultCode` maps it when it is a known one.
     public var code: Int64
     public var message: String
@@ -394,7 +394,7 @@ public struct DeviceInfo: Equatable, Sendable {
 public enum ServerMessage: Equatable, Sendable {
     case welcome(version: Int64, server: String)
     case event(Event)
-    case result(Result)
+    case result(RequestResult)
     case error(code: Int64, message: String)
 
     public var frame: Frame {
@@ -423,7 +423,8 @@ public enum ServerMessage: Equatable, Sendable {
         case .event:
             return ServerMessage.event(Event(.info, "(an event too large to send was left out)")).frame.encoded()
         default:
-            return ServerMessage.result(Result(.internalError, "The reply was too large to send")).frame.encoded()
+            return ServerMessage.result(RequestResult(.internalError, "The reply was too large to send")).frame
+                .encoded()
         }
     }
 
@@ -433,7 +434,7 @@ public enum ServerMessage: Equatable, Sendable {
             guard let v = f.int(.version) else { throw .malformed("WELCOME without version") }
             self = .welcome(version: v, server: f.string(.peerName) ?? "")
         case .event: self = .event(try Event(frame: f))
-        case .result: self = .result(try Result(frame: f))
+        case .result: self = .result(try RequestResult(frame: f))
         case .error: self = .error(code: f.int(.code) ?? 0, message: f.string(.message) ?? "")
         default: throw .unknownMessage(f.type)
         }

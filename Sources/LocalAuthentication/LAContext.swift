@@ -177,7 +177,7 @@ open class LAContext: NSObject, @unchecked Sendable {
             return (request, s.nextID)
         }
         queue.async { [self] in
-            let outcome: Swift.Result<Void, LAError>
+            let outcome: Result<Void, LAError>
             if let id {
                 outcome = evaluate(request, id: id, cancellation: cancellation)
                 cancellation.cancel(byApp: false)
@@ -244,15 +244,15 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
     }
 
-    /// The protocol's `biometryType` (0 none, non-zero a fingerprint reader; the protocol spells touchID 2
-    /// where Apple's raw value is 1) as Apple's type.
+    /// The protocol's `biometryType` (Apple's raw values: 0 none, 1 touchID; any other non-zero value is
+    /// read as a fingerprint reader too, the only biometry the daemon knows) as Apple's type.
     static func biometryType(protocolValue: Int64?) -> LABiometryType {
         (protocolValue ?? 0) == 0 ? .none : .touchID
     }
 
     /// The `LAError` for a failed RESULT. The daemon's management codes have no `LAError` name; they
     /// surface as `systemCancel` with the daemon's code in the user info.
-    static func error(for result: LocalAuthProtocol.Result) -> LAError {
+    static func error(for result: RequestResult) -> LAError {
         // The daemon's line in the person's language (its phrase), else its English message.
         let text = result.localizedMessage(style: phraseStyle)
         if let code = LAError.Code(rawValue: Int(result.code)) { return LAError(code, text) }
@@ -349,10 +349,10 @@ open class LAContext: NSObject, @unchecked Sendable {
     static var appCancelMessage: String { tr("Cancelled by the app") }
     static var noCompanionMessage: String { tr("No companion device is available on this system") }
 
-    private func preflight(_ policy: LAPolicy) -> Swift.Result<Void, LAError> {
+    private func preflight(_ policy: LAPolicy) -> Result<Void, LAError> {
         let (invalidated, socketPath) = locked { ($0.invalidated, $0.socketPath) }
         if invalidated { return .failure(LAError(.invalidContext, Self.invalidatedMessage)) }
-        let result: LocalAuthProtocol.Result
+        let result: RequestResult
         do throws(ClientError) {
             let connection = try DaemonConnection(
                 socketPath: socketPath ?? DaemonConnection.defaultSocketPath, clientName: Self.clientName)
@@ -379,7 +379,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     }
 
     /// One evaluation, on the private queue; `cancellation` is registered in `running`.
-    private func evaluate(_ e: Evaluation, id: Int, cancellation: Cancellation) -> Swift.Result<Void, LAError> {
+    private func evaluate(_ e: Evaluation, id: Int, cancellation: Cancellation) -> Result<Void, LAError> {
         if cancellation.isCancelledByApp { return .failure(LAError(.appCancel, Self.appCancelMessage)) }
         guard let kind = Self.daemonPolicy(e.policy) else {
             return .failure(LAError(.companionNotAvailable, Self.noCompanionMessage))
@@ -411,7 +411,7 @@ open class LAContext: NSObject, @unchecked Sendable {
             policy: kind, user: nil, service: Self.service, tty: Self.terminalName, reason: e.reason,
             fallbackTitle: e.fallbackTitle, cancelTitle: e.cancelTitle, flags: flags, reuseSeconds: e.reuseSeconds,
             timeoutMs: e.timeoutMs)
-        let result: LocalAuthProtocol.Result
+        let result: RequestResult
         do {
             let keys = Self.keys(for: prompt, connection: connection)
             defer { keys?.stop() }

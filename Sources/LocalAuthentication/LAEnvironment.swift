@@ -105,7 +105,7 @@ open class LAEnvironmentState: NSObject, @unchecked Sendable, NSCopying {
 
     /// From one CAN_EVALUATE (biometrics) of the calling user; an unreachable daemon is "no mechanism".
     convenience init(fetchingFrom socket: String) {
-        let result: LocalAuthProtocol.Result
+        let result: RequestResult
         do {
             let connection = try DaemonConnection(socketPath: socket, clientName: LAContext.clientName)
             result = try connection.perform(
@@ -118,7 +118,7 @@ open class LAEnvironmentState: NSObject, @unchecked Sendable, NSCopying {
     }
 
     /// The mapping of a CAN_EVALUATE result (separate for tests).
-    convenience init(canEvaluate result: LocalAuthProtocol.Result) {
+    convenience init(canEvaluate result: RequestResult) {
         let f = result.fields
         let readerPresent = (f.int(.biometryType) ?? 0) != 0
         let biometry =

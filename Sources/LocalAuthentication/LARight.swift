@@ -232,7 +232,7 @@ open class LARightStore: NSObject, @unchecked Sendable {
         return persisted(identifier, result)
     }
 
-    private func persisted(_ identifier: String, _ result: LocalAuthProtocol.Result) -> LAPersistedRight {
+    private func persisted(_ identifier: String, _ result: RequestResult) -> LAPersistedRight {
         let wire = result.fields.int(.requirement).flatMap(RightRequirement.init(rawValue:)) ?? .biometryOrPasscode
         return LAPersistedRight(
             identifier: identifier, requirement: LAAuthenticationRequirement(wire),
@@ -246,11 +246,11 @@ struct RightChannel: Sendable {
     var prompt: LALinuxPrompt? = nil
 
     /// Runs `request` on a fresh connection; events go to the prompt.
-    func perform(_ request: Request, reason: String = "") async throws -> LocalAuthProtocol.Result {
+    func perform(_ request: Request, reason: String = "") async throws -> RequestResult {
         let socket = self.socket
         let prompt = self.prompt
         return try await withCheckedThrowingContinuation {
-            (done: CheckedContinuation<LocalAuthProtocol.Result, any Error>) in
+            (done: CheckedContinuation<RequestResult, any Error>) in
             DispatchQueue.global().async {
                 let cancellation = Cancellation()
                 defer { cancellation.cancel(byApp: false) }
@@ -260,7 +260,7 @@ struct RightChannel: Sendable {
                     let keys = LAContext.keys(for: usable, connection: connection)
                     let answer = LAContext.promptAnswerer(
                         prompt: usable, reason: reason, cancelTitle: nil, cancellation: cancellation, keys: keys)
-                    let result = Swift.Result { try connection.perform(request, timeoutMs: 330_000, onEvent: answer) }
+                    let result = Result { try connection.perform(request, timeoutMs: 330_000, onEvent: answer) }
                     // The terminal is the app's again before it hears the answer (it may read it next).
                     keys?.stop()
                     done.resume(returning: try result.get())

@@ -82,7 +82,7 @@ func status(runs: Int) {
     samples.reserveCapacity(runs)
     for _ in 0..<runs {
         let t0 = nowNs()
-        let result: LocalAuthProtocol.Result
+        let result: RequestResult
         do { result = try connection.perform(.status(user: nil), timeoutMs: 10_000) } catch { fail("status: \(error)") }
         samples.append(nowNs() - t0)
         guard result.isSuccess else { fail("status: \(result.message)") }

@@ -3,6 +3,7 @@
 
 import FingerprintReader
 import Glibc
+import LocalAuthTesting
 import Synchronization
 
 /// Socket paths for the virtual drivers, in a fresh temporary directory.
@@ -12,12 +13,13 @@ struct VirtualSockets: Sendable {
     var storage: String { directory + "/storage" }
     var image: String { directory + "/image" }
 
-    /// Makes the directory (`mkdtemp`).
+    /// Makes the directory.
     static func make() -> VirtualSockets {
-        var template = Array("/tmp/fpreader-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed: \(errno)")
-        return VirtualSockets(directory: String(cString: made!))
+        do {
+            return VirtualSockets(directory: try TemporaryDirectory.make("fpreader"))
+        } catch {
+            preconditionFailure("\(error)")
+        }
     }
 
     /// Points libfprint's virtual drivers at these sockets, and the others at nothing (an exit test's child inherits
@@ -67,26 +69,11 @@ struct TestFailure: Error, CustomStringConvertible {
 
 /// Connects to a Unix socket, retrying while it is not there yet (the driver binds it at open), for at most `timeoutMs`.
 func connectUnixSocket(_ path: String, timeoutMs: Int = 2000) throws -> Int32 {
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    precondition(bytes.count < MemoryLayout.size(ofValue: address.sun_path), "socket path too long: \(path)")
-    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-        buffer.copyBytes(from: bytes)
-        buffer[bytes.count] = 0
-    }
+    precondition(path.utf8.count < 108, "socket path too long: \(path)")
     var waitedMs = 0
     while true {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        if connected == 0 { return fd }
+        if let fd = UnixSocket.connect(path) { return fd }
         let reason = errno
-        close(fd)
         // Bounded polling for the socket to appear: there is no event to await from outside the driver.
         guard waitedMs < timeoutMs, reason == ENOENT || reason == ECONNREFUSED else {
             throw TestFailure("connect \(path): errno \(reason)")

@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// The authorisation table of `docs/security.md`, every operation × every kind of caller, through
@@ -142,7 +143,7 @@ struct AuthorizationMatrixTests {
         let bytes = hello.frame.encoded() + request(op).frame.encoded()
         let reply = try relay(bytes, uid: caller.uid ?? "0", socket: d.socketPath)
         for frame in try frames(in: reply) where frame.type == .result {
-            return try LocalAuthProtocol.Result(frame: frame).resultCode
+            return try RequestResult(frame: frame).resultCode
         }
         Issue.record("\(op) as \(caller): no RESULT in \(reply.count) bytes")
         return nil

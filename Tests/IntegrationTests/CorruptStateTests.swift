@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// Promise 3 of docs/reliability.md: a state file that is truncated, garbage, owned by someone

@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// The real daemon binary with libfprint's virtual_device.
@@ -97,7 +98,7 @@ struct DaemonIntegrationTests {
         try await d.enroll(user: "alice", printID: "alice-1")
         let (c, _) = try d.startEvaluation(user: "alice")
         try d.simulate("unplug")
-        var final: LocalAuthProtocol.Result?
+        var final: RequestResult?
         while final == nil {
             if case .result(let r) = try c.receive(deadline: DaemonConnection.now() + 20_000) { final = r }
         }
@@ -340,9 +341,7 @@ final class SetuidExec {
     var path: String { directory + "/setuid-exec" }
 
     init() throws {
-        var template = Array("/tmp/la-setuid-XXXXXX".utf8CString)
-        guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
-        directory = String(cString: dir)
+        directory = try TemporaryDirectory.make("la-setuid")
         chmod(directory, 0o755)
         let source = directory + "/setuid-exec.c"
         try "#include <unistd.h>\nint main(int argc, char **argv) { execv(argv[1], argv + 1); return 127; }\n"

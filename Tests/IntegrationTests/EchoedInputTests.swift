@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// Issue 13, H2: a client string the daemon repeats in a reply (a user name in "Not allowed…", a

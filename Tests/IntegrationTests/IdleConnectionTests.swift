@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// A connection that runs no request is closed after the idle timeout (30 s by default;
@@ -57,7 +58,7 @@ struct IdleConnectionTests {
         let quiet = try? c.receive(deadline: DaemonConnection.now() + 3 * Self.idleMs)
         #expect(quiet == nil, "unexpected \(String(describing: quiet))")
         try d.simulate("touch", "alice-1")
-        var result: LocalAuthProtocol.Result?
+        var result: RequestResult?
         while result == nil, let m = try? c.receive(deadline: DaemonConnection.now() + 10_000) {
             if case .result(let r) = m { result = r }
         }
@@ -71,7 +72,7 @@ final class RawConnection {
     private(set) var received: [UInt8] = []
 
     init(path: String) throws {
-        guard let fd = connectUnix(path) else { throw HarnessError.setup("connect to \(path) failed") }
+        guard let fd = UnixSocket.connect(path) else { throw HarnessError.setup("connect to \(path) failed") }
         self.fd = fd
     }
 

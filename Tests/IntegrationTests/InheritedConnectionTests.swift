@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// Issue 13, L4: a connection outlives the process that opened it (handed to a child by fork,

@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// The real `localauthd` logging to "the journal": `JOURNAL_STREAM` names its stderr, and in a
@@ -36,7 +37,7 @@ struct JournalTests {
 
     @Test func journal_whenEvaluating_recordsAuditFieldsWithFixedMessageID() async throws {
         let journal = try JournalSocket()
-        let d = try JournaledDaemon(journal: journal)
+        let d = try JournaledDaemon.start(journal: journal)
         try await d.enroll(user: "alice", printID: "alice-1")
 
         try d.simulate("touch", "alice-1")
@@ -77,7 +78,7 @@ struct JournalTests {
 
     @Test func journal_whenEnrolling_recordsAuditFieldsWithFixedMessageID() async throws {
         let journal = try JournalSocket()
-        let d = try JournaledDaemon(journal: journal)
+        let d = try JournaledDaemon.start(journal: journal)
         try await d.enroll(user: "alice", printID: "alice-1")
         let record = try journal.next("the record of the enrolment", log: d) { $0["LOCALAUTH_OPERATION"] == "enroll" }
         #expect(record["MESSAGE_ID"] == Self.enrollID, "\(record)")
@@ -94,7 +95,7 @@ struct JournalTests {
 
     @Test func journal_neverRecordsThePasscode() async throws {
         let journal = try JournalSocket()
-        let d = try JournaledDaemon(journal: journal)
+        let d = try JournaledDaemon.start(journal: journal)
         let passcode = "journal-secret-\(UInt32.random(in: 0...UInt32.max))"
         let wrong = "journal-wrong-\(UInt32.random(in: 0...UInt32.max))"
 
@@ -205,26 +206,14 @@ final class JournalSocket: @unchecked Sendable {
     private var cursor = 0
 
     init() throws {
-        var template = Array("/tmp/la-journal-XXXXXX".utf8CString)
-        guard let dir = mkdtemp(&template) else { throw JournalError.setup("mkdtemp failed") }
-        directory = String(cString: dir)
+        directory = try TemporaryDirectory.make("la-journal")
         journalDirectory = directory + "/journal"
         guard mkdir(journalDirectory, 0o755) == 0 else { throw JournalError.setup("mkdir failed: \(errno)") }
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw JournalError.setup("socket failed: \(errno)") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let path = Array((journalDirectory + "/socket").utf8)
-        guard path.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw JournalError.setup("path too long")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0 else { throw JournalError.setup("bind failed: \(errno)") }
+        guard
+            let fd = UnixSocket.bind(
+                journalDirectory + "/socket", type: Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+        else { throw JournalError.setup("bind failed: \(errno)") }
+        self.fd = fd
     }
 
     deinit {
@@ -265,7 +254,7 @@ final class JournalSocket: @unchecked Sendable {
 
     /// The first record after the last one returned that satisfies `match`, awaited up to `timeout` seconds.
     func next(
-        _ what: String, timeout: TimeInterval = 15, log daemon: JournaledDaemon? = nil,
+        _ what: String, timeout: TimeInterval = 15, log daemon: DaemonHarness? = nil,
         where match: (JournalRecord) -> Bool
     ) throws -> JournalRecord {
         let deadline = Date().addingTimeInterval(timeout)
@@ -286,16 +275,10 @@ final class JournalSocket: @unchecked Sendable {
     }
 }
 
-/// `localauthd --virtual-reader` on a temporary socket, as `DaemonHarness` starts it, but with
-/// `JOURNAL_STREAM` naming its stderr file and, in a private mount namespace, `journal`'s directory
-/// bind-mounted over `/run/systemd/journal`.
-final class JournaledDaemon: @unchecked Sendable {
-    let directory: String
-    let socketPath: String
-    let stateDirectory: String
-    let stderrPath: String
-    private let process = Process()
-
+/// `localauthd --virtual-reader` started by `DaemonHarness`, with `JOURNAL_STREAM` naming its
+/// stderr file and, in a private mount namespace, `journal`'s directory bind-mounted over
+/// `/run/systemd/journal`.
+enum JournaledDaemon {
     /// Run by `sh` inside the namespace: `$1` is the directory to mount, the rest the daemon's command line.
     /// Where this machine has no `/run/systemd/journal`, a tmpfs over `/run/systemd` (or `/run`) provides one.
     static let script = """
@@ -310,105 +293,21 @@ final class JournaledDaemon: @unchecked Sendable {
         exec "$@"
         """
 
-    init(journal: JournalSocket) throws {
-        var template = Array("/tmp/la-XXXXXX".utf8CString)
-        guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
-        directory = String(cString: dir)
+    static func start(journal: JournalSocket) throws -> DaemonHarness {
+        let directory = try TemporaryDirectory.make("la")
         chmod(directory, 0o755)
-        socketPath = directory + "/socket"
-        stateDirectory = directory + "/state"
-        stderrPath = directory + "/daemon.log"
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        let stderrPath = directory + "/daemon.log"  // the harness's log file, made first to know its inode
+        let fd = open(stderrPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         var st = stat()
-        guard stat(stderrPath, &st) == 0 else { throw HarnessError.setup("stat \(stderrPath) failed: \(errno)") }
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        process.arguments = [
-            "--mount", "--propagation", "private", "/bin/sh", "-c", Self.script, "sh", journal.journalDirectory,
-            DaemonHarness.binDirectory + "/localauthd", "--socket", socketPath, "--state-dir", stateDirectory,
-            "--virtual-reader",
-        ]
-        process.environment = [
-            "PATH": "/usr/bin:/bin", "JOURNAL_STREAM": "\(st.st_dev):\(st.st_ino)",
-            "DBUS_SYSTEM_BUS_ADDRESS": try DaemonHarness.sharedGreeter.get().address,
-        ]
-        process.standardError = log
-        process.standardOutput = log
-        try process.run()
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            if (try? DaemonConnection(socketPath: socketPath, clientName: "harness", timeoutMs: 1000)) != nil { return }
-            guard process.isRunning else { break }
-            usleep(10_000)
-        }
-        throw HarnessError.setup("localauthd did not start: \(daemonLog)")
-    }
-
-    var daemonLog: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
-
-    /// SIGTERM and wait; returns the exit status.
-    @discardableResult
-    func stop() -> Int32 {
-        guard process.isRunning else { return process.terminationStatus }
-        process.terminate()
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
-    /// One request on a fresh connection, with its events.
-    func perform(_ request: Request, onEvent: @escaping (Event) -> EventReply? = { _ in nil }) throws -> (
-        LocalAuthProtocol.Result, [Event]
-    ) {
-        let c = try DaemonConnection(socketPath: socketPath, clientName: "journal-test")
-        var events: [Event] = []
-        let result = try c.perform(request, timeoutMs: 60_000) { e in
-            events.append(e)
-            return onEvent(e)
-        }
-        return (result, events)
-    }
-
-    func simulate(_ action: String, _ argument: String? = nil) throws {
-        let (r, _) = try perform(.simulate(action: action, argument: argument))
-        guard r.isSuccess else { throw HarnessError.setup("simulate \(action) failed: \(r.message)") }
-    }
-
-    /// Enrols the right index finger as `DaemonHarness.enroll` does: five touches of `printID`, given
-    /// once the daemon has prompted, from a blocking client on a thread of its own.
-    func enroll(user: String, printID: String) async throws {
-        let socket = socketPath
-        let (prompts, prompted) = AsyncStream.makeStream(of: Void.self)
-        let outcome = Task {
-            try await withCheckedThrowingContinuation { (done: CheckedContinuation<LocalAuthProtocol.Result, Error>) in
-                Thread.detachNewThread {
-                    defer { prompted.finish() }
-                    do {
-                        let c = try DaemonConnection(socketPath: socket, clientName: "enroll")
-                        let r = try c.perform(.enroll(user: user, finger: .rightIndex), timeoutMs: 60_000) {
-                            if $0.kind == .placeFinger { prompted.yield() }
-                            return nil
-                        }
-                        done.resume(returning: r)
-                    } catch {
-                        done.resume(throwing: error)
-                    }
-                }
-            }
-        }
-        var waiting = prompts.makeAsyncIterator()
-        if await waiting.next() != nil {
-            for _ in 0..<5 { try simulate("touch", printID) }
-        }
-        let result = try await outcome.value
-        guard result.isSuccess else { throw HarnessError.setup("enrolment failed: \(result.message)\n\(daemonLog)") }
+        guard fd >= 0, fstat(fd, &st) == 0 else { throw HarnessError.setup("cannot make \(stderrPath): \(errno)") }
+        close(fd)
+        return try DaemonHarness(
+            environment: ["JOURNAL_STREAM": "\(st.st_dev):\(st.st_ino)"],
+            launcher: [
+                "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sh",
+                journal.journalDirectory,
+            ],
+            directory: directory)
     }
 }
 

@@ -4,6 +4,7 @@ import LocalAuthClient
 import LocalAuthCore
 import LocalAuthProtocol
 import LocalAuthStore
+import LocalAuthTesting
 import Synchronization
 import Testing
 
@@ -212,9 +213,8 @@ struct KillPointTests {
     @Test func killPoints_whileRecordingFailuresLockoutsPasscodesAndEnrolments_loseNothingAcknowledged()
         async throws
     {
-        var template = Array("/tmp/la-kp-XXXXXX".utf8CString)
-        let work = String(cString: try #require(mkdtemp(&template)))
-        defer { try? FileManager.default.removeItem(atPath: work) }
+        let work = try TemporaryDirectory.make("la-kp")
+        defer { TemporaryDirectory.remove(work) }
         mkfifo(work + "/stopped", 0o600)
         mkfifo(work + "/go", 0o600)
         let config = work + "/localauthd.conf"

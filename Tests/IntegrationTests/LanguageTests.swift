@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import LocalAuthTesting
 import Testing
 
 /// localauthctl against the real daemon in the person's language: the catalogues `make locale` built

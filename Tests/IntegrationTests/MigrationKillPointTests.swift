@@ -3,6 +3,7 @@ import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
 import LocalAuthStore
+import LocalAuthTesting
 import Testing
 
 /// The one-time sealing of a plain store (left by a version before sealing), through the real
@@ -19,9 +20,8 @@ struct MigrationKillPointTests {
     }
 
     @Test func migration_whenKilledAtAnyWriteStep_losesNoPrint() async throws {
-        var template = Array("/tmp/la-mk-XXXXXX".utf8CString)
-        let work = String(cString: try #require(mkdtemp(&template)))
-        defer { try? FileManager.default.removeItem(atPath: work) }
+        let work = try TemporaryDirectory.make("la-mk")
+        defer { TemporaryDirectory.remove(work) }
         mkfifo(work + "/stopped", 0o600)
         mkfifo(work + "/go", 0o600)
         mkdir(work + "/copies", 0o700)

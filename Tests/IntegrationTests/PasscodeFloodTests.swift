@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// Issue 13, H3: a client that floods PASSCODE frames into one request. Before, every frame was
@@ -29,7 +30,7 @@ struct PasscodeFloodTests {
         let d = try DaemonHarness()
         #expect(try d.perform(.passcodeSet(user: "nobody", passcode: "the right one", oldPasscode: nil)).0.isSuccess)
         let pid = d.process!.processIdentifier
-        guard let fd = connectUnix(d.socketPath) else { throw HarnessError.setup("connect failed") }
+        guard let fd = UnixSocket.connect(d.socketPath) else { throw HarnessError.setup("connect failed") }
         var open = true
         defer { if open { close(fd) } }
         var limit = timeval(tv_sec: 10, tv_usec: 0)  // a daemon that stops reading fails the test, not hangs it
@@ -41,7 +42,7 @@ struct PasscodeFloodTests {
         try Self.write(fd, Hello(client: "flood").frame.encoded() + request.frame.encoded())
         var reader = FrameReader()
         var passcodeWrong = 0
-        var result: LocalAuthProtocol.Result?
+        var result: RequestResult?
         func drain(waitMs: Int32) throws {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             while poll(&pfd, 1, waitMs) > 0 {
@@ -53,7 +54,7 @@ struct PasscodeFloodTests {
                     if frame.type == .event, frame.int(.event) == EventKind.passcodeWrong.rawValue {
                         passcodeWrong += 1
                     }
-                    if frame.type == .result { result = try LocalAuthProtocol.Result(frame: frame) }
+                    if frame.type == .result { result = try RequestResult(frame: frame) }
                 }
                 if waitMs > 0 { return }
             }

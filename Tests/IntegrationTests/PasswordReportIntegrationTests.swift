@@ -4,6 +4,7 @@ import LocalAuthClient
 import LocalAuthCore
 import LocalAuthProtocol
 import LocalAuthStore
+import LocalAuthTesting
 import Testing
 
 /// PASSWORD_USED through the real daemon, from real uids (`setpriv`): who is believed, what is
@@ -20,12 +21,12 @@ struct PasswordReportIntegrationTests {
         access(d.stateDirectory + "/password-reported", F_OK) == 0
     }
 
-    static func report(_ user: String?, as uid: String, _ d: DaemonHarness) throws -> LocalAuthProtocol.Result {
+    static func report(_ user: String?, as uid: String, _ d: DaemonHarness) throws -> RequestResult {
         let bytes =
             Hello(client: "pam_localauth test").frame.encoded()
             + Request.passwordUsed(user: user, service: "login").frame.encoded()
         let replies = try frames(in: try AuthorizationMatrixTests.relay(bytes, uid: uid, socket: d.socketPath))
-        return try Result(frame: try #require(replies.last { $0.type == .result }))
+        return try RequestResult(frame: try #require(replies.last { $0.type == .result }))
     }
 
     @Test func passwordUsed_fromRoot_isRecordedOnTheBootClockAndTurnsTheRulesOn() throws {

@@ -4,6 +4,7 @@ import LocalAuthClient
 import LocalAuthCore
 import LocalAuthProtocol
 import LocalAuthStore
+import LocalAuthTesting
 import Testing
 
 /// The "password required" rules through the real daemon (docs/policy.md, rows R): the daemon
@@ -19,8 +20,7 @@ struct PasswordRequiredIntegrationTests {
     static func daemon(config: String? = nil) async throws -> DaemonHarness {
         var arguments: [String] = []
         if let config {
-            var template = Array("/tmp/la-conf-XXXXXX".utf8CString)
-            let dir = String(cString: try #require(mkdtemp(&template)))
+            let dir = try TemporaryDirectory.make("la-conf")
             try config.write(toFile: dir + "/localauthd.conf", atomically: true, encoding: .utf8)
             arguments = ["--config", dir + "/localauthd.conf"]
         }
@@ -30,7 +30,7 @@ struct PasswordRequiredIntegrationTests {
         return d
     }
 
-    static func fingerEvaluation(_ d: DaemonHarness) throws -> (LocalAuthProtocol.Result, [Event], Double) {
+    static func fingerEvaluation(_ d: DaemonHarness) throws -> (RequestResult, [Event], Double) {
         let started = Date()
         let (r, events) = try d.perform(.evaluate(biometrics))
         return (r, events, Date().timeIntervalSince(started) * 1000)

@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// LAContext's rules enforced by the real daemon: lockouts that survive restarts and kill -9,
@@ -37,13 +38,13 @@ struct PolicyIntegrationTests {
         }
     }
 
-    static func miss(_ d: DaemonHarness) throws -> LocalAuthProtocol.Result {
+    static func miss(_ d: DaemonHarness) throws -> RequestResult {
         try d.simulate("touch", "mallory")
         return try d.perform(.evaluate(biometrics())).0
     }
 
     static func canEvaluate(_ d: DaemonHarness, _ policy: PolicyKind = .deviceOwnerAuthenticationWithBiometrics)
-        throws -> LocalAuthProtocol.Result
+        throws -> RequestResult
     {
         try d.perform(.canEvaluate(policy: policy, user: "alice")).0
     }

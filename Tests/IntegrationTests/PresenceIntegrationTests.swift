@@ -2,10 +2,11 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// Issue 13, C2 and L1, through the real daemon: a finger only ever answers the person who is at the
-/// reader and asked. logind is python-dbusmock's (`tests/system/logind_mock.py`): the victim,
+/// reader and asked. logind is python-dbusmock's (`Tests/system/logind_mock.py`): the victim,
 /// `nobody` (uid 65534), has the active local session on seat0; the attacker is uid 1 (`daemon`),
 /// whose `su` is played by `localauthctl` with real uid 1 and effective uid 0, as `su` runs during
 /// PAM (measured: /work/coord/facts.md). The real `su` in a terminal: `pam/tests/terminal_test.py`.

@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// Promise 7 of docs/reliability.md: reader faults through the real daemon and libfprint's virtual
@@ -21,17 +22,17 @@ struct ReaderFaultTests {
     final class Pending: @unchecked Sendable {
         let events: AsyncStream<Event>
         private let lock = NSLock()
-        private var outcome: Swift.Result<LocalAuthProtocol.Result, Error>?
+        private var outcome: Result<RequestResult, Error>?
         /// When the RESULT arrived, read on the request's own thread (the test's task may be late).
         private(set) var finishedAt: Int64 = 0
-        private var waiters: [CheckedContinuation<Swift.Result<LocalAuthProtocol.Result, Error>, Never>] = []
+        private var waiters: [CheckedContinuation<Result<RequestResult, Error>, Never>] = []
 
         init(_ d: DaemonHarness, _ request: Request) {
             let (events, feed) = AsyncStream.makeStream(of: Event.self)
             self.events = events
             let socket = d.socketPath
             Thread.detachNewThread { [self] in
-                let r = Swift.Result {
+                let r = Result {
                     try DaemonConnection(socketPath: socket, clientName: "fault").perform(request, timeoutMs: 60_000) {
                         feed.yield($0)
                         return nil
@@ -55,7 +56,7 @@ struct ReaderFaultTests {
             return false
         }
 
-        func result() async throws -> LocalAuthProtocol.Result {
+        func result() async throws -> RequestResult {
             let r = await withCheckedContinuation { c in
                 lock.lock()
                 if let outcome {
@@ -77,7 +78,7 @@ struct ReaderFaultTests {
         let path = d.stateDirectory + "/virtual-reader.socket"
         let deadline = Date().addingTimeInterval(10)
         while true {
-            if let fd = connectUnix(path) {
+            if let fd = UnixSocket.connect(path) {
                 defer { close(fd) }
                 _ = Array(command.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 shutdown(fd, Int32(SHUT_WR))

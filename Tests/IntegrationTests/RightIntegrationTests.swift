@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// Rights through the real daemon and `localauthctl right`, with real uids (`setpriv`): the owner is
@@ -50,7 +50,7 @@ struct RightIntegrationTests {
             for request in [Self.use(.loadSecret, user: Self.owner), .rightGet(user: Self.owner, identifier: "vault")] {
                 let bytes = Hello(client: "test").frame.encoded() + request.frame.encoded()
                 let reply = try AuthorizationMatrixTests.relay(bytes, uid: uid, socket: d.socketPath)
-                let result = try frames(in: reply).first { $0.type == .result }.map { try Result(frame: $0) }
+                let result = try frames(in: reply).first { $0.type == .result }.map { try RequestResult(frame: $0) }
                 #expect(result?.resultCode == .notAuthorized, "uid \(uid): \(result?.message ?? "no result")")
             }
         }

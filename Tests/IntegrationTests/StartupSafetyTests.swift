@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// What the daemon refuses to start on (issue 13, M4 and L6): a state or socket directory another

@@ -2,6 +2,7 @@
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
+import LocalAuthTesting
 import Testing
 
 /// The daemon under systemd's own `systemd-socket-activate`, with a `NOTIFY_SOCKET` listener in
@@ -58,7 +59,7 @@ struct SystemdActivationTests {
         let supervisor = try SocketSupervisor(env: env, notifySocket: notify.path)
         defer { supervisor.stop() }
 
-        func ask() throws -> LocalAuthProtocol.Result {
+        func ask() throws -> RequestResult {
             do {
                 let c = try DaemonConnection(socketPath: env.socketPath, clientName: "idle", timeoutMs: 15_000)
                 return try c.perform(.devices, timeoutMs: 15_000) { _ in nil }
@@ -117,9 +118,7 @@ final class ActivationEnvironment: @unchecked Sendable {
     var configPath: String { directory + "/localauthd.conf" }
 
     init(config: String = "") throws {
-        var template = Array("/tmp/la-sd-XXXXXX".utf8CString)
-        guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
-        directory = String(cString: dir)
+        directory = try TemporaryDirectory.make("la-sd")
         chmod(directory, 0o755)
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         FileManager.default.createFile(atPath: logPath, contents: nil)
@@ -238,16 +237,10 @@ final class SocketSupervisor: @unchecked Sendable {
 
     init(env: ActivationEnvironment, notifySocket: String) throws {
         self.env = env
-        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(env.socketPath.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+        guard let listener = UnixSocket.bind(env.socketPath, type: Int32(SOCK_STREAM.rawValue)) else {
+            throw HarnessError.setup("cannot listen")
         }
-        guard bound == 0, listen(listener, 256) == 0 else { throw HarnessError.setup("cannot listen") }
+        self.listener = listener
         chmod(env.socketPath, 0o666)
         let t = Thread { [self] in loop(notifySocket: notifySocket) }
         thread = t
@@ -295,16 +288,10 @@ final class NotifyListener: @unchecked Sendable {
 
     init(path: String) throws {
         self.path = path
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+        guard let fd = UnixSocket.bind(path, type: Int32(SOCK_DGRAM.rawValue)) else {
+            throw HarnessError.setup("cannot bind \(path)")
         }
-        guard bound == 0 else { throw HarnessError.setup("cannot bind \(path)") }
+        self.fd = fd
         // Holds the listener weakly, so the thread ends (and closes the socket) once the test lets go of it.
         Thread.detachNewThread { [weak self, fd] in
             var buffer = [UInt8](repeating: 0, count: 4096)

@@ -35,25 +35,26 @@ import Testing
         "vault": ["LocalAuthentication", "Foundation"],
         "localauth-bench": ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "Foundation", "Glibc"],
         // Tests: their subject, what they drive it with, and the toolchain.
+        "LocalAuthTesting": ["LocalAuthClient", "LocalAuthProtocol", "Testing", "Foundation", "Glibc"],
         "LocalAuthProtocolTests": ["LocalAuthProtocol", "Testing", "Glibc"],
         "LocalAuthCoreTests": ["LocalAuthCore", "LocalAuthProtocol", "Testing", "Foundation"],
-        "FingerprintReaderTests": ["FingerprintReader", "Testing", "Glibc", "Synchronization"],
+        "FingerprintReaderTests": ["FingerprintReader", "LocalAuthTesting", "Testing", "Glibc", "Synchronization"],
         "LocalAuthCryptoTests": ["LocalAuthCrypto", "Testing"],
         "LocalAuthStoreTests": [
-            "LocalAuthStore", "LocalAuthCore", "LocalAuthProtocol", "LocalAuthCrypto", "Testing", "Glibc",
-            "Synchronization",
+            "LocalAuthStore", "LocalAuthCore", "LocalAuthProtocol", "LocalAuthCrypto", "LocalAuthTesting", "Testing",
+            "Glibc", "Synchronization",
         ],
         "LocalAuthDaemonTests": [
             "LocalAuthDaemon", "LocalAuthSystemd", "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader",
-            "LocalAuthStore", "Testing", "Foundation", "Glibc", "Synchronization",
+            "LocalAuthStore", "LocalAuthTesting", "Testing", "Foundation", "Glibc", "Synchronization",
         ],
         "IntegrationTests": [
-            "LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore", "Testing", "Foundation",
-            "Synchronization",
+            "LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore", "LocalAuthTesting", "Testing",
+            "Foundation", "Synchronization",
         ],
         "LocalAuthenticationTests": [
-            "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "Testing",
-            "Foundation", "Glibc",
+            "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "LocalAuthTesting",
+            "Testing", "Foundation", "Glibc",
         ],
         "AppleStyleTests": ["LocalAuthentication", "Testing", "Foundation"],
     ]

@@ -8,12 +8,13 @@ import LocalAuthDaemon
 import LocalAuthProtocol
 import LocalAuthStore
 import LocalAuthSystemd
+import LocalAuthTesting
 import Testing
 
 @Suite struct DaemonDispatchTests {
     /// Runs `body` with a daemon without a reader over a fresh store, and that store.
     static func withDaemon(_ body: (Daemon, EnrollmentStore) async throws -> Void) async throws {
-        let directory = try temporaryDirectory()
+        let directory = try TemporaryDirectory.make("la-daemon-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try EnrollmentStore(stateDirectory: directory + "/state")
         try await body(Daemon(reader: nil, store: store, audit: AuditLog(level: .critical, sink: .stderr)), store)

@@ -8,7 +8,7 @@ import Testing
 
 /// The fprintd door's pure parts: how the daemon's results and events become fprintd's names, what
 /// polkit's answer proves, which polkit actions each method needs, how the daemon finds systemd's
-/// directories. The door itself is tested on the real bus (tests/fprintd).
+/// directories. The door itself is tested on the real bus (Tests/fprintd).
 @Suite struct FprintdVocabularyTests {
     @Test(arguments: [
         (ResultCode.success, "verify-match"),
@@ -21,13 +21,15 @@ import Testing
         (.busy, "verify-unknown-error"),
     ])
     func verifyResultName_mapsEachResultAsFprintdDoes(code: ResultCode, name: String) {
-        #expect(Fprintd.verifyResultName(Result(code, "")) == name)
+        #expect(Fprintd.verifyResultName(RequestResult(code, "")) == name)
     }
 
     /// fprintd's `verify_result_to_name`: a protocol error is "disconnected", an unplugged reader an
     /// unknown error, a print the reader does not hold a no-match, a full storage "data-full".
     @Test func resultNames_forReaderFailures_areFprintds() {
-        func failed(_ error: ReaderError) -> Result { Result(.biometryNotAvailable, ReaderError.failureMessage(error)) }
+        func failed(_ error: ReaderError) -> RequestResult {
+            RequestResult(.biometryNotAvailable, ReaderError.failureMessage(error))
+        }
         #expect(Fprintd.verifyResultName(failed(.communication)) == "verify-disconnected")
         #expect(Fprintd.enrollResultName(failed(.communication)) == "enroll-disconnected")
         #expect(Fprintd.verifyResultName(failed(.removed)) == "verify-unknown-error")
@@ -47,7 +49,7 @@ import Testing
         (.busy, "enroll-unknown-error"),
     ])
     func enrollResultName_mapsEachResultAsFprintdDoes(code: ResultCode, name: String) {
-        #expect(Fprintd.enrollResultName(Result(code, "")) == name)
+        #expect(Fprintd.enrollResultName(RequestResult(code, "")) == name)
     }
 
     @Test func retryNames_followTheHint() {

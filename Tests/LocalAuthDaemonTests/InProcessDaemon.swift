@@ -11,6 +11,7 @@ import LocalAuthDaemon
 import LocalAuthProtocol
 import LocalAuthStore
 import LocalAuthSystemd
+import LocalAuthTesting
 import Testing
 
 /// The daemon, its store and the callers a test speaks as. Requests go through `Daemon.handle`, the
@@ -33,7 +34,7 @@ struct InProcessDaemon {
     /// Every step of every store write checks that it runs on the daemon's actor (the child traps if
     /// not): requests never write concurrently, and the watchdog's ping waits for a hung write.
     static func start(_ configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> InProcessDaemon {
-        let directory = try temporaryDirectory()
+        let directory = try TemporaryDirectory.make("la-daemon-test")
         let socket = directory + "/virtual-reader.socket"
         setenv("FP_VIRTUAL_DEVICE", socket, 1)
         unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
@@ -68,7 +69,7 @@ struct InProcessDaemon {
     }
 
     /// Runs `request` as `caller` to its RESULT.
-    func request(_ request: Request, as caller: PeerCredentials = owner) async -> LocalAuthProtocol.Result {
+    func request(_ request: Request, as caller: PeerCredentials = owner) async -> RequestResult {
         await start(request, as: caller).task.value
     }
 
@@ -124,14 +125,14 @@ final class DaemonReference: @unchecked Sendable {
 
 /// A request in flight: its events in order, its client signals, its RESULT.
 struct RunningRequest {
-    let task: Task<LocalAuthProtocol.Result, Never>
+    let task: Task<RequestResult, Never>
     let signals: AsyncStream<ClientSignal>.Continuation
     var events: AsyncStream<Event>.AsyncIterator
     /// Every event read so far.
     private(set) var seen: [Event] = []
 
     init(
-        task: Task<LocalAuthProtocol.Result, Never>, signals: AsyncStream<ClientSignal>.Continuation,
+        task: Task<RequestResult, Never>, signals: AsyncStream<ClientSignal>.Continuation,
         events: AsyncStream<Event>.AsyncIterator
     ) {
         self.task = task
@@ -150,17 +151,10 @@ struct RunningRequest {
     }
 
     /// The RESULT, after reading every remaining event.
-    mutating func result() async -> LocalAuthProtocol.Result {
+    mutating func result() async -> RequestResult {
         while let event = await events.next() { seen.append(event) }
         return await task.value
     }
-}
-
-/// A fresh directory under /tmp (`mkdtemp`).
-func temporaryDirectory() throws -> String {
-    var template = Array("/tmp/la-daemon-test-XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    return try #require(made.map { String(cString: $0) })
 }
 
 /// In an exit test's child: records an issue and says on stderr what failed (the parent's report

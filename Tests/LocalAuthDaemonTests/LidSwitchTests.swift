@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Glibc
+import LocalAuthTesting
 import Testing
 
 @testable import LocalAuthSystemd
@@ -7,8 +8,7 @@ import Testing
 /// The ACPI lid button's state files, read where logind cannot be asked.
 @Suite struct LidSwitchTests {
     static func lidDirectory(_ states: [String: String]) throws -> String {
-        var template = Array("/tmp/la-lid-XXXXXX".utf8CString)
-        let dir = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let dir = try TemporaryDirectory.make("la-lid")
         for (name, state) in states {
             mkdir(dir + "/" + name, 0o755)
             let fd = open(dir + "/" + name + "/state", O_WRONLY | O_CREAT, 0o644)

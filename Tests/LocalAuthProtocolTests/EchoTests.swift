@@ -45,11 +45,11 @@ import Testing
 
     @Test func encodedForWire_whenAResultCannotFit_sendsInternalErrorInstead() throws {
         let extra = (0..<5).map { _ in Field(tag: .finger, value: Array(repeating: 0x61, count: Wire.maxFieldSize)) }
-        let bytes = ServerMessage.result(Result(.success, "fine", extra: extra)).encodedForWire()
+        let bytes = ServerMessage.result(RequestResult(.success, "fine", extra: extra)).encodedForWire()
         var reader = FrameReader()
         reader.append(bytes)
         let frame = try #require(try reader.next())
-        let result = try Result(frame: frame)
+        let result = try RequestResult(frame: frame)
         #expect(result.resultCode == .internalError)
         let message = String(repeating: "m", count: 4000)
         let event = try Event(

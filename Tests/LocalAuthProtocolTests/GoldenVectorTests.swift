@@ -120,7 +120,8 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         var secret = Frame(.result)
         secret.append(.data, bytes: Array("vault key".utf8))
         #expect(
-            ServerMessage.result(Result(.success, "The secret is released", extra: secret.fields)).frame.encoded()
+            ServerMessage.result(RequestResult(.success, "The secret is released", extra: secret.fields)).frame
+                .encoded()
                 == bytes("result-right-secret"))
         #expect(Request.passwordUsed(user: "alice", service: "login").frame.encoded() == bytes("password-used"))
     }
@@ -152,7 +153,7 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
     @Test func devicesResult_roundTripsNestedFields() throws {
         var reader = FrameReader()
         reader.append(GoldenVector.all.first { $0.name == "result-devices" }!.bytes)
-        let result = try Result(frame: try #require(try reader.next()))
+        let result = try RequestResult(frame: try #require(try reader.next()))
         let device = try DeviceInfo(field: try #require(result.fields.bytes(.device)))
         #expect(device.driver == "virtual_device")
         #expect(device.capabilities == .identify)

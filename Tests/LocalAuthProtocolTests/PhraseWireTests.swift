@@ -120,8 +120,9 @@ struct PhraseVector: CustomTestStringConvertible, Sendable {
         let frame = try Frame.decode(body: event.frame.encode().dropFirst(4))
         #expect(frame.string(.message) == "Not recognised, try again (2 left)")
         #expect(try Event(frame: frame).phrase == phrase)
-        let result = Result(.authenticationFailed, Phrase.fingerNotRecognised.english, phrase: .fingerNotRecognised)
-        let back = try Result(frame: try Frame.decode(body: result.frame.encode().dropFirst(4)))
+        let result = RequestResult(
+            .authenticationFailed, Phrase.fingerNotRecognised.english, phrase: .fingerNotRecognised)
+        let back = try RequestResult(frame: try Frame.decode(body: result.frame.encode().dropFirst(4)))
         #expect(back.phrase == .fingerNotRecognised && back.extra.isEmpty)
     }
 

@@ -2,6 +2,7 @@
 import Glibc
 import LocalAuthCore
 import LocalAuthProtocol
+import LocalAuthTesting
 import Synchronization
 import Testing
 
@@ -9,23 +10,9 @@ import Testing
 
 /// A fresh directory under /tmp, removed (recursively) when the test's closure returns.
 func withTemporaryDirectory<T>(_ body: (String) throws -> T) throws -> T {
-    var template = Array("/tmp/localauth-store-test-XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    let path = String(cString: try #require(made))
-    defer { removeTree(path) }
+    let path = try TemporaryDirectory.make("localauth-store-test")
+    defer { TemporaryDirectory.remove(path) }
     return try body(path)
-}
-
-/// `rm -rf`, for test directories only.
-func removeTree(_ path: String) {
-    guard let info = try? Sys.lstatInfo(path) else { return }
-    if info.isDirectory {
-        _ = chmod(path, 0o700)
-        for name in (try? Sys.listDirectory(path)) ?? [] { removeTree(path + "/" + name) }
-        _ = rmdir(path)
-    } else {
-        _ = unlink(path)
-    }
 }
 
 /// The permission bits of a path, as `stat` reports them.

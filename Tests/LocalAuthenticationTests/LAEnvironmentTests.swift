@@ -52,7 +52,7 @@ struct LAEnvironmentTests {
         f.append(.passcodeSet, bool: true)
         f.append(.sensorInaccessible, bool: true)
         let state = LAEnvironmentState(
-            canEvaluate: LocalAuthProtocol.Result(.biometryNotAvailable, "lid closed", extra: f.fields))
+            canEvaluate: RequestResult(.biometryNotAvailable, "lid closed", extra: f.fields))
         #expect(state.biometry?.builtInSensorInaccessible == true)
         #expect(state.biometry?.isUsable == false && state.biometry?.isEnrolled == true)
     }

@@ -26,12 +26,12 @@ import Testing
             .biometryNotEnrolled, .biometryLockout, .appCancel, .invalidContext, .notInteractive,
         ]
         for code in evaluationCodes {
-            let error = LAContext.error(for: LocalAuthProtocol.Result(code, "m"))
+            let error = LAContext.error(for: RequestResult(code, "m"))
             #expect(error.code.rawValue == Int(code.rawValue))
             #expect(error.localizedDescription == "m")
         }
         // A management code has no LAError name: systemCancel, with the daemon's code kept.
-        let busy = LAContext.error(for: LocalAuthProtocol.Result(.busy, "the reader is busy"))
+        let busy = LAContext.error(for: RequestResult(.busy, "the reader is busy"))
         #expect(busy.code == .systemCancel)
         #expect(busy.errorUserInfo["LocalAuthDaemonResultCode"] as? Int == -1103)
     }

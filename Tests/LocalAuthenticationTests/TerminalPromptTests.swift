@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import LocalAuthTesting
 import Testing
 
 /// The default Linux prompt, `LALinuxPrompt.terminal`: the vault runs on a pseudo-terminal that is its
@@ -115,10 +116,10 @@ final class PseudoTerminal {
         var locked: Int32 = 0
         var index: Int32 = 0
         guard primary >= 0, ioctl(primary, unlock, &locked) == 0, ioctl(primary, number, &index) == 0 else {
-            throw DaemonError.setup("no pseudo-terminal")
+            throw HarnessError.setup("no pseudo-terminal")
         }
         secondary = open("/dev/pts/\(index)", O_RDWR | O_NOCTTY)
-        guard secondary >= 0 else { throw DaemonError.setup("cannot open /dev/pts/\(index)") }
+        guard secondary >= 0 else { throw HarnessError.setup("cannot open /dev/pts/\(index)") }
     }
 
     func closeSecondary() {
@@ -147,11 +148,11 @@ final class PseudoTerminal {
                 return upTo
             }
             let left = Int32(deadline.timeIntervalSinceNow * 1000)
-            guard left > 0 else { throw DaemonError.setup("'\(marker)' never came; the terminal showed: \(text)") }
+            guard left > 0 else { throw HarnessError.setup("'\(marker)' never came; the terminal showed: \(text)") }
             var pfd = pollfd(fd: primary, events: Int16(POLLIN), revents: 0)
             guard poll(&pfd, 1, left) > 0 else { continue }
             let n = Glibc.read(primary, &buffer, buffer.count)
-            guard n > 0 else { throw DaemonError.setup("the terminal closed; it showed: \(text)") }
+            guard n > 0 else { throw HarnessError.setup("the terminal closed; it showed: \(text)") }
             seen += buffer[0..<n]
         }
     }

@@ -43,6 +43,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
+import privtmp  # noqa: E402
 import seat  # noqa: E402
 
 PAM_SUCCESS, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_MAXTRIES = 0, 7, 9, 11
@@ -137,7 +138,8 @@ class Call:
                    PAM_WRAPPER_SERVICE_DIR=services)
         for k in ("PAM_RHOST", "PAM_TTY"):
             env.pop(k, None)
-        self.proc = subprocess.Popen([client, service, USER], env=env, stdin=subprocess.PIPE,
+        private, env = privtmp.wrap(env, os.path.dirname(services))  # pam_wrapper's /tmp/pam.X
+        self.proc = subprocess.Popen(private + [client, service, USER], env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines = queue.Queue()
         self.seen = []

@@ -24,6 +24,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import integration as it  # noqa: E402
 import lawire  # noqa: E402
+import privtmp  # noqa: E402
 
 KINDS = ("alloc", "poll", "read", "write", "socket")
 TERM_KINDS = KINDS + ("term",)
@@ -95,7 +96,8 @@ def run(ctx, args, service, answers, kind=None, n=0, errno=None):
         env.update(FAILINJECT_KIND=kind, FAILINJECT_N=str(n))
     if errno is not None:
         env["FAILINJECT_ERRNO"] = str(errno)
-    p = subprocess.run(["pamtester", "-v", service, "nobody", "authenticate"], env=env,
+    private, env = privtmp.wrap(env, ctx.root)  # pam_wrapper's /tmp/pam.X (privtmp.py)
+    p = subprocess.run(private + ["pamtester", "-v", service, "nobody", "authenticate"], env=env,
                        input="".join(a + "\n" for a in answers), capture_output=True, text=True,
                        timeout=60)
     m = LINE.search(p.stderr)

@@ -41,7 +41,7 @@ def serve(conn):
     if script.get("handshake", True):
         received(conn)
         conn.sendall(bytes.fromhex(script.get("welcome", lawire.encode(
-            lawire.WELCOME, version=1, peer="fake localauthd").hex())))
+            lawire.WELCOME, version=1, peerName="fake localauthd").hex())))
         received(conn)
     for step in script["steps"]:
         if "send" in step:

@@ -27,5 +27,6 @@ void test_codes(void);
 void test_exports(const char *module_path);
 void test_rules(void);
 void test_phrases(const char *golden_path);
+void test_vocabulary(const char *fixture_path);
 
 #endif

@@ -36,6 +36,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
+import privtmp  # noqa: E402
 from daemon_death import daemon_with_service, stats  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -117,7 +118,8 @@ def main():
                    PAM_WRAPPER_SERVICE_DIR=services)
         for k in ("PAM_RHOST", "PAM_TTY", "PAM_WRAPPER_DEBUGLEVEL"):
             env.pop(k, None)
-        r = subprocess.run([args.client, daemon.vsock, "root", str(n + 2),
+        private, env = privtmp.wrap(env, os.path.dirname(services), os.path.dirname(daemon.vsock))
+        r = subprocess.run(private + [args.client, daemon.vsock, "root", str(n + 2),
                             "la-hostile:" + ROOT_PRINT], env=env, capture_output=True, text=True,
                            timeout=60 + 5 * n)
         if r.returncode != 0:

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
 
 TOO_MANY, TIMEOUT = 6, 7
-HELLO = lawire.encode(lawire.HELLO, version=1, peer="hostile")
+HELLO = lawire.encode(lawire.HELLO, version=1, peerName="hostile")
 
 
 def say(kind, **fields):

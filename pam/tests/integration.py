@@ -28,6 +28,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
+import privtmp  # noqa: E402
 import ptyterm  # noqa: E402
 import seat  # noqa: E402
 from lawire import EVENT, RESULT  # noqa: E402
@@ -249,7 +250,9 @@ class Ctx:
             run_env["LD_PRELOAD"] = ARGS.libasan + " libpam_wrapper.so"
             run_env["ASAN_OPTIONS"] = "detect_leaks=0:exitcode=86"  # Python's own leaks
             run_env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=87"
-        r = subprocess.run(wrap + [PYTHON, os.path.join(HERE, "pamconv.py"), service, user,
+        # A private /tmp for pam_wrapper's copy of the services (privtmp.py).
+        private, run_env = privtmp.wrap(run_env, self.root)
+        r = subprocess.run(wrap + private + [PYTHON, os.path.join(HERE, "pamconv.py"), service, user,
                                    str(flags), json.dumps(spec)], env=run_env,
                            capture_output=True, text=True, timeout=60, start_new_session=True)
         check(r.returncode == 0 and "runtime error:" not in r.stderr,
@@ -266,13 +269,16 @@ class Ctx:
         return res
 
     def pam(self, service, user, expect=PAM_SUCCESS, answers=(), flags=0, items=None,
-            as_user=None, wait=True):
-        """One pam_authenticate; returns {code, info, errors, start, end} (or the Popen)."""
+            as_user=None, wait=True, env=None):
+        """One pam_authenticate; returns {code, info, errors, start, end} (or the Popen).
+        env adds to the caller's environment."""
+        extra = env or {}
         env = dict(os.environ, PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=self.services,
                    LD_PRELOAD="libpam_wrapper.so")
         for k in ("PAM_RHOST", "PAM_TTY"):
             env.pop(k, None)
         env.update({"PAM_" + k.upper(): v for k, v in (items or {}).items()})
+        env.update(extra)
         if ARGS.asan:
             env["LD_PRELOAD"] = ARGS.libasan + " libpam_wrapper.so"
             env["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=86"
@@ -288,7 +294,8 @@ class Ctx:
             stdin = ""
         # A session of its own: no controlling terminal, whatever runs the tests (the module
         # treats a caller at a terminal differently; pam/tests/terminal_test.py tests that).
-        p = subprocess.Popen(setpriv(as_user) + cmd, env=env, stdin=subprocess.PIPE,
+        private, env = privtmp.wrap(env, self.root)
+        p = subprocess.Popen(private + setpriv(as_user) + cmd, env=env, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
         p.started = time.monotonic()
@@ -329,7 +336,9 @@ class Ctx:
             env["LD_PRELOAD"] = ARGS.libasan + " libpam_wrapper.so"
             env["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=86"
             env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=87"
-        term = ptyterm.Pty(list(wrap) + ["pamtester", "-v", "-I", "tty=" + tty, service, user,
+        private, env = privtmp.wrap(env, self.root)
+        # The private /tmp first: wrap may be valgrind, which must see pamtester itself.
+        term = ptyterm.Pty(private + list(wrap) + ["pamtester", "-v", "-I", "tty=" + tty, service, user,
                                          "authenticate"], env=env, blocked=blocked, stdin=stdin)
         start = time.monotonic()
         try:
@@ -385,6 +394,29 @@ def parse_pamtester(out, err, start, end):
 
 # ---------------------------------------------------------------------------------------------
 # Cases against the scripted daemon
+
+
+@case()
+def pam_wrapper_works_in_a_private_tmp_never_the_machines(ctx):
+    """pam_wrapper copies the services to /tmp/pam.X, X from the caller's pid, and may remove a
+    live run's copy as stale (privtmp.py): each caller gets a private /tmp, so its copy, kept
+    here on purpose (PAM_WRAPPER_KEEP_DIR), is never in the machine's /tmp."""
+    svc = ctx.service("socket=%s/nothing-here" % ctx.root)
+    p, cmd = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL, wait=False,
+                     env={"PAM_WRAPPER_KEEP_DIR": "1"})
+    res = ctx.finish(p, cmd)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    ours = []
+    for name in os.listdir("/tmp"):
+        try:
+            with open(os.path.join("/tmp", name, "pid")) as f:
+                if name.startswith("pam.") and f.read().strip() == str(p.pid):
+                    ours.append(name)
+        except OSError:
+            pass
+    for name in ours:
+        shutil.rmtree(os.path.join("/tmp", name), ignore_errors=True)
+    check(ours == [], "pam_wrapper's copy was made in the machine's /tmp: %s" % ours)
 
 
 @case()
@@ -690,7 +722,7 @@ def timeout_is_honoured_when_the_daemon_stalls(ctx):
 def evaluate_goes_out_behind_hello_without_waiting_for_welcome(ctx):
     # This daemon answers nothing until it has both frames: a module that waits for WELCOME
     # before sending EVALUATE (one round trip more before the prompt) would stall to its timeout.
-    welcome = lawire.encode(lawire.WELCOME, version=1, peer="fake localauthd").hex()
+    welcome = lawire.encode(lawire.WELCOME, version=1, peerName="fake localauthd").hex()
     fake = FakeDaemon(ctx, [{"recv": True}, {"recv": True}, {"send": welcome}, result(0)],
                       handshake=False)
     res = ctx.pam(ctx.service("socket=%s timeout=3" % fake.sock), "nobody")
@@ -737,7 +769,7 @@ def protocol_violations_are_authinfo_unavail(ctx):
         res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
         check(res["code"] == PAM_AUTHINFO_UNAVAIL, "%s: %s" % (name, res))
         check(res["end"] - res["start"] < 2, "%s: took %.2f s" % (name, res["end"] - res["start"]))
-    welcome2 = lawire.encode(lawire.WELCOME, version=2, peer="future").hex()
+    welcome2 = lawire.encode(lawire.WELCOME, version=2, peerName="future").hex()
     fake = FakeDaemon(ctx, [result(0)], welcome=welcome2)
     res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
@@ -793,7 +825,7 @@ def a_refusing_or_newer_daemon_is_said_as_it_is(ctx):
     res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
     check(res["info"][-1:] == ["Fingerprint not used: localauthd refused the request: "
                                "unsupported version"], str(res))
-    welcome2 = lawire.encode(lawire.WELCOME, version=2, peer="future").hex()
+    welcome2 = lawire.encode(lawire.WELCOME, version=2, peerName="future").hex()
     fake = FakeDaemon(ctx, [result(0)], welcome=welcome2)
     res = ctx.pam(ctx.service("socket=%s" % fake.sock, name="v2"), "nobody", PAM_AUTHINFO_UNAVAIL)
     check(res["info"][-1:] == ["Fingerprint not used: localauthd speaks protocol version 2, "
@@ -1227,7 +1259,9 @@ def real_finger_or_no_authentication_or_remote_is_never_reported(ctx):
     if ARGS.asan:
         env["LD_PRELOAD"] = ARGS.libasan + " libpam_wrapper.so"
         env["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=86"
-    p = subprocess.Popen(["pamtester", "-v", svc, "nobody", "authenticate", "setcred"], env=env,
+    private, env = privtmp.wrap(env, ctx.root)  # pam_wrapper's /tmp/pam.X (privtmp.py)
+    p = subprocess.Popen(private + ["pamtester", "-v", svc, "nobody", "authenticate", "setcred"],
+                         env=env,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, start_new_session=True)
     ctx.children.append(p)

@@ -11,7 +11,7 @@ manager's worker: pam_authenticate, pam_acct_mgmt, pam_setcred, pam_open_session
 pam_gnome_keyring starts the real gnome-keyring-daemon as the user on a private D-Bus session
 bus (XDG_RUNTIME_DIR and DBUS_SESSION_BUS_ADDRESS given through pam_putenv, as a display
 manager does), with the user's scratch home. logind is python-dbusmock's
-(tests/system/logind_mock.py): the worker stands in a greeter session; once logged in, the user
+(Tests/system/logind_mock.py): the worker stands in a greeter session; once logged in, the user
 has a session of their own. A "boot" is a fresh /proc/sys/kernel/random/boot_id (a file bound
 over it) with a fresh daemon, logind, session bus and no keyring daemon.
 
@@ -310,7 +310,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--module", required=True)
     parser.add_argument("--bin", required=True)
-    parser.add_argument("--logind-mock", default=os.path.join(REPO, "tests", "system",
+    parser.add_argument("--logind-mock", default=os.path.join(REPO, "Tests", "system",
                                                                 "logind_mock.py"))
     parser.add_argument("--pamconv-dir", default=HERE)
     parser.add_argument("-k", default="")

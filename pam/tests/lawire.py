@@ -1,23 +1,52 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Just enough of docs/protocol.md in Python for the fake daemon and the test runner."""
+"""Just enough of docs/protocol.md in Python for the fake daemon and the test runner.
+
+The message types, tags and event kinds are not written here but read from the vocabulary the
+Swift and C codecs are checked against (Tests/Fixtures/protocol/vocabulary.txt, ADR 0009), so
+this codec cannot drift from them; a malformed fixture fails every test that imports it.
+"""
+import os
 import socket
 import struct
 
-HELLO, EVALUATE, CANCEL, PASSCODE, FALLBACK = 0x0001, 0x0004, 0x0010, 0x0011, 0x0012
-PASSWORD_USED = 0x0020
-WELCOME, EVENT, RESULT, ERROR = 0x8001, 0x8002, 0x8003, 0x80FF
+VOCABULARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Tests",
+                          "Fixtures", "protocol", "vocabulary.txt")
 
-TAGS = {
-    "version": (1, "i"), "peer": (2, "s"), "user": (3, "s"), "service": (4, "s"),
-    "tty": (5, "s"), "policy": (6, "i"), "reason": (7, "s"), "flags": (10, "i"),
-    "tries": (12, "i"), "timeoutMs": (13, "i"), "finger": (14, "s"), "code": (15, "i"),
-    "message": (16, "s"), "event": (17, "i"), "triesLeft": (20, "i"), "delayMs": (21, "i"),
-    "hint": (22, "i"), "passcode": (23, "s"), "phrase": (49, "b"),
-}
+
+def load_vocabulary(path=VOCABULARY):
+    """{kind: {name: (value, extra words)}} from the fixture; ValueError on a malformed line."""
+    table = {}
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            if len(words) < 3:
+                raise ValueError("%s:%d: expected 'kind value name'" % (path, number))
+            kind, value, name = words[0], int(words[1], 0), words[2]
+            if name in table.setdefault(kind, {}):
+                raise ValueError("%s:%d: %s %s twice" % (path, number, kind, name))
+            table[kind][name] = (value, words[3:])
+    return table
+
+
+_VOCABULARY = load_vocabulary()
+MESSAGES = {name: value for name, (value, _) in _VOCABULARY["message"].items()}
+EVENTS = {name: value for name, (value, _) in _VOCABULARY["event"].items()}
+RESULTS = {name: value for name, (value, _) in _VOCABULARY["result"].items()}
+_KINDS = {"int": "i", "str": "s", "bytes": "b"}
+TAGS = {name: (value, _KINDS[extra[0]]) for name, (value, extra) in _VOCABULARY["tag"].items()}
 NAMES = {tag: (name, kind) for name, (tag, kind) in TAGS.items()}
 
-EV_PLACE, EV_RETRY, EV_NOMATCH, EV_PASSCODE_NEEDED = 1, 2, 3, 5
-EV_FALLBACK, EV_LOCKED, EV_PASSCODE_WRONG, EV_INFO = 6, 7, 8, 9
+HELLO, EVALUATE, CANCEL = MESSAGES["HELLO"], MESSAGES["EVALUATE"], MESSAGES["CANCEL"]
+PASSCODE, FALLBACK = MESSAGES["PASSCODE"], MESSAGES["FALLBACK"]
+PASSWORD_USED = MESSAGES["PASSWORD_USED"]
+WELCOME, EVENT, RESULT, ERROR = (MESSAGES[n] for n in ("WELCOME", "EVENT", "RESULT", "ERROR"))
+
+EV_PLACE, EV_RETRY, EV_NOMATCH = EVENTS["placeFinger"], EVENTS["retry"], EVENTS["noMatch"]
+EV_PASSCODE_NEEDED, EV_FALLBACK = EVENTS["passcodeNeeded"], EVENTS["fallbackAvailable"]
+EV_LOCKED, EV_PASSCODE_WRONG = EVENTS["biometryLocked"], EVENTS["passcodeWrong"]
+EV_INFO = EVENTS["info"]
 
 
 def encode(msg_type, **fields):
@@ -27,10 +56,10 @@ def encode(msg_type, **fields):
         tag, kind = TAGS[name]
         if kind == "i":
             raw = struct.pack(">q", value)
-        elif kind == "b":
-            raw = bytes(value)
-        else:
+        elif kind == "s":
             raw = value.encode()
+        else:
+            raw = bytes(value)
         body += struct.pack(">HH", tag, len(raw)) + raw
     return struct.pack(">I", len(body)) + body
 
@@ -92,7 +121,7 @@ def handshake(path, timeout=2.0):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
         s.connect(path)
-        s.sendall(encode(HELLO, version=1, peer="pam tests"))
+        s.sendall(encode(HELLO, version=1, peerName="pam tests"))
         msg_type, fields = read_frame(s)
         if msg_type != WELCOME:
             raise ValueError("no WELCOME: %r" % (fields,))
@@ -104,7 +133,7 @@ def password_used(path, user, service, timeout=5.0):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
         s.connect(path)
-        s.sendall(encode(HELLO, version=1, peer="pam tests"))
+        s.sendall(encode(HELLO, version=1, peerName="pam tests"))
         if read_frame(s)[0] != WELCOME:
             raise ValueError("no WELCOME")
         s.sendall(encode(PASSWORD_USED, user=user, service=service))

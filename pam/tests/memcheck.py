@@ -24,6 +24,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import integration as it  # noqa: E402
 import lawire  # noqa: E402
+import privtmp  # noqa: E402
 
 
 
@@ -133,7 +134,8 @@ def main():
             cmd = valgrind(log, args.supp) + ["pamtester", "-v", service, "nobody",
                                               "authenticate"]
             # None: stdin closed at once, so the conversation's read fails.
-            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,
+            private, env = privtmp.wrap(env, ctx.root)  # pam_wrapper's /tmp/pam.X (privtmp.py)
+            p = subprocess.run(private + cmd, env=env, capture_output=True, text=True, timeout=120,
                                input=None if answers is None else
                                "".join(a + "\n" for a in answers),
                                stdin=subprocess.DEVNULL if answers is None else None)

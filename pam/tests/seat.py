@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Where the harnesses' PAM callers sit: python-dbusmock's logind (tests/system/logind_mock.py
+"""Where the harnesses' PAM callers sit: python-dbusmock's logind (Tests/system/logind_mock.py
 --greeter), one per test script, every process placed in an active local greeter session on seat0.
 
 pamtester and pypamtest run as root (real uid 0) and ask for accounts that are not root's, as a
@@ -12,7 +12,7 @@ import os
 import subprocess
 import tempfile
 
-MOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "system", "logind_mock.py")
+MOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Tests", "system", "logind_mock.py")
 _address = None
 
 

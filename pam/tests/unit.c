@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Usage: unit GOLDEN_TXT MODULE_SO */
+/* Usage: unit GOLDEN_TXT VOCABULARY_TXT MODULE_SO */
 #include "harness.h"
 
 #include <string.h>
@@ -34,15 +34,16 @@ int t_summary(void)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s GOLDEN_TXT MODULE_SO\n", argv[0]);
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s GOLDEN_TXT VOCABULARY_TXT MODULE_SO\n", argv[0]);
         return 2;
     }
     test_wire(argv[1]);
+    test_vocabulary(argv[2]);
     test_options();
     test_codes();
     test_rules();
     test_phrases(argv[1]);
-    test_exports(argv[2]);
+    test_exports(argv[3]);
     return t_summary();
 }

@@ -14,7 +14,7 @@ import Synchronization
 /// same authorisation, store, reader queue, lockouts and audit as a request on the socket.
 protocol FprintdBackend: Sendable {
     func handle(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
-        -> LocalAuthProtocol.Result
+        -> RequestResult
 }
 
 extension Daemon: FprintdBackend {}
@@ -458,8 +458,8 @@ final class FprintdDevice: @unchecked Sendable {
     }
 
     private func verifyPrepared(
-        _ call: BusCall, session: Session, finger: Fprintd.FingerArgument, listed: LocalAuthProtocol.Result,
-        can: LocalAuthProtocol.Result
+        _ call: BusCall, session: Session, finger: Fprintd.FingerArgument, listed: RequestResult,
+        can: RequestResult
     ) {
         let fingers = listed.isSuccess ? listed.fields.strings(.finger) : []
         func fail(_ error: BusError) {
@@ -517,7 +517,7 @@ final class FprintdDevice: @unchecked Sendable {
             feed.yield(.cancel)
         }
         running = Task {
-            var result: LocalAuthProtocol.Result
+            var result: RequestResult
             repeat {
                 // fprintd's verify waits for a finger until stopped: a daemon timeout starts a new one.
                 result = await backend.handle(.evaluate(options), caller: session.caller, io: io, door: door)
@@ -569,7 +569,7 @@ final class FprintdDevice: @unchecked Sendable {
             // fprintd replaces a finger enrolled again: the old print goes first.
             let listed = await backend.handle(
                 .list(user: session.user), caller: session.caller, io: .silent, door: self.door())
-            let replaced: LocalAuthProtocol.Result? =
+            let replaced: RequestResult? =
                 listed.fields.strings(.finger).contains(name.rawValue)
                 ? await backend.handle(
                     .delete(user: session.user, finger: name, all: false), caller: session.caller, io: .silent,
@@ -662,7 +662,7 @@ final class FprintdDevice: @unchecked Sendable {
 
     /// A verify or enrol request ended: its final status (unless one was reported), then any Stop or
     /// Release that waited for it.
-    private func finished(kind: ActionKind, result: LocalAuthProtocol.Result, stopped: Bool) {
+    private func finished(kind: ActionKind, result: RequestResult, stopped: Bool) {
         let code = result.resultCode.map { "\($0)" } ?? "code \(result.code)"
         audit.debug("\(path): \(kind) ended: \(code) \(result.message)\(stopped ? " (stopped)" : "")")
         running = nil
@@ -764,7 +764,7 @@ final class FprintdDevice: @unchecked Sendable {
     }
 
     /// A refusal of the daemon as fprintd's error.
-    static func error(for result: LocalAuthProtocol.Result) -> BusError {
+    static func error(for result: RequestResult) -> BusError {
         switch result.resultCode {
         case .notAuthorized: Fprintd.ErrorName.permissionDenied("Not Authorized: \(result.message)")
         case .biometryNotEnrolled, .notFound: Fprintd.ErrorName.noEnrolledPrints(result.message)

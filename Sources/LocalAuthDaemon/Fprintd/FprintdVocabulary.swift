@@ -82,13 +82,13 @@ enum Fprintd {
 
     /// Whether a reader failure's RESULT names `error` (the daemon words them in one place,
     /// `ReaderError.describe`).
-    static func says(_ result: LocalAuthProtocol.Result, _ error: ReaderError) -> Bool {
+    static func says(_ result: RequestResult, _ error: ReaderError) -> Bool {
         result.resultCode == .biometryNotAvailable && result.message.contains(ReaderError.describe(error))
     }
 
     /// The final `VerifyStatus` of a finished evaluation (fprintd's `verify_result_to_name`: a
     /// protocol error is "disconnected", a print the reader does not hold a no-match).
-    static func verifyResultName(_ result: LocalAuthProtocol.Result) -> String {
+    static func verifyResultName(_ result: RequestResult) -> String {
         if says(result, .communication) { return "verify-disconnected" }
         if says(result, .dataNotFound) { return "verify-no-match" }
         switch result.resultCode {
@@ -100,7 +100,7 @@ enum Fprintd {
     }
 
     /// The final `EnrollStatus` of a finished enrolment (fprintd's `enroll_result_to_name`).
-    static func enrollResultName(_ result: LocalAuthProtocol.Result) -> String {
+    static func enrollResultName(_ result: RequestResult) -> String {
         if says(result, .communication) { return "enroll-disconnected" }
         if says(result, .dataFull) { return "enroll-data-full" }
         switch result.resultCode {

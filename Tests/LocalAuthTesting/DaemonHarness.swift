@@ -6,35 +6,37 @@ import Testing
 
 /// The real `localauthd` binary on a temporary socket and state directory, with libfprint's
 /// virtual device (`--virtual-reader`), driven by the tests through the protocol and `localauthctl`.
-final class DaemonHarness: @unchecked Sendable {
-    static var binDirectory: String {
+package final class DaemonHarness: @unchecked Sendable {
+    package static var binDirectory: String {
         if let dir = ProcessInfo.processInfo.environment["LOCALAUTH_BIN"] { return dir }
         return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent(".build/debug").path
     }
 
-    let directory: String
-    let socketPath: String
-    let stateDirectory: String
-    private(set) var process: Process?
-    let stderrPath: String
+    package let directory: String
+    package let socketPath: String
+    package let stateDirectory: String
+    package private(set) var process: Process?
+    package let stderrPath: String
     /// Lives as long as the daemon: e.g. the mock logind whose bus it uses.
-    var companion: AnyObject?
+    package var companion: AnyObject?
 
     /// Variables added to the daemon's clean environment, at every start.
-    let environment: [String: String]
+    package let environment: [String: String]
+    /// Whether the daemon runs with libfprint's virtual device (`--virtual-reader`).
+    package let virtualReader: Bool
     /// A command the daemon is started through (its path and arguments come after), e.g. `unshare`
     /// with a script that mounts a small file system on the state directory first.
-    let launcher: [String]
+    package let launcher: [String]
     /// With `privateBootID`, the daemon runs in a private mount namespace where
     /// /proc/sys/kernel/random/boot_id is this file (`newBoot()` gives it a fresh id).
-    private(set) var bootIDFile: String?
+    package private(set) var bootIDFile: String?
 
     /// The logind a harness daemon sees. The test process asks as root (real uid 0) for accounts
     /// that are not its own, as a display manager's worker does: by default it stands in an active
     /// local greeter session on seat0, the one place where root may ask for whoever types their
     /// name (docs/security.md, "Who may be asked for a finger"). One mock serves every harness.
-    enum Seat {
+    package enum Seat {
         case greeter
         /// No system bus at all (an address nothing listens on), as in a container without logind.
         case noLogind
@@ -42,12 +44,15 @@ final class DaemonHarness: @unchecked Sendable {
         case given
     }
 
-    static let sharedGreeter: Swift.Result<MockLogind, Error> = Swift.Result { try MockLogind(greeter: true) }
+    package static let sharedGreeter: Result<MockLogind, Error> = Result { try MockLogind(greeter: true) }
 
     /// `stateDirectory`: one the test prepared; by default a fresh one in the harness's directory.
-    init(
+    /// `directory`: one the test made (e.g. with a log file it must know before the start); by
+    /// default a fresh one. `virtualReader`: false starts the daemon with no reader at all.
+    package init(
         extraArguments: [String] = [], stateDirectory: String? = nil, environment: [String: String] = [:],
-        launcher: [String] = [], seat: Seat = .greeter, privateBootID: Bool = false
+        launcher: [String] = [], seat: Seat = .greeter, directory: String? = nil, virtualReader: Bool = true,
+        privateBootID: Bool = false
     ) throws {
         var environment = environment
         switch seat {
@@ -56,10 +61,9 @@ final class DaemonHarness: @unchecked Sendable {
         case .given: break
         }
         self.environment = environment
-        // Short paths: a Unix socket path has at most 107 bytes.
-        var template = Array("/tmp/la-XXXXXX".utf8CString)
-        guard let dir = mkdtemp(&template) else { throw HarnessError.setup("mkdtemp failed") }
-        directory = String(cString: dir)
+        let directory = try directory ?? TemporaryDirectory.make("la")
+        self.directory = directory
+        self.virtualReader = virtualReader
         if privateBootID {
             // unshare execs the shell, which execs the daemon: the process is the daemon's pid.
             let file = directory + "/boot_id"
@@ -81,7 +85,7 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// A new boot, as the daemon sees it: the bound file gets a fresh id, written in place (a
     /// rename would leave the daemon's mount on the old file).
-    func newBoot() throws {
+    package func newBoot() throws {
         guard let bootIDFile else { throw HarnessError.setup("no private boot id") }
         let fd = open(bootIDFile, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         guard fd >= 0 else { throw HarnessError.setup("cannot write \(bootIDFile)") }
@@ -90,17 +94,21 @@ final class DaemonHarness: @unchecked Sendable {
         guard write(fd, text, text.count) == text.count else { throw HarnessError.setup("short write") }
     }
 
-    func start(extraArguments: [String] = []) throws {
+    package func start(extraArguments: [String] = []) throws {
         let p = Process()
         let daemon = Self.binDirectory + "/localauthd"
-        let arguments = ["--socket", socketPath, "--state-dir", stateDirectory, "--virtual-reader"] + extraArguments
+        let arguments =
+            ["--socket", socketPath, "--state-dir", stateDirectory] + (virtualReader ? ["--virtual-reader"] : [])
+            + extraArguments
         p.executableURL = URL(fileURLWithPath: launcher.first ?? daemon)
         p.arguments = launcher.isEmpty ? arguments : Array(launcher.dropFirst()) + [daemon] + arguments
         // A clean environment: the test process may carry other FP_VIRTUAL_* variables.
         p.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        let log = FileHandle(forWritingAtPath: stderrPath)!
-        log.seekToEndOfFile()
+        // Emptied in place, not replaced: a test may have given the daemon this file's device and
+        // inode (JOURNAL_STREAM).
+        let fd = open(stderrPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw HarnessError.setup("cannot open \(stderrPath): errno \(errno)") }
+        let log = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         p.standardError = log
         p.standardOutput = log
         unlink(socketPath)
@@ -115,11 +123,11 @@ final class DaemonHarness: @unchecked Sendable {
         throw HarnessError.setup("localauthd did not start: \(daemonLog)")
     }
 
-    var daemonLog: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    package var daemonLog: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     /// SIGTERM and wait; returns the exit status.
     @discardableResult
-    func stop() -> Int32 {
+    package func stop() -> Int32 {
         guard let p = process, p.isRunning else { return process?.terminationStatus ?? -1 }
         p.terminate()
         // Bounded: a daemon that ignores SIGTERM fails the test instead of hanging the whole run.
@@ -134,7 +142,7 @@ final class DaemonHarness: @unchecked Sendable {
         return p.terminationStatus
     }
 
-    func kill9() {
+    package func kill9() {
         guard let p = process, p.isRunning else { return }
         kill(p.processIdentifier, SIGKILL)
         p.waitUntilExit()
@@ -142,16 +150,16 @@ final class DaemonHarness: @unchecked Sendable {
 
     deinit {
         stop()
-        try? FileManager.default.removeItem(atPath: directory)
+        TemporaryDirectory.remove(directory)
     }
 
-    func connect(_ name: String = "test") throws -> DaemonConnection {
+    package func connect(_ name: String = "test") throws -> DaemonConnection {
         try DaemonConnection(socketPath: socketPath, clientName: name)
     }
 
     /// One request on a fresh connection, with its events.
-    func perform(_ request: Request, onEvent: @escaping (Event) -> EventReply? = { _ in nil }) throws -> (
-        LocalAuthProtocol.Result, [Event]
+    package func perform(_ request: Request, onEvent: @escaping (Event) -> EventReply? = { _ in nil }) throws -> (
+        RequestResult, [Event]
     ) {
         let c = try connect()
         var events: [Event] = []
@@ -163,7 +171,7 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     /// Sends a biometrics EVALUATE and returns once the daemon has prompted: the scan is waiting.
-    func startEvaluation(user: String) throws -> (DaemonConnection, Event) {
+    package func startEvaluation(user: String) throws -> (DaemonConnection, Event) {
         let c = try connect()
         try c.send(
             Request.evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: user)).frame)
@@ -174,7 +182,7 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     /// `localauthctl simulate …` through the daemon, as root.
-    func simulate(_ action: String, _ argument: String? = nil) throws {
+    package func simulate(_ action: String, _ argument: String? = nil) throws {
         let (r, _) = try perform(.simulate(action: action, argument: argument))
         guard r.isSuccess else { throw HarnessError.setup("simulate \(action) failed: \(r.message)") }
     }
@@ -183,14 +191,14 @@ final class DaemonHarness: @unchecked Sendable {
     /// has prompted for the finger (as a person would), so no touch can reach a closed reader.
     /// The blocking client runs on a thread of its own: the cooperative pool has only two.
     @discardableResult
-    func enroll(user: String, finger: FingerName = .rightIndex, printID: String) async throws -> (
-        LocalAuthProtocol.Result, [Event]
+    package func enroll(user: String, finger: FingerName = .rightIndex, printID: String) async throws -> (
+        RequestResult, [Event]
     ) {
         let socket = socketPath
         let (prompts, prompted) = AsyncStream.makeStream(of: Void.self)
         let outcome = Task {
             try await withCheckedThrowingContinuation {
-                (done: CheckedContinuation<(LocalAuthProtocol.Result, [Event]), Error>) in
+                (done: CheckedContinuation<(RequestResult, [Event]), Error>) in
                 Thread.detachNewThread {
                     defer { prompted.finish() }  // also when enrolment fails before any prompt
                     do {
@@ -222,7 +230,7 @@ final class DaemonHarness: @unchecked Sendable {
     /// Runs `localauthctl` with this daemon's socket; `asUser` runs it through `setpriv` as that account;
     /// `setuidBy` runs it as a setuid-root program started by that uid runs (`su`, `sudo`): real uid
     /// `setuidBy`, effective uid 0. `environment` is added to the client's (e.g. LANG, LOCPATH).
-    func ctl(
+    package func ctl(
         _ arguments: [String], asUser: String? = nil, setuidBy: String? = nil, stdin: String? = nil,
         environment: [String: String] = [:]
     ) throws -> (
@@ -258,8 +266,8 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     /// Raw bytes on a fresh socket; returns what the daemon sent until it closed (or 2 s passed).
-    func raw(_ bytes: [UInt8]) throws -> [UInt8] {
-        guard let fd = connectUnix(socketPath) else { throw HarnessError.setup("connect failed") }
+    package func raw(_ bytes: [UInt8]) throws -> [UInt8] {
+        guard let fd = UnixSocket.connect(socketPath) else { throw HarnessError.setup("connect failed") }
         defer { close(fd) }
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var reply: [UInt8] = []
@@ -275,34 +283,11 @@ final class DaemonHarness: @unchecked Sendable {
     }
 }
 
-enum HarnessError: Error { case setup(String) }
-
 /// Frames in `bytes`, decoded.
-func frames(in bytes: [UInt8]) throws -> [Frame] {
+package func frames(in bytes: [UInt8]) throws -> [Frame] {
     var reader = FrameReader()
     reader.append(bytes)
     var out: [Frame] = []
     while let f = try reader.next() { out.append(f) }
     return out
-}
-
-/// A connected stream socket to the Unix socket at `path`, or nil (errno says why).
-func connectUnix(_ path: String) -> Int32? {
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return nil }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-    let ok = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-    }
-    guard ok == 0 else {
-        let saved = errno
-        close(fd)
-        errno = saved
-        return nil
-    }
-    return fd
 }

@@ -28,7 +28,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGING = os.path.join(REPO, "packaging", "fprintd-compat")
 POLKITD = "/usr/lib/polkit-1/polkitd"
-LOGIND_MOCK = os.path.join(REPO, "tests", "system", "logind_mock.py")
+LOGIND_MOCK = os.path.join(REPO, "Tests", "system", "logind_mock.py")
 DEVICE = "/net/reactivated/Fprint/Device/0"
 
 # The test users and what polkit allows each, as the rules file below says. On a real machine
@@ -82,10 +82,10 @@ def wait_for(what, predicate, timeout=15.0, interval=0.02):
 
 
 class Client:
-    """tests/fprintd/client.py as one user: one bus connection, JSON commands."""
+    """Tests/fprintd/client.py as one user: one bus connection, JSON commands."""
 
     def __init__(self, world, user=None, path=DEVICE):
-        cmd = ["/usr/bin/python3", os.path.join(REPO, "tests", "fprintd", "client.py"), path]
+        cmd = ["/usr/bin/python3", os.path.join(REPO, "Tests", "fprintd", "client.py"), path]
         if user:
             uid = USERS[user]
             cmd = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups"] + cmd
@@ -209,7 +209,7 @@ class Agent:
 class World:
     def __init__(self, bin_dir):
         if os.getuid() != 0 or os.getpid() != 1:
-            raise SystemExit("run through tests/fprintd/run.sh (root, own mount and pid namespace)")
+            raise SystemExit("run through Tests/fprintd/run.sh (root, own mount and pid namespace)")
         self.bin = bin_dir
         self.tmp = tempfile.mkdtemp(prefix="la-dbus-")
         os.chmod(self.tmp, 0o755)  # the test users reach the daemon's socket in it

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# make install PREFIX=/usr DESTDIR=… lays out exactly tests/system/install-tree.txt; the units
+# make install PREFIX=/usr DESTDIR=… lays out exactly Tests/system/install-tree.txt; the units
 # pass systemd-analyze verify and score SAFE in systemd-analyze security (loaded from that tree);
 # every man page renders without a warning; a bad configuration gives the promised error;
 # make uninstall leaves the tree empty. Uses the debug build (BUILT=.build/debug by default).
@@ -14,8 +14,8 @@ fail() { echo "install test: $*" >&2; exit 1; }
 pass() { echo "ok - $*"; }
 
 make -s install PREFIX=/usr DESTDIR="$dest" BUILT="$BUILT" >/dev/null
-diff -u tests/system/install-tree.txt <(cd "$dest" && find . -mindepth 1 | sort | sed 's|^\./||') ||
-    fail "the installed tree differs from tests/system/install-tree.txt"
+diff -u Tests/system/install-tree.txt <(cd "$dest" && find . -mindepth 1 | sort | sed 's|^\./||') ||
+    fail "the installed tree differs from Tests/system/install-tree.txt"
 pass "make install lays out the documented tree"
 
 [ "$(stat -c %a "$dest/usr/sbin/localauthd")" = 755 ] || fail "localauthd is not 0755"

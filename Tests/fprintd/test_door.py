@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The fprintd door's contract: `localauthd --fprintd-compat` on the real system bus daemon with our
 bus policy, checked by the real polkitd with our polkit actions, driven by D-Bus clients running as
-root and as test users, on libfprint's virtual reader. Run through tests/fprintd/run.sh."""
+root and as test users, on libfprint's virtual reader. Run through Tests/fprintd/run.sh."""
 import os
 import re
 import shutil
@@ -643,12 +643,12 @@ class RealClientTests(DoorTest):
 
 class ListeningClientTests(DoorTest):
     """A screen locker's way (swaylock-fprintd, hyprlock): password keys and fingerprint signals in
-    one main loop (tests/fprintd/listening_client.py, run as the user)."""
+    one main loop (Tests/fprintd/listening_client.py, run as the user)."""
 
     def start_locker(self, user):
         uid = harness.USERS[user]
         proc = subprocess.Popen(["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups",
-                                 "/usr/bin/python3", os.path.join(harness.REPO, "tests", "fprintd", "listening_client.py")],
+                                 "/usr/bin/python3", os.path.join(harness.REPO, "Tests", "fprintd", "listening_client.py")],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=WORLD.env())
         self.addCleanup(self.stop_locker, proc)

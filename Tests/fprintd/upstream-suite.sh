@@ -3,13 +3,13 @@
 # Runs fprintd's own test suite (tests/fprintd.py of an fprintd source tree, e.g. 1.94.2, fetched
 # separately: it is not part of this repository) against `localauthd --fprintd-compat`, from outside.
 #
-#   tests/fprintd/upstream-suite.sh FPRINTD_SOURCE [LOCALAUTHD] [unittest arguments…]
+#   Tests/fprintd/upstream-suite.sh FPRINTD_SOURCE [LOCALAUTHD] [unittest arguments…]
 #
 # The suite finds its daemon as $FPRINT_BUILD_DIR/fprintd and the CLI as $FPRINT_BUILD_DIR/../utils:
 # a scratch directory holds a wrapper named fprintd that starts localauthd with --fprintd-compat
 # (the suite's -t, "no idle exit", is what localauthd does anyway) and links to Debian's fprintd-*
 # tools. The suite sets STATE_DIRECTORY and RUNTIME_DIRECTORY, which localauthd honours. Each test
-# gets at most UPSTREAM_TEST_SECONDS (120) (tests/fprintd/upstream_driver.py). Prints a summary:
+# gets at most UPSTREAM_TEST_SECONDS (120) (Tests/fprintd/upstream_driver.py). Prints a summary:
 # counts and every test that did not pass, with the last line of its traceback; UPSTREAM_SUMMARY=FILE
 # keeps the JSON of every test's outcome, UPSTREAM_KEEP=1 the full output; UPSTREAM_STORAGE_VIA_LIST=1
 # checks "is the print stored" through ListEnrolledFingers instead of fprintd's files.

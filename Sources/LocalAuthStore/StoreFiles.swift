@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: Apache-2.0
+import Glibc
+import LocalAuthCore
+
+/// The files under the state directory, for `EnrollmentStore`: trust checks, directories, the
+/// record's load and write, print scans, and the one durable write every change goes through. All
+/// called with the store's lock held.
+extension EnrollmentStore {
+    func userDirectory(_ user: String) -> String { usersDirectory + "/" + user }
+    func statePath(_ user: String) -> String { userDirectory(user) + "/" + Self.stateFileName }
+
+    func notice(_ message: String) { onNotice?(message) }
+
+    /// 32 bytes from the OS (`SystemRandomNumberGenerator` is `getrandom(2)` on Linux).
+    static func freshDomainState() -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    /// Why a file the store reads is not to be trusted, or nil: it must belong to the effective
+    /// user (root for the daemon) and be readable by nobody else.
+    func trustProblem(_ info: FileInfo) -> String? {
+        if info.owner != Sys.effectiveUser { return "owned by uid \(info.owner), expected \(Sys.effectiveUser)" }
+        if info.permissions & 0o077 != 0 {
+            return "mode \(String(info.permissions, radix: 8)) is too permissive (expected 600)"
+        }
+        return nil
+    }
+
+    /// The same for a directory: ours, and writable by nobody else.
+    func directoryProblem(_ info: FileInfo) -> String? {
+        if !info.isDirectory { return "not a directory" }
+        if info.owner != Sys.effectiveUser { return "owned by uid \(info.owner), expected \(Sys.effectiveUser)" }
+        if info.permissions & 0o022 != 0 {
+            return "mode \(String(info.permissions, radix: 8)) is group or world writable"
+        }
+        return nil
+    }
+
+    /// Creates a missing directory (0700, durable) or checks an existing one. An existing one is
+    /// never changed: a symbolic link, another owner or any permission for others is refused, as
+    /// is a state directory that other users could move or replace (`TrustedPath`).
+    func prepareDirectory(_ path: String, isStateDirectory: Bool) throws(StoreError) {
+        if isStateDirectory, let problem = try TrustedPath.ancestorProblem(of: path) {
+            throw .unsafeStateDirectory("\(problem): another user could replace the state directory \(path)")
+        }
+        if try Sys.makeDirectory(path) {
+            try syncParent(of: path)
+            return
+        }
+        let what = isStateDirectory ? "the state directory" : "the directory"
+        if let problem = try TrustedPath.privateDirectoryProblem(path, what: what) {
+            throw .unsafeStateDirectory(problem)
+        }
+    }
+
+    func syncParent(of path: String) throws(StoreError) {
+        guard let slash = path.lastIndex(of: "/") else { return try Sys.syncDirectory(".") }
+        try Sys.syncDirectory(slash == path.startIndex ? "/" : String(path[..<slash]))
+    }
+
+    /// Checks the user's directory if it exists: false when missing, throws when unsafe.
+    func checkUserDirectory(_ user: String) throws(StoreError) -> Bool {
+        guard let info = try Sys.lstatInfo(userDirectory(user)) else { return false }
+        if let problem = directoryProblem(info) {
+            throw .unsafeStateDirectory("\(userDirectory(user)): \(problem)")
+        }
+        return true
+    }
+
+    func ensureUserDirectory(_ user: String) throws(StoreError) {
+        if try checkUserDirectory(user) { return }
+        if try Sys.makeDirectory(userDirectory(user)) { try Sys.syncDirectory(usersDirectory) }
+    }
+
+    /// Removes `.tmp-*` files left by a crash in the state, users and every user directory. They
+    /// were never renamed into place, so nothing refers to them.
+    func removeStaleTemporaryFiles() throws(StoreError) {
+        var directories = [stateDirectory, usersDirectory]
+        for name in try Sys.listDirectory(usersDirectory) where Validation.isSafeName(name) {
+            if let info = try Sys.lstatInfo(usersDirectory + "/" + name), info.isDirectory {
+                directories.append(usersDirectory + "/" + name)
+            }
+        }
+        for directory in directories {
+            var removed = false
+            for name in try Sys.listDirectory(directory) where name.hasPrefix(Self.tempPrefix) {
+                try Sys.unlink(directory + "/" + name)
+                removed = true
+            }
+            if removed {
+                try Sys.syncDirectory(directory)
+                notice("removed temporary files left in \(directory) by an interrupted write")
+            }
+        }
+    }
+
+    func load(user: String) throws(StoreError) -> StateLoad {
+        guard try checkUserDirectory(user) else { return .absent }
+        let path = statePath(user)
+        switch Sys.readFile(path, limit: Self.maximumRecordSize) {
+        case .missing:
+            let printCount = try Sys.listDirectory(userDirectory(user)).filter {
+                PrintRecord.parseFileName($0) != nil
+            }.count
+            if printCount == 0 { return .absent }
+            return .corrupt("record missing while \(printCount) print file(s) exist")
+        case .unreadable(let reason):
+            return .corrupt("\(path): \(reason)")
+        case .bytes(let bytes, let info):
+            if let problem = trustProblem(info) {
+                try setAsideCopy(bytes, user: user)
+                return .corrupt("\(path): \(problem)")
+            }
+            switch StateRecord.decode(bytes) {
+            case .success(let state): return .ok(state)
+            case .failure(let error):
+                try setAsideCopy(bytes, user: user)
+                return .corrupt("\(path): \(error.reason)")
+            }
+        }
+    }
+
+    /// The state to build a change on: `.absent` is a fresh state; a corrupt record refuses.
+    func writableState(user: String) throws(StoreError) -> UserAuthState {
+        switch try load(user: user) {
+        case .absent: return UserAuthState()
+        case .ok(let state): return state
+        case .corrupt(let reason): throw .corruptState(reason)
+        }
+    }
+
+    /// Copies a corrupt record's bytes to `state.corrupt-<ms>` for the administrator, unless an
+    /// identical copy exists (the daemon loads often; the disk must not fill with copies).
+    func setAsideCopy(_ bytes: [UInt8], user: String) throws(StoreError) {
+        let directory = userDirectory(user)
+        let prefix = Self.stateFileName + Self.corruptInfix
+        for name in try Sys.listDirectory(directory) where name.hasPrefix(prefix) {
+            if case .bytes(let copy, _) = Sys.readFile(directory + "/" + name, limit: Self.maximumRecordSize),
+                copy == bytes
+            {
+                return
+            }
+        }
+        let name = try unusedName(prefix: prefix, in: directory)
+        try atomicWrite(bytes, directory: directory, name: name)
+        notice("user \(Validation.quoted(user)): corrupt record copied to \(directory)/\(name)")
+    }
+
+    func unusedName(prefix: String, in directory: String) throws(StoreError) -> String {
+        let stamp = Sys.nowMilliseconds()
+        var name = "\(prefix)\(stamp)"
+        var suffix = 1
+        while try Sys.lstatInfo(directory + "/" + name) != nil {
+            name = "\(prefix)\(stamp)-\(suffix)"
+            suffix += 1
+        }
+        return name
+    }
+
+    func writeRecord(_ state: UserAuthState, user: String) throws(StoreError) {
+        let bytes = try StateRecord.encode(state)
+        try ensureUserDirectory(user)
+        try atomicWrite(bytes, directory: userDirectory(user), name: Self.stateFileName)
+    }
+
+    /// The user's readable prints in enrolment order, with corrupt ones set aside: the domain
+    /// state is redrawn first (record before files, as in `addPrint`), then each is renamed.
+    func scanPrints(user: String) throws(StoreError) -> [PrintRecord.Decoded] {
+        guard try checkUserDirectory(user) else { return [] }
+        let directory = userDirectory(user)
+        var good: [(decoded: PrintRecord.Decoded, name: String)] = []
+        var corrupt: [(name: String, reason: String)] = []
+        for name in try Sys.listDirectory(directory) {
+            guard let (finger, deviceKey) = PrintRecord.parseFileName(name) else { continue }
+            switch Sys.readFile(directory + "/" + name, limit: Self.maximumPrintFileSize) {
+            case .missing: continue
+            case .unreadable(let reason): corrupt.append((name, reason))
+            case .bytes(let bytes, let info):
+                if let problem = trustProblem(info) {
+                    corrupt.append((name, problem))
+                    continue
+                }
+                let plain: [UInt8]
+                switch openIfSealing(bytes, user: user, name: name) {
+                case .success(let opened): plain = opened
+                case .failure(let error):
+                    corrupt.append((name, error.reason))
+                    continue
+                }
+                switch PrintRecord.decode(plain, expectedFinger: finger, expectedDeviceKey: deviceKey) {
+                case .success(let decoded): good.append((decoded, name))
+                case .failure(let error): corrupt.append((name, error.reason))
+                }
+            }
+        }
+        if !corrupt.isEmpty {
+            var redrawn: [UInt8]? = nil
+            if case .ok(var state) = try load(user: user) {
+                state.domainState = Self.freshDomainState()
+                try writeRecord(state, user: user)
+                redrawn = state.domainState
+            }
+            for (name, reason) in corrupt {
+                let aside = try unusedName(prefix: name + Self.corruptInfix, in: directory)
+                try Sys.rename(directory + "/" + name, directory + "/" + aside)
+                notice("user \(Validation.quoted(user)): set aside corrupt print file \(name) (\(reason)) as \(aside)")
+            }
+            try Sys.syncDirectory(directory)
+            if let redrawn { try destroyRightsBoundToOtherSets(user: user, domainState: redrawn) }
+        }
+        return good.sorted { ($0.decoded.sequence, $0.name) < ($1.decoded.sequence, $1.name) }.map(\.decoded)
+    }
+
+    /// Redraws the domain state, makes the record durable, then unlinks the files and syncs.
+    func removeFiles(_ names: [String], user: String) throws(StoreError) -> UserAuthState {
+        var state = try writableState(user: user)
+        state.domainState = Self.freshDomainState()
+        try writeRecord(state, user: user)
+        let directory = userDirectory(user)
+        for name in names {
+            try Sys.unlink(directory + "/" + name)
+            try writeHook?(.removed)
+        }
+        try Sys.syncDirectory(directory)
+        try writeHook?(.directorySynced)
+        try destroyRightsBoundToOtherSets(user: user, domainState: state.domainState)
+        return state
+    }
+
+    /// Replaces `directory/name` with `bytes` so that after a crash at any point the file holds
+    /// the old bytes or the new, never a mix: write a temporary file in the same directory, fsync
+    /// it, rename it over the target, fsync the directory. A failed write removes its temporary
+    /// file; a simulated crash (the hook throwing) leaves it, for `init` to clean.
+    func atomicWrite(_ bytes: [UInt8], directory: String, name: String) throws(StoreError) {
+        var random = SystemRandomNumberGenerator()
+        let tempPath =
+            "\(directory)/\(Self.tempPrefix)\(name)-\(Hex.encode((0..<8).map { _ in UInt8.random(in: 0...255, using: &random) }))"
+        let targetPath = directory + "/" + name
+        let fd = try Sys.call("create \(tempPath)") {
+            open(tempPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        }
+        var isOpen = true
+        var crashed = false
+        func step(_ s: WriteStep) throws(StoreError) {
+            crashed = true
+            try writeHook?(s)
+            crashed = false
+        }
+        do {
+            // The umask may have taken bits off 0600; set it exactly.
+            try Sys.call("fchmod \(tempPath)") { fchmod(fd, 0o600) }
+            try Sys.writeAll(fd, bytes, path: tempPath)
+            try step(.tempWritten)
+            try Sys.call("fsync \(tempPath)") { fsync(fd) }
+            try step(.tempSynced)
+            Sys.close(fd)
+            isOpen = false
+            try Sys.rename(tempPath, targetPath)
+        } catch {
+            if isOpen { Sys.close(fd) }
+            if !crashed { _ = unlink(tempPath) }
+            throw error
+        }
+        try writeHook?(.renamed)
+        try Sys.syncDirectory(directory)
+        try writeHook?(.directorySynced)
+    }
+}

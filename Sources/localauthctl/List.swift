@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
+import ArgumentParser
+import LocalAuthLocalization
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: tr("List enrolled fingers."))
+    @OptionGroup var connection: ClientOptions
+    @OptionGroup var user: UserOption
+    func run() throws {
+        try connection.run(.list(user: user.user)) { result in
+            for finger in result.fields.strings(.finger) { print(finger) }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// `Tests/system/logind_mock.py`: a private system bus with dbusmock's logind, one command a line.
+package final class MockLogind: @unchecked Sendable {
+    package let directory: String
+    package private(set) var address = ""
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var buffered: [UInt8] = []
+
+    package static var script: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Tests/system/logind_mock.py").path
+    }
+
+    /// - Parameter greeter: every process starts out in session c1, a greeter's, active on seat0.
+    package init(greeter: Bool = true) throws {
+        directory = try TemporaryDirectory.make("la-bus")
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [Self.script, directory] + (greeter ? ["--greeter"] : [])
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        let first = try line(timeout: 30)
+        guard first.hasPrefix("ready ") else { throw HarnessError.setup("logind mock: \(first)") }
+        address = String(first.dropFirst("ready ".count))
+    }
+
+    deinit {
+        try? input.fileHandleForWriting.write(contentsOf: Data("quit\n".utf8))
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        TemporaryDirectory.remove(directory)
+    }
+
+    /// One command; returns its answer line, and throws unless it is `ok` (or a query's answer).
+    @discardableResult
+    package func send(_ command: String) throws -> String {
+        try input.fileHandleForWriting.write(contentsOf: Data((command + "\n").utf8))
+        let answer = try line(timeout: 10)
+        guard answer == "ok" || answer.hasPrefix(command.split(separator: " ")[0] + " ") || answer == command else {
+            throw HarnessError.setup("logind mock answered \(answer) to \(command)")
+        }
+        return answer
+    }
+
+    /// Waits until logind's inhibitors are exactly `expected` (`who:what:mode`).
+    package func waitForInhibitors(_ expected: [String], log d: DaemonHarness) throws {
+        let deadline = Date().addingTimeInterval(10)
+        var last = ""
+        while Date() < deadline {
+            last = try send("inhibitors")
+            let held = last.split(separator: " ").dropFirst().map(String.init)
+            if held.sorted() == expected.sorted() { return }
+            usleep(20_000)
+        }
+        throw HarnessError.setup("inhibitors stayed \(last), expected \(expected)\n\(d.daemonLog)")
+    }
+
+    private func line(timeout seconds: Double) throws -> String {
+        let fd = output.fileHandleForReading.fileDescriptor
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
+                let text = String(decoding: buffered[..<newline], as: UTF8.self)
+                buffered.removeSubrange(...newline)
+                return text
+            }
+            let left = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard left > 0, poll(&pfd, 1, left) > 0 else { throw HarnessError.setup("logind mock did not answer") }
+            var chunk = [UInt8](repeating: 0, count: 512)
+            let n = read(fd, &chunk, chunk.count)
+            guard n > 0 else { throw HarnessError.setup("logind mock exited") }
+            buffered += chunk[..<n]
+        }
+    }
+}
