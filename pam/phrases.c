@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "catalogue.h"
 #include "messages.h"
 #include "wire.h"
 
@@ -145,135 +146,6 @@ static int number_arg(struct la_parse *ps, long long *dst)
     return 0;
 }
 
-/* A plural line for n, filled with n. */
-static void plural(char *out, size_t cap, const char *line, long long n)
-{
-    char number[32];
-    snprintf(number, sizeof number, "%lld", n);
-    la_fill(out, cap, line, (const char *const[]){number}, 1);
-}
-
-/* "45 seconds", "15 minutes", "1 hour": rounded up, as Phrase.duration. */
-static void duration(long long ms, char *out, size_t cap)
-{
-    long long seconds = ms / 1000 + (ms % 1000 > 0 ? 1 : 0), minutes;
-    if (seconds < 1)
-        seconds = 1;
-    if (seconds < 60) {
-        plural(out, cap,
-               dngettext(LA_TEXT_DOMAIN, "%lld second", "%lld seconds", (unsigned long)seconds),
-               seconds);
-        return;
-    }
-    minutes = seconds / 60 + (seconds % 60 > 0 ? 1 : 0);
-    if (minutes < 60 || minutes % 60 != 0) {
-        plural(out, cap,
-               dngettext(LA_TEXT_DOMAIN, "%lld minute", "%lld minutes", (unsigned long)minutes),
-               minutes);
-        return;
-    }
-    plural(out, cap,
-           dngettext(LA_TEXT_DOMAIN, "%lld hour", "%lld hours", (unsigned long)(minutes / 60)),
-           minutes / 60);
-}
-
-static const char *const simple[][2] = {
-    {"authenticatedWithFinger", N_("Authenticated with fingerprint")},
-    {"authenticatedWithPasscode", N_("Authenticated with passcode")},
-    {"authenticatedByRecentSuccess", N_("Authenticated by a recent success")},
-    {"policyCanBeEvaluated", N_("The policy can be evaluated")},
-    {"fingerNotRecognised", N_("Fingerprint not recognised")},
-    {"userChoseFallback", N_("The user chose the fallback")},
-    {"timedOutWaitingForFinger", N_("Timed out waiting for a fingerprint")},
-    {"timedOutWaitingForPasscode", N_("Timed out waiting for the passcode")},
-    {"interactionNotAllowed", N_("Interaction is not allowed")},
-    {"passcodeNeededButClientCannotAsk",
-     N_("A passcode is needed but this client cannot ask for one")},
-    {"noPasscodeAndNoFinger", N_("No passcode is set and no fingerprint can be used")},
-    {"noPasscodeSet", N_("No passcode is set")},
-    {"noFingerEnrolled", N_("No fingerprint is enrolled for this user")},
-    {"fingersOnDisconnectedReader",
-     N_("The fingerprint reader your fingers are enrolled on is not connected")},
-    {"stateUnreadable", N_("Stored authentication state is unreadable; ask an administrator")},
-    {"attemptNotRecorded",
-     N_("The attempt could not be recorded (is the state directory's file system full?); "
-        "fingerprint and passcode are refused until it can be")},
-    {"enterPasscode", N_("Enter your passcode")},
-    {"wrongPasscode", N_("Wrong passcode")},
-    {"fallbackUsePasscode", N_("Use passcode")},
-    {"fallbackEnterPassword", N_("Enter password")},
-    {"currentPasscodeNeeded", N_("The current passcode is needed")},
-    {"currentPasscodeWrong", N_("The current passcode is wrong")},
-    {"passcodeNotStored", N_("The passcode could not be stored")},
-    {"passcodeNotHashed", N_("The passcode could not be hashed")},
-    /* Why the finger cannot be used (fingerNotAvailable's argument). */
-    {"noReader", N_("no fingerprint reader is connected")},
-    {"lidClosed", N_("the laptop lid is closed and the reader is built in")},
-    {"remoteSession", N_("the request comes from a remote session")},
-    {"connectionOrphaned", N_("the process that opened this connection has exited; connect again")},
-    {"requesterUnknown", N_("the calling process could not be identified")},
-    {"noLoginSession",
-     N_("the request comes from no login session and not from the terminal in front")},
-    {"readerBusy", N_("the reader is in use by another account's request")},
-    /* The "password required" rules. */
-    {"passwordRequiredAfterRestart", N_("Password required after restart")},
-    {"passwordRequiredForFirstSession", N_("Password required to start your first session")},
-    {"passwordRequiredUseUnknown", N_("Password required: its last use could not be read")},
-    {"passwordUseNotRecordedOrphaned",
-     N_("Password use not recorded: the process that opened this connection has exited")},
-    {"passwordUseNotRecordedRemote",
-     N_("Password use not recorded: it comes from a remote session")},
-    {"passwordUseNotRecordedNoSession",
-     N_("Password use not recorded: a user's own report counts only from inside their active "
-        "local session")},
-    {"passwordUseNotRecordedNotOwnSession",
-     N_("Password use not recorded: it comes from another user's session")},
-    {"passwordUseNotRecordedNotActive",
-     N_("Password use not recorded: the session is not the active one on its seat")},
-};
-
-/* One sentence per finger, as PhraseText.swift: each language inflects the finger's name. */
-static const char *const fingers[][2] = {
-    {"", N_("Place a finger on the reader")},
-    {"left-thumb", N_("Place your left thumb on the reader")},
-    {"left-index-finger", N_("Place your left index finger on the reader")},
-    {"left-middle-finger", N_("Place your left middle finger on the reader")},
-    {"left-ring-finger", N_("Place your left ring finger on the reader")},
-    {"left-little-finger", N_("Place your left little finger on the reader")},
-    {"right-thumb", N_("Place your right thumb on the reader")},
-    {"right-index-finger", N_("Place your right index finger on the reader")},
-    {"right-middle-finger", N_("Place your right middle finger on the reader")},
-    {"right-ring-finger", N_("Place your right ring finger on the reader")},
-    {"right-little-finger", N_("Place your right little finger on the reader")},
-};
-
-/* A finger's name on its own. */
-static const char *const finger_names[][2] = {
-    {"left-thumb", N_("left thumb")},
-    {"left-index-finger", N_("left index finger")},
-    {"left-middle-finger", N_("left middle finger")},
-    {"left-ring-finger", N_("left ring finger")},
-    {"left-little-finger", N_("left little finger")},
-    {"right-thumb", N_("right thumb")},
-    {"right-index-finger", N_("right index finger")},
-    {"right-middle-finger", N_("right middle finger")},
-    {"right-ring-finger", N_("right ring finger")},
-    {"right-little-finger", N_("right little finger")},
-};
-
-static const char *const hints[] = {
-    N_("Try again"),
-    N_("Swipe was too short, try again"),
-    N_("Centre your finger on the reader and try again"),
-    N_("Remove your finger and try again"),
-};
-
-static const char *const cancels[][2] = {
-    {"-2", N_("Cancelled by the user")},
-    {"-9", N_("Cancelled by the application")},
-    {"-4", N_("Cancelled by the system")},
-};
-
 /* A nested phrase, rendered into part (cap LA_PHRASE_PART). */
 static int sub(struct la_parse *ps, int depth, char *part)
 {
@@ -300,16 +172,14 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
     if (id == NULL || depth >= LA_PHRASE_MAX_DEPTH)
         return -1;
     const char *name = id->text;
-    for (size_t i = 0; i < sizeof simple / sizeof simple[0]; i++)
-        if (strcmp(name, simple[i][0]) == 0)
-            return fill(out, cap, simple[i][1], NULL, NULL, NULL, NULL);
+    if ((s1 = la_simple_line(name)) != NULL)
+        return fill(out, cap, s1, NULL, NULL, NULL, NULL);
 
     if (strcmp(name, "placeFinger") == 0) {
         if (text_arg(ps, &s1) != 0)
             return -1;
-        for (size_t i = 0; i < sizeof fingers / sizeof fingers[0]; i++)
-            if (strcmp(s1, fingers[i][0]) == 0)
-                return fill(out, cap, fingers[i][1], NULL, NULL, NULL, NULL);
+        if ((s2 = la_finger_line(s1)) != NULL)
+            return fill(out, cap, s2, NULL, NULL, NULL, NULL);
         return -1;
     }
     if (strcmp(name, "noMatch") == 0) {
@@ -317,12 +187,12 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
             return -1;
         if (n1 == 0)
             return fill(out, cap, N_("Fingerprint not recognised"), NULL, NULL, NULL, NULL);
-        plural(out, cap,
-               /* TRANSLATORS: a finger did not match; %lld more fingers may be tried in this
-                  request. */
-               dngettext(LA_TEXT_DOMAIN, "Not recognised, try again (%lld left)",
-                         "Not recognised, try again (%lld left)", (unsigned long)n1),
-               n1);
+        la_plural(out, cap,
+                  /* TRANSLATORS: a finger did not match; %lld more fingers may be tried in this
+                     request. */
+                  dngettext(LA_TEXT_DOMAIN, "Not recognised, try again (%lld left)",
+                            "Not recognised, try again (%lld left)", (unsigned long)n1),
+                  n1);
         return 0;
     }
     if (strcmp(name, "biometryLocked") == 0) {
@@ -345,20 +215,19 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
         if (number_arg(ps, &n1) != 0)
             return -1;
         snprintf(a, sizeof a, "%lld", n1);
-        for (size_t i = 0; i < sizeof cancels / sizeof cancels[0]; i++)
-            if (strcmp(a, cancels[i][0]) == 0)
-                return fill(out, cap, cancels[i][1], NULL, NULL, NULL, NULL);
+        if ((s1 = la_cancel_line(a)) != NULL)
+            return fill(out, cap, s1, NULL, NULL, NULL, NULL);
         return fill(out, cap, N_("Cancelled"), NULL, NULL, NULL, NULL);
     }
     if (strcmp(name, "retry") == 0) {
-        if (number_arg(ps, &n1) != 0 || n1 < 0 || n1 >= (long long)(sizeof hints / sizeof hints[0]))
+        if (number_arg(ps, &n1) != 0 || (s1 = la_hint_line(n1)) == NULL)
             return -1;
-        return fill(out, cap, hints[n1], NULL, NULL, NULL, NULL);
+        return fill(out, cap, s1, NULL, NULL, NULL, NULL);
     }
     if (strcmp(name, "passcodeLocked") == 0) {
         if (number_arg(ps, &n1) != 0 || n1 < 0)
             return -1;
-        duration(n1, a, sizeof a);
+        la_duration(n1, a, sizeof a);
         return fill(out, cap, N_("Passcode locked; try again in %s"), a, NULL, NULL, NULL);
     }
     if (strcmp(name, "verbatim") == 0) {
@@ -401,9 +270,8 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
     if (strcmp(name, "fingerName") == 0) {
         if (text_arg(ps, &s1) != 0)
             return -1;
-        for (size_t i = 0; i < sizeof finger_names / sizeof finger_names[0]; i++)
-            if (strcmp(s1, finger_names[i][0]) == 0)
-                return fill(out, cap, finger_names[i][1], NULL, NULL, NULL, NULL);
+        if ((s2 = la_finger_name(s1)) != NULL)
+            return fill(out, cap, s2, NULL, NULL, NULL, NULL);
         return -1;
     }
     if (strcmp(name, "catalogued") == 0) {
@@ -430,14 +298,14 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
     if (strcmp(name, "passwordRequiredAfterMaxAge") == 0) {
         if (number_arg(ps, &n1) != 0 || n1 < 0)
             return -1;
-        duration(n1, a, sizeof a);
+        la_duration(n1, a, sizeof a);
         return fill(out, cap, N_("Password required after %s"), a, NULL, NULL, NULL);
     }
     if (strcmp(name, "passwordRequiredIdle") == 0) {
         if (number_arg(ps, &n1) != 0 || number_arg(ps, &n2) != 0 || n1 < 0 || n2 < 0)
             return -1;
-        duration(n1, a, sizeof a);
-        duration(n2, b, sizeof b);
+        la_duration(n1, a, sizeof a);
+        la_duration(n2, b, sizeof b);
         return fill(out, cap,
                     N_("Password required: not used for %1$s and no fingerprint for %2$s"), a, b,
                     NULL, NULL);
@@ -453,9 +321,9 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
         if (text_arg(ps, &s1) != 0 || number_arg(ps, &n1) != 0 || number_arg(ps, &n2) != 0 ||
             n1 < 0 || n2 < 0 || n1 > INT64_MAX / 2)
             return -1;
-        duration(n1, a, sizeof a);
-        duration(2 * n1, b, sizeof b);
-        duration(n2, c, sizeof c);
+        la_duration(n1, a, sizeof a);
+        la_duration(2 * n1, b, sizeof b);
+        la_duration(n2, c, sizeof c);
         return fill(
             out, cap,
             N_("%1$s's requests have had the reader for %2$s of the last %3$s; it is free for "
