@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: Apache-2.0
+import Dispatch
+import FingerprintReader
+import LocalAuthProtocol
+import LocalAuthStore
+import LocalAuthSystemd
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `FprintdDevice`'s D-Bus calls: each one checked against the claim and polkit, then Claim and
+/// Release, and the calls that need no reader (ListEnrolledFingers, DeleteEnrolledFinger(s)).
+extension FprintdDevice {
+    // MARK: Calls
+
+    /// Which claim a method needs (fprintd's `get_claim_state_for_invocation`).
+    enum ClaimNeed {
+        case unclaimed, claimed, autoClaim, anytime
+    }
+
+    static func claimNeed(_ member: String) -> ClaimNeed {
+        switch member {
+        case "Claim": .unclaimed
+        case "DeleteEnrolledFingers": .autoClaim
+        case "ListEnrolledFingers": .anytime
+        default: .claimed
+        }
+    }
+
+    /// The polkit actions of which one must allow the method (fprintd's `get_permissions_for_invocation`,
+    /// in its priority order).
+    static func actions(for member: String) -> [Fprintd.Action] {
+        switch member {
+        case "Claim": [.verify, .enroll]
+        case "DeleteEnrolledFinger", "DeleteEnrolledFingers", "DeleteEnrolledFingers2", "EnrollStart": [.enroll]
+        case "ListEnrolledFingers", "VerifyStart": [.verify]
+        default: []
+        }
+    }
+
+    /// fprintd's `_fprint_device_check_claimed`.
+    func claimProblem(_ call: BusCall) -> BusError? {
+        var need = Self.claimNeed(call.member)
+        if need == .anytime { return nil }
+        if need == .autoClaim { need = session == nil ? .unclaimed : .claimed }
+        if need == .unclaimed {
+            return session == nil ? nil : Fprintd.ErrorName.alreadyInUse("Device was already claimed")
+        }
+        guard let session else { return Fprintd.ErrorName.claimDevice("Device was not claimed before use") }
+        return session.sender == call.sender && !closing
+            ? nil : Fprintd.ErrorName.alreadyInUse("Device already in use by another user")
+    }
+
+    /// Every method call: the claim, the account, polkit, then the method (fprintd's
+    /// `action_authorization_handler` followed by the handler, which checks the claim again).
+    func receive(_ call: BusCall) {
+        audit.debug("D-Bus client \(call.sender) calls \(call.member) on \(path)")
+        if let problem = claimProblem(call) {
+            refuse(call, problem)
+            return
+        }
+        guard let (uid, pid) = call.senderCredentials() else {
+            refuse(call, Fprintd.ErrorName.internal("Could not get connection unix user ID"))
+            return
+        }
+        guard let own = PeerCredentials.userName(of: uid) else {
+            refuse(call, Fprintd.ErrorName.internal("Failed to get information about user UID \(uid)"))
+            return
+        }
+        // Pinned now, as the socket pins at accept: the bus daemon's pid is the process that
+        // connected to the bus; a setuid-root caller is counted under its real uid (issue 13, M2, L4).
+        let caller = PeerCredentials(
+            pid: pid, uid: uid, gid: Self.primaryGroup(of: uid), userName: own,
+            process: PeerProcess(pid: pid, pidfd: -1))
+        var user: String?
+        if ["Claim", "DeleteEnrolledFingers", "ListEnrolledFingers"].contains(call.member) {
+            let requested = call.string(0) ?? ""
+            user = requested.isEmpty ? own : requested
+        }
+        let needsOtherUser = user.map { $0 != own } ?? false
+        // The daemon's rule before polkit's: a user acts only for their own account, so polkit is not
+        // even asked (no administrator's password dialog for a request that is refused anyway).
+        if needsOtherUser, let user,
+            case .refused(let why) = Authorization.decide(.list, caller: caller, target: user)
+        {
+            return refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
+        }
+        authorize(call, sender: call.sender, actions: needsOtherUser ? [.setUsername] : []) { [self] setUsername in
+            guard setUsername != nil else { return }
+            authorize(call, sender: call.sender, actions: Self.actions(for: call.member)) { [self] answer in
+                guard let answer else { return }
+                if let problem = claimProblem(call) {
+                    refuse(call, problem)
+                    return
+                }
+                perform(call, caller: caller, user: user, enrollAnswer: answer)
+            }
+        }
+    }
+
+    /// Asks polkit for each of `actions` in turn until one allows; `then(answer)` with the allowing
+    /// answer, or (after the call was refused with PermissionDenied) nil. No actions: allowed at once.
+    func authorize(
+        _ call: BusCall, sender: String, actions: [Fprintd.Action], then: @escaping (PolkitAnswer?) -> Void
+    ) {
+        guard let action = actions.first else {
+            then(PolkitAnswer(isAuthorized: true, isChallenge: false, details: [:]))
+            return
+        }
+        polkit.check(sender: sender, action: action.rawValue) { [self] result in
+            switch result {
+            case .success(let answer) where answer.isAuthorized:
+                then(answer)
+            case .success:
+                if actions.count > 1 {
+                    authorize(call, sender: sender, actions: Array(actions.dropFirst()), then: then)
+                } else {
+                    refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(action.rawValue)"))
+                    then(nil)
+                }
+            case .failure(let error):
+                if actions.count > 1 {
+                    authorize(call, sender: sender, actions: Array(actions.dropFirst()), then: then)
+                } else {
+                    refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(error.message)"))
+                    then(nil)
+                }
+            }
+        }
+    }
+
+    func refuse(_ call: BusCall, _ error: BusError) {
+        if error.name == Fprintd.ErrorName.permissionDenied.rawValue {
+            audit.notice("D-Bus \(call.member) on \(path) refused to \(call.sender): \(error.message)")
+        }
+        call.fail(error)
+    }
+
+    /// This device's requests to the daemon: on its reader, named as the D-Bus door in the audit.
+    func door(finger: FingerName? = nil, presence: DoorContext.Presence? = nil) -> DoorContext {
+        DoorContext(readerID: reader.id, finger: finger, presence: presence, name: "dbus")
+    }
+
+    func perform(_ call: BusCall, caller: PeerCredentials, user: String?, enrollAnswer: PolkitAnswer) {
+        audit.debug(
+            "\(path): \(call.member) of \(call.sender) authorised; action \(action), running \(running != nil), scanning \(scanning)"
+        )
+        switch call.member {
+        case "Claim": claim(call, caller: caller, user: user!)
+        case "Release": release(call)
+        case "VerifyStart": verifyStart(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""))
+        case "VerifyStop": stop(call, kind: .verify)
+        case "EnrollStart":
+            enrollStart(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""), polkit: enrollAnswer)
+        case "EnrollStop": stop(call, kind: .enroll)
+        case "ListEnrolledFingers": list(call, caller: caller, user: user!)
+        case "DeleteEnrolledFinger": deleteOne(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""))
+        case "DeleteEnrolledFingers2":
+            guard let session else { return refuse(call, Fprintd.ErrorName.claimDevice("Device was not claimed")) }
+            delete(call, caller: session.caller, user: session.user, finger: nil)
+        case "DeleteEnrolledFingers": delete(call, caller: caller, user: user!, finger: nil)
+        default: call.fail(BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: call.member))
+        }
+    }
+
+    /// fprintd's `can_start_action`.
+    func busyProblem() -> BusError? {
+        switch action {
+        case .none: nil
+        case .enroll: Fprintd.ErrorName.alreadyInUse("Enrollment already in progress")
+        case .verify: Fprintd.ErrorName.alreadyInUse("Verification already in progress")
+        case .delete: Fprintd.ErrorName.alreadyInUse("Delete already in progress")
+        case .list: Fprintd.ErrorName.alreadyInUse("Another operation is already in progress")
+        }
+    }
+
+    func claim(_ call: BusCall, caller: PeerCredentials, user: String) {
+        guard EnrollmentStore.isValidUserName(user) else {
+            return refuse(call, Fprintd.ErrorName.internal("Not a valid user name (\(user.utf8.count) bytes)"))
+        }
+        // The daemon's own rule first: a user acts only for their own account, whatever polkit said.
+        if case .refused(let why) = Authorization.decide(.evaluate, caller: caller, target: user) {
+            return refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
+        }
+        let session = Session(sender: call.sender, user: user, caller: caller)
+        self.session = session
+        audit.debug("D-Bus client \(call.sender) (\(caller)) claimed \(path) for \(user)")
+        // fprintd opens the reader on Claim and keeps it open until Release; so do we.
+        guard let readers, !holding else { return call.reply() }
+        holding = true
+        let id = reader.id
+        Task {
+            var failure: ReaderError?
+            do throws(ReaderError) { try await readers.hold(deviceID: id) } catch { failure = error }
+            let opened = failure
+            self.bus.queue.async {
+                guard let opened else { return call.reply() }
+                self.letGo()
+                if self.session?.sender == session.sender { self.endSession() }
+                call.fail(Fprintd.ErrorName.internal("Open failed with error: \(ReaderError.describe(opened))"))
+            }
+        }
+    }
+
+    /// Lets the reader close again after a claim.
+    func letGo() {
+        guard holding else { return }
+        holding = false
+        readers?.releaseHold(deviceID: reader.id)
+    }
+
+    func release(_ call: BusCall) {
+        // Release stops the action at once, also a scan the reader is still finishing.
+        scans?.cancel()
+        if running != nil || !stopCalls.isEmpty {
+            stopCalls.append(call)
+            stopRunning?()
+            return
+        }
+        if holding, !unplugged, let readers {
+            // fprintd closes the reader on Release and answers with the close's error; a second
+            // Release meanwhile is AlreadyInUse.
+            holding = false
+            closing = true
+            let id = reader.id
+            Task {
+                var failure: ReaderError?
+                do throws(ReaderError) { try await readers.releaseHoldAndClose(deviceID: id) } catch { failure = error }
+                let closeError = failure
+                self.bus.queue.async {
+                    self.closing = false
+                    self.endSession()
+                    guard let closeError else { return call.reply() }
+                    call.fail(
+                        Fprintd.ErrorName.internal("Release failed with error: \(ReaderError.describe(closeError))"))
+                }
+            }
+            return
+        }
+        endSession()
+        if unplugged {
+            // As fprintd: the claimer learns the reader is gone, then the device leaves the bus.
+            call.fail(
+                Fprintd.ErrorName.internal("Release failed with error: \(ReaderError.describe(ReaderError.removed))"))
+            gone?()
+        } else {
+            call.reply()
+        }
+    }
+
+    /// The reader went away. Unclaimed: true (remove the device now). Claimed: the device stays
+    /// until its claimer releases it, as fprintd keeps it; its running request ends by itself.
+    func readerRemoved() -> Bool {
+        guard session != nil else { return true }
+        unplugged = true
+        return false
+    }
+
+    func endSession() {
+        session = nil
+        action = .none
+        statusReported = false
+        startGeneration += 1
+        letGo()
+    }
+
+    /// The claimer left the bus: stop what it started and release the device.
+    func clientVanished(_ name: String) {
+        guard session?.sender == name else { return }
+        stopRunning?()
+        scans?.cancel()
+        if running == nil { endSession() } else { session = nil }
+        if unplugged { gone?() }
+    }
+
+    // MARK: List and delete
+
+    func list(_ call: BusCall, caller: PeerCredentials, user: String) {
+        let backend = self.backend
+        Task {
+            let result = await backend.handle(.list(user: user), caller: caller, io: .silent, door: self.door())
+            self.bus.queue.async {
+                guard result.isSuccess else {
+                    return self.refuse(call, Self.error(for: result))
+                }
+                let fingers = result.fields.strings(.finger)
+                guard !fingers.isEmpty else {
+                    return call.fail(Fprintd.ErrorName.noEnrolledPrints("Failed to discover prints"))
+                }
+                call.reply([.strings(fingers)])
+            }
+        }
+    }
+
+    func deleteOne(_ call: BusCall, finger: Fprintd.FingerArgument) {
+        guard let session else { return refuse(call, Fprintd.ErrorName.claimDevice("Device was not claimed")) }
+        guard case .finger(let name) = finger else {
+            return refuse(call, Fprintd.ErrorName.invalidFingername("Invalid finger name"))
+        }
+        delete(call, caller: session.caller, user: session.user, finger: name)
+    }
+
+    func delete(_ call: BusCall, caller: PeerCredentials, user: String, finger: FingerName?) {
+        if action == .delete {
+            waitingDeletes.append { [self] in delete(call, caller: caller, user: user, finger: finger) }
+            return
+        }
+        if let problem = busyProblem() { return refuse(call, problem) }
+        action = .delete
+        let backend = self.backend
+        Task {
+            let result = await backend.handle(
+                .delete(user: user, finger: finger, all: finger == nil), caller: caller, io: .silent, door: self.door())
+            self.bus.queue.async {
+                self.action = .none
+                defer {
+                    if !self.waitingDeletes.isEmpty { self.waitingDeletes.removeFirst()() }
+                }
+                switch result.resultCode {
+                case .success: call.reply()
+                case .notFound:
+                    call.fail(
+                        Fprintd.ErrorName.noEnrolledPrints(
+                            finger.map { "Fingerprint for finger \($0.rawValue) is not enrolled" }
+                                ?? "No fingerprint enrolled"))
+                case .internalError:
+                    call.fail(
+                        Fprintd.ErrorName.printsNotDeleted(
+                            "Impossible to delete fingerprint reference: \(result.message)"))
+                default: self.refuse(call, Self.error(for: result))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: Apache-2.0
+import Dispatch
+import FingerprintReader
+import LocalAuthProtocol
+import LocalAuthStore
+import LocalAuthSystemd
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `FprintdDevice`'s calls that use the reader: VerifyStart and EnrollStart, their status signals,
+/// and VerifyStop / EnrollStop.
+extension FprintdDevice {
+    // MARK: Verify
+
+    func verifyStart(_ call: BusCall, finger: Fprintd.FingerArgument) {
+        guard let session else { return refuse(call, Fprintd.ErrorName.claimDevice("Device was not claimed")) }
+        if let problem = busyProblem() { return refuse(call, problem) }
+        action = .verify
+        statusReported = false
+        startGeneration += 1
+        let generation = startGeneration
+        let backend = self.backend
+        Task {
+            let listed = await backend.handle(
+                .list(user: session.user), caller: session.caller, io: .silent, door: self.door())
+            let can = await backend.handle(
+                .canEvaluate(policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user),
+                caller: session.caller, io: .silent, door: self.door(finger: finger.name))
+            self.bus.queue.async {
+                guard self.startGeneration == generation, self.action == .verify else {
+                    return call.fail(Fprintd.ErrorName.internal("The verification was stopped before it began"))
+                }
+                self.verifyPrepared(call, session: session, finger: finger, listed: listed, can: can)
+            }
+        }
+    }
+
+    func verifyPrepared(
+        _ call: BusCall, session: Session, finger: Fprintd.FingerArgument, listed: RequestResult,
+        can: RequestResult
+    ) {
+        let fingers = listed.isSuccess ? listed.fields.strings(.finger) : []
+        func fail(_ error: BusError) {
+            action = .none
+            refuse(call, error)
+        }
+        guard self.session?.sender == session.sender else {
+            return fail(Fprintd.ErrorName.claimDevice("Device was released"))
+        }
+        if !listed.isSuccess && listed.resultCode == .notAuthorized {
+            return fail(Fprintd.ErrorName.permissionDenied("Not Authorized: \(listed.message)"))
+        }
+        let selected: String
+        switch finger {
+        case .any, .invalid:
+            guard !fingers.isEmpty else { return fail(Fprintd.ErrorName.noEnrolledPrints("No fingerprints enrolled")) }
+            selected = fingers.count == 1 ? fingers[0] : (reader.supportsIdentify ? "any" : fingers[0])
+        case .finger(let name):
+            guard fingers.contains(name.rawValue) else {
+                return fail(Fprintd.ErrorName.noEnrolledPrints("No such print \(name.fingerNumber)"))
+            }
+            selected = name.rawValue
+        }
+        switch can.resultCode {
+        case .success: break
+        case .biometryNotEnrolled: return fail(Fprintd.ErrorName.noEnrolledPrints("No fingerprints enrolled"))
+        default: return fail(Fprintd.ErrorName.permissionDenied("Not Authorized: \(can.message)"))
+        }
+        call.reply()
+        bus.emitSignal(
+            path: path, interface: Fprintd.deviceInterface, member: "VerifyFingerSelected", [.string(selected)])
+        startVerification(session, finger: finger.name)
+    }
+
+    func startVerification(_ session: Session, finger: FingerName?) {
+        audit.debug("\(path): verification for \(session.user) starts")
+        let (signals, feed) = AsyncStream.makeStream(of: ClientSignal.self)
+        let bus = self.bus
+        let scans = Scans()
+        self.scans = scans
+        scanning += 1
+        let io = RequestIO(
+            send: { [self] event in
+                guard event.kind == .retry else { return }
+                bus.queue.async { self.emitStatus("VerifyStatus", Fprintd.verifyRetryName(event.hint), done: false) }
+            }, signals: signals, scanStarted: scans.add)
+        let options = EvaluateOptions(
+            policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user, service: "fprintd-compat",
+            tries: 1, timeoutMs: EvaluateOptions.maxTimeoutMs)
+        let backend = self.backend
+        let door = self.door(finger: finger)
+        let stopped = StopFlag()
+        stopRunning = {
+            stopped.value = true
+            feed.yield(.cancel)
+        }
+        running = Task {
+            var result: RequestResult
+            repeat {
+                // fprintd's verify waits for a finger until stopped: a daemon timeout starts a new one.
+                result = await backend.handle(.evaluate(options), caller: session.caller, io: io, door: door)
+            } while result.resultCode == .timedOut && !Task.isCancelled
+            let final = result
+            bus.queue.async { self.finished(kind: .verify, result: final, stopped: stopped.value) }
+            await scans.ended()
+            bus.queue.async { self.readerFinished(scans) }
+        }
+    }
+
+    /// A verification's reader scans have all ended: the Stop or Release that waited for them.
+    func readerFinished(_ ended: Scans) {
+        scanning -= 1
+        if scans === ended { scans = nil }
+        answerStops()
+    }
+
+    // MARK: Enrol
+
+    func enrollStart(_ call: BusCall, finger: Fprintd.FingerArgument, polkit: PolkitAnswer) {
+        guard let session else { return refuse(call, Fprintd.ErrorName.claimDevice("Device was not claimed")) }
+        guard case .finger(let name) = finger else {
+            return refuse(call, Fprintd.ErrorName.invalidFingername("Invalid finger name"))
+        }
+        if let problem = busyProblem() { return refuse(call, problem) }
+        // Root may enrol any account's finger, as on the socket. A user's own enrolment needs proof
+        // that the person at the machine knows the account password: polkit's kept authorisation,
+        // which only a password typed into the authentication agent for this caller creates.
+        let presence: DoorContext.Presence?
+        if session.caller.isRoot {
+            presence = nil
+        } else {
+            guard polkit.provesAuthentication, let id = polkit.details["polkit.temporary_authorization_id"] else {
+                return refuse(
+                    call,
+                    Fprintd.ErrorName.permissionDenied(
+                        "Not Authorized: adding a finger needs the account password typed in the authentication dialog, and polkit allowed \(Fprintd.Action.enroll.rawValue) without one"
+                    ))
+            }
+            presence = .polkitAuthentication(temporaryAuthorization: id)
+        }
+        action = .enroll
+        statusReported = false
+        startGeneration += 1
+        let generation = startGeneration
+        let backend = self.backend
+        Task {
+            // fprintd replaces a finger enrolled again: the old print goes first.
+            let listed = await backend.handle(
+                .list(user: session.user), caller: session.caller, io: .silent, door: self.door())
+            let replaced: RequestResult? =
+                listed.fields.strings(.finger).contains(name.rawValue)
+                ? await backend.handle(
+                    .delete(user: session.user, finger: name, all: false), caller: session.caller, io: .silent,
+                    door: self.door()) : nil
+            self.bus.queue.async {
+                guard self.startGeneration == generation, self.action == .enroll else {
+                    return call.fail(Fprintd.ErrorName.internal("The enrolment was stopped before it began"))
+                }
+                guard self.session?.sender == session.sender else {
+                    self.action = .none
+                    return self.refuse(call, Fprintd.ErrorName.claimDevice("Device was released"))
+                }
+                if let replaced, !replaced.isSuccess {
+                    self.action = .none
+                    return self.refuse(call, Self.error(for: replaced))
+                }
+                call.reply()
+                self.startEnrolment(session, finger: name, presence: presence)
+            }
+        }
+    }
+
+    func startEnrolment(_ session: Session, finger: FingerName, presence: DoorContext.Presence?) {
+        let (signals, feed) = AsyncStream.makeStream(of: ClientSignal.self)
+        let bus = self.bus
+        let io = RequestIO(
+            send: { [self] event in
+                bus.queue.async { self.enrollEvent(event) }
+            }, signals: signals)
+        let backend = self.backend
+        let stopped = StopFlag()
+        var door = self.door(presence: presence)
+        door.refuseDuplicates = true
+        let enrolment = Task {
+            await backend.handle(
+                .enroll(user: session.user, finger: finger), caller: session.caller, io: io, door: door)
+        }
+        stopRunning = {
+            stopped.value = true
+            feed.yield(.cancel)
+            enrolment.cancel()
+        }
+        running = Task {
+            let result = await enrolment.value
+            bus.queue.async { self.finished(kind: .enroll, result: result, stopped: stopped.value) }
+        }
+    }
+
+    func enrollEvent(_ event: Event) {
+        guard action == .enroll, !statusReported else { return }
+        switch event.kind {
+        case .enrollStage:
+            // The last stage is reported by the completion; the count is the device's as it is now
+            // (it may change while an enrolment runs), as fprintd compares.
+            if let stage = event.stage, stage < Int64(enrollStages) {
+                emitStatus("EnrollStatus", "enroll-stage-passed", done: false)
+            }
+        case .retry:
+            emitStatus("EnrollStatus", Fprintd.enrollRetryName(event.hint), done: false)
+        default:
+            break
+        }
+    }
+
+    // MARK: Stop
+
+    /// VerifyStop / EnrollStop (fprintd's `can_stop_action` and `stoppable_action_stop`).
+    func stop(_ call: BusCall, kind: ActionKind) {
+        guard action == kind, stopCalls.isEmpty else {
+            if action != .none || !stopCalls.isEmpty {
+                return refuse(call, Fprintd.ErrorName.alreadyInUse("Another operation is already in progress"))
+            }
+            return refuse(
+                call,
+                Fprintd.ErrorName.noActionInProgress(
+                    kind == .enroll ? "No enrollment in progress" : "No verification in progress"))
+        }
+        if running != nil || scanning > 0 {
+            // Before the status the request is stopped; after it, the reader gets its moment to
+            // finish the scan (fprintd's VERIFY_STOP_DEVICE_WAIT) before the answer.
+            stopCalls.append(call)
+            stopRunning?()
+            return
+        }
+        action = .none
+        statusReported = false
+        startGeneration += 1
+        call.reply()
+    }
+
+    /// A verify or enrol request ended: its final status (unless one was reported), then any Stop or
+    /// Release that waited for it.
+    func finished(kind: ActionKind, result: RequestResult, stopped: Bool) {
+        let code = result.resultCode.map { "\($0)" } ?? "code \(result.code)"
+        audit.debug("\(path): \(kind) ended: \(code) \(result.message)\(stopped ? " (stopped)" : "")")
+        running = nil
+        stopRunning = nil
+        // The reader's own word comes before libfprint's hot-plug event: the claim ends as unplugged.
+        if Fprintd.says(result, .removed) { unplugged = true }
+        if !statusReported {
+            if kind == .verify {
+                emitStatus("VerifyStatus", stopped ? "verify-no-match" : Fprintd.verifyResultName(result), done: true)
+            } else {
+                emitStatus("EnrollStatus", stopped ? "enroll-failed" : Fprintd.enrollResultName(result), done: true)
+            }
+        }
+        answerStops()
+        if session == nil { endSession() }
+    }
+
+    /// Answers the Stop and Release calls that waited, once the request has ended and the reader
+    /// has finished its scans (fprintd's VerifyStop lets a reader that reported finish).
+    func answerStops() {
+        guard running == nil, scanning == 0, !stopCalls.isEmpty else { return }
+        let waiting = stopCalls
+        stopCalls = []
+        action = .none
+        statusReported = false
+        for call in waiting {
+            if call.member == "Release" { endSession() }
+            call.reply()
+        }
+    }
+
+    func emitStatus(_ signal: String, _ name: String, done: Bool) {
+        guard !(statusReported && done) else { return }
+        if done { statusReported = true }
+        bus.emitSignal(path: path, interface: Fprintd.deviceInterface, member: signal, [.string(name), .bool(done)])
+    }
+}
