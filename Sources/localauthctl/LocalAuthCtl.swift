@@ -41,6 +41,14 @@ struct ClientOptions: ParsableArguments {
     func run(
         _ request: Request, timeoutMs: Int64 = 330_000, print printResult: (LocalAuthProtocol.Result) -> Void = { _ in }
     ) throws -> Never {
+        Self.run(request, socket: socket, quiet: quiet, timeoutMs: timeoutMs, print: printResult)
+    }
+
+    /// The same for a command line `FastPath` has parsed (no ArgumentParser value exists then).
+    static func run(
+        _ request: Request, socket: String?, quiet: Bool, timeoutMs: Int64 = 330_000,
+        print printResult: (LocalAuthProtocol.Result) -> Void = { _ in }
+    ) -> Never {
         let connection: DaemonConnection
         do {
             connection = try DaemonConnection(
@@ -48,7 +56,6 @@ struct ClientOptions: ParsableArguments {
         } catch {
             fail(describe(error), code: Exit.unreachable)
         }
-        let quiet = self.quiet
         do {
             let result = try connection.perform(request, timeoutMs: timeoutMs) { event in
                 if !quiet { show(event) }
@@ -72,7 +79,7 @@ struct ClientOptions: ParsableArguments {
         }
     }
 
-    private func show(_ event: Event) {
+    private static func show(_ event: Event) {
         switch event.kind {
         case .enrollStage:
             let done = Int(event.stage ?? 0)
@@ -137,6 +144,14 @@ private func readLine(fd: Int32) -> String? {
 
 @main
 struct LocalAuthCtl: ParsableCommand {
+    /// The plain forms of the everyday commands skip swift-argument-parser, whose set-up is half of
+    /// the process's CPU time (docs/performance.md); everything else, help, completions and every
+    /// error included, goes to it unchanged.
+    static func main() {
+        if let plain = FastPath.parse(Array(CommandLine.arguments.dropFirst())) { plain.run() }
+        main(nil)
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "localauthctl",
         abstract: tr("Enrol fingers and manage localauthd."),
@@ -179,17 +194,19 @@ struct Devices: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: tr("List the fingerprint readers."))
     @OptionGroup var connection: ClientOptions
     func run() throws {
-        try connection.run(.devices) { result in
-            for raw in result.fields.allBytes(.device) {
-                guard let d = try? DeviceInfo(field: raw) else { continue }
-                var caps: [String] = []
-                if d.capabilities.contains(.identify) { caps.append("identify") }
-                if d.capabilities.contains(.storage) { caps.append("storage") }
-                if d.capabilities.contains(.swipe) { caps.append("swipe") }
-                print(
-                    "\(d.name)\tdriver=\(d.driver) id=\(d.deviceId) stages=\(d.enrollStages) \(caps.joined(separator: ","))"
-                )
-            }
+        try connection.run(.devices, print: Self.show)
+    }
+
+    static func show(_ result: LocalAuthProtocol.Result) {
+        for raw in result.fields.allBytes(.device) {
+            guard let d = try? DeviceInfo(field: raw) else { continue }
+            var caps: [String] = []
+            if d.capabilities.contains(.identify) { caps.append("identify") }
+            if d.capabilities.contains(.storage) { caps.append("storage") }
+            if d.capabilities.contains(.swipe) { caps.append("swipe") }
+            print(
+                "\(d.name)\tdriver=\(d.driver) id=\(d.deviceId) stages=\(d.enrollStages) \(caps.joined(separator: ","))"
+            )
         }
     }
 }
@@ -223,12 +240,15 @@ struct Verify: ParsableCommand {
         guard (1...300).contains(timeout) else { throw ValidationError(tr("--timeout takes 1 to 300 seconds")) }
     }
     func run() throws {
-        let options = EvaluateOptions(
-            policy: passcode ? .deviceOwnerAuthentication : .deviceOwnerAuthenticationWithBiometrics, user: user.user,
+        try connection.run(.evaluate(Self.options(passcode: passcode, user: user.user, seconds: timeout)))
+    }
+
+    static func options(passcode: Bool, user: String?, seconds: Int64) -> EvaluateOptions {
+        EvaluateOptions(
+            policy: passcode ? .deviceOwnerAuthentication : .deviceOwnerAuthenticationWithBiometrics, user: user,
             // English: the command, as the reason
             service: "localauthctl", reason: "localauthctl verify", fallbackTitle: passcode ? nil : "",
-            flags: passcode ? [.passcodeCapable] : [], timeoutMs: timeout * 1000)
-        try connection.run(.evaluate(options))
+            flags: passcode ? [.passcodeCapable] : [], timeoutMs: seconds * 1000)
     }
 }
 
@@ -237,9 +257,11 @@ struct List: ParsableCommand {
     @OptionGroup var connection: ClientOptions
     @OptionGroup var user: UserOption
     func run() throws {
-        try connection.run(.list(user: user.user)) { result in
-            for finger in result.fields.strings(.finger) { print(finger) }
-        }
+        try connection.run(.list(user: user.user), print: Self.show)
+    }
+
+    static func show(_ result: LocalAuthProtocol.Result) {
+        for finger in result.fields.strings(.finger) { print(finger) }
     }
 }
 
@@ -265,16 +287,18 @@ struct Status: ParsableCommand {
     @OptionGroup var connection: ClientOptions
     @OptionGroup var user: UserOption
     func run() throws {
-        try connection.run(.status(user: user.user ?? PeerName.current)) { result in
-            let f = result.fields
-            print(f.bool(.readerPresent) == true ? tr("reader present: yes") : tr("reader present: no"))
-            if let n = f.int(.enrolledCount) { print(tr("fingers enrolled: %d", .number(n))) }
-            if let locked = f.bool(.biometryLocked) {
-                print(locked ? tr("biometry locked: yes") : tr("biometry locked: no"))
-            }
-            if let set = f.bool(.passcodeSet) { print(set ? tr("passcode set: yes") : tr("passcode set: no")) }
-            if let line = Self.passwordLine(f) { print(line) }
+        try connection.run(.status(user: user.user ?? PeerName.current), print: Self.show)
+    }
+
+    static func show(_ result: LocalAuthProtocol.Result) {
+        let f = result.fields
+        print(f.bool(.readerPresent) == true ? tr("reader present: yes") : tr("reader present: no"))
+        if let n = f.int(.enrolledCount) { print(tr("fingers enrolled: %d", .number(n))) }
+        if let locked = f.bool(.biometryLocked) {
+            print(locked ? tr("biometry locked: yes") : tr("biometry locked: no"))
         }
+        if let set = f.bool(.passcodeSet) { print(set ? tr("passcode set: yes") : tr("passcode set: no")) }
+        if let line = Self.passwordLine(f) { print(line) }
     }
 
     /// When the finger will be accepted again, and why not now (the "password required" rules).
