@@ -405,10 +405,10 @@ class Ours(Stack):
         notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         notify.bind(notify_path)
         act = self.bench.procs.start(
-            ["systemd-socket-activate", "-l", sock, os.path.join(self.bin, "localauthd"),
+            ["systemd-socket-activate", "-l", sock, "-E", "NOTIFY_SOCKET=" + notify_path,
+             os.path.join(self.bin, "localauthd"),
              "--socket", sock, "--state-dir", state, "--virtual-reader"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            env=dict(os.environ, NOTIFY_SOCKET=notify_path))
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         # It prints "Listening on ..." once the socket listens.
         line = act.stderr.readline()
         if "Listening" not in line:

@@ -288,8 +288,6 @@ public enum DaemonMain {
         let readers = devices.isEmpty ? "no reader" : devices.map(\.name).joined(separator: ", ")
         Notify.status(serving(readers))
         audit.info("ready on \(place); readers: \(readers)")
-        // Started: the start-up's pages of our executable go back (docs/performance.md, memory).
-        ResidentPages.releaseExecutableStartupPages()
 
         var background: [Task<Void, Never>] = [Task { await returnMemoryAfterBursts(server: server) }]
         if let interval = Notify.watchdogInterval() {
