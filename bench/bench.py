@@ -46,6 +46,7 @@ import signal
 import socket
 import stat
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,7 @@ PAM_SUCCESS = 0
 FPRINTD = "/usr/libexec/fprintd"
 POLKITD = "/usr/lib/polkit-1/polkitd"
 INCUMBENT_PACKAGES = ["fprintd", "libpam-fprintd", "dbus-daemon", "polkitd"]
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 
 
 
@@ -403,6 +405,8 @@ class Ours(Stack):
         # The daemon's sd_notify messages, each stamped on arrival: its phases (5b).
         notify_path = os.path.join(d, "notify")
         notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        # The kernel stamps each message as it arrives (CLOCK_REALTIME), read after the answer.
+        notify.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         notify.bind(notify_path)
         act = self.bench.procs.start(
             ["systemd-socket-activate", "-l", sock, "-E", "NOTIFY_SOCKET=" + notify_path,
@@ -413,7 +417,7 @@ class Ours(Stack):
         line = act.stderr.readline()
         if "Listening" not in line:
             sys.exit("systemd-socket-activate: %r" % line)
-        t0 = time.monotonic_ns()
+        t0 = time.time_ns()
         elapsed, out = timed(self.ctl("list", "--user", USER), dict(os.environ,
                              LOCALAUTHD_SOCKET=sock), "cold localauthctl list")
         if FINGER not in out:
@@ -441,8 +445,13 @@ class Ours(Stack):
             ready, _, _ = select.select([notify], [], [], 0.05)
             if not ready:
                 continue
-            arrived = time.monotonic_ns()
-            text = notify.recv(4096).decode(errors="replace")
+            data, ancillary, _, _ = notify.recvmsg(4096, 64)
+            arrived = time.time_ns()
+            for level, kind, value in ancillary:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                    sec, nsec = struct.unpack("qq", value[:16])
+                    arrived = sec * 1_000_000_000 + nsec
+            text = data.decode(errors="replace")
             for name, marker in self.PHASES:
                 if marker in text and name not in got:
                     got[name] = (arrived - t0) / 1e6

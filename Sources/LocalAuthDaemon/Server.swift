@@ -378,11 +378,13 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     /// cooperative pool and on the daemon actor, whose queues run the higher priority first. A
     /// burst of status traffic from other processes then never stands between a scan and its
     /// answer (docs/performance.md, figure 8). `simulate` stands for the reader's own events.
+    /// The others keep the default priority, not a lower one: libdispatch may run lower classes on
+    /// threads the kernel schedules after everything else on a busy machine.
     static func priority(of request: Request) -> TaskPriority {
         switch request {
         case .evaluate, .enroll, .rightUse, .simulate, .passcodeSet, .passcodeRemove: .high
         case .status, .canEvaluate, .list, .delete, .devices, .lockoutReset, .rightSave, .rightGet, .rightRemove:
-            .low
+            .medium
         }
     }
 
