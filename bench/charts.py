@@ -37,7 +37,7 @@ def ratios_chart(results, title):
             if k != "rss_kb" and isinstance(v, dict) and "localauth" in v and "fprintd" in v]
     left, right, top, row_h = 260, 40, 50, 28
     width, height = 820, top + row_h * len(rows) + 60
-    lo, hi = 0.01, 10.0
+    lo, hi = 0.01, 30.0
     plot_w = width - left - right
 
     def x(ratio):
@@ -46,7 +46,7 @@ def ratios_chart(results, title):
     body = ['<text x="10" y="20" font-size="14" font-weight="bold">%s</text>' % esc(title),
             '<text x="10" y="38" fill="#555">ours / fprintd\'s median (dot); bar: our min to p95 '
             'over their median; | goal; log scale</text>']
-    for tick in (0.01, 0.03, 0.1, 0.3, 1, 3, 10):
+    for tick in (0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30):
         body.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s"/>' % (
             x(tick), top - 5, x(tick), top + row_h * len(rows), "#999" if tick == 1 else "#eee"))
         body.append('<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%g</text>' % (
