@@ -201,8 +201,11 @@ public final class FingerprintReader: Sendable {
         }
     }
 
-    /// Returns once libfprint has started and enumerated the readers present at start.
+    /// Returns once libfprint has started and enumerated the readers present at start; at once,
+    /// without a suspension, once it has: a suspension here would let a request that came later
+    /// (a simulated touch) reach the reader before this one.
     public func enumerated() async {
+        if hasEnumerated { return }
         _ = await started.value
     }
 
