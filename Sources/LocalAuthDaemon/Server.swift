@@ -373,17 +373,19 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         state = .busy(task, signals)
     }
 
-    /// A person is waiting at the reader or the prompt for these: their tasks, and the reader's
-    /// events they await, run before queued questions (`status`, `list`, `canEvaluate` …) on the
-    /// cooperative pool and on the daemon actor, whose queues run the higher priority first. A
+    /// A person is waiting at the reader or the prompt for these (`passwordUsed`: a login that goes
+    /// on once it is recorded): their tasks, and the reader's events they await, run before queued
+    /// questions (`status`, `list`, `canEvaluate` …) on the cooperative pool and on the daemon
+    /// actor, whose queues run the higher priority first. A
     /// burst of status traffic from other processes then never stands between a scan and its
     /// answer (docs/performance.md, figure 8). `simulate` stands for the reader's own events.
     /// The others keep the default priority, not a lower one: libdispatch may run lower classes on
     /// threads the kernel schedules after everything else on a busy machine.
     static func priority(of request: Request) -> TaskPriority {
         switch request {
-        case .evaluate, .enroll, .rightUse, .simulate, .passcodeSet, .passcodeRemove: .high
-        case .status, .canEvaluate, .list, .delete, .devices, .lockoutReset, .rightSave, .rightGet, .rightRemove:
+        case .evaluate, .enroll, .rightUse, .simulate, .passcodeSet, .passcodeRemove, .passwordUsed: .high
+        case .status, .canEvaluate, .list, .delete, .devices, .lockoutReset, .rightSave, .rightGet, .rightRemove,
+            .importFprintd:
             .medium
         }
     }
