@@ -5,7 +5,7 @@ import Testing
 /// Each plain form is run beside a spelling only swift-argument-parser takes (`--socket=PATH`),
 /// against the same real daemon: the same output, the same exit code. Every
 /// other form must reach swift-argument-parser and get its help or its error.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(2)))
 struct FastPathTests {
     /// Plain forms; each one's twin adds `--socket=PATH`, a spelling only swift-argument-parser takes.
     static let plainForms: [[String]] = [
@@ -48,7 +48,8 @@ struct FastPathTests {
     }
 
     /// Forms the fast path must not take: swift-argument-parser's help and its errors (exit 64).
-    @Test(arguments: [
+    /// One daemon for all of them (a daemon per case was a load spike beside the timing tests).
+    static let otherForms: [([String], Int32, String)] = [
         (["list", "--help"], 0, "USAGE"),
         (["list", "-h"], 0, "USAGE"),
         (["list", "--user"], 64, "Missing value"),
@@ -61,11 +62,14 @@ struct FastPathTests {
         (["simulate"], 64, "Missing expected argument"),
         (["simulate", "a", "b", "c"], 64, "Unexpected argument"),
         (["devices", "--user", "root"], 64, "Unknown option"),
-    ])
-    func otherForms_getArgumentParsersHelpOrError(arguments: [String], status: Int32, text: String) throws {
+    ]
+
+    @Test func otherForms_getArgumentParsersHelpOrError() throws {
         let d = try DaemonHarness()
-        let r = try d.ctl(arguments)
-        #expect(r.status == status, "\(arguments): \(r.out) \(r.err)")
-        #expect((r.out + r.err).contains(text), "\(arguments): \(r.out) \(r.err)")
+        for (arguments, status, text) in Self.otherForms {
+            let r = try d.ctl(arguments)
+            #expect(r.status == status, "\(arguments): \(r.out) \(r.err)")
+            #expect((r.out + r.err).contains(text), "\(arguments): \(r.out) \(r.err)")
+        }
     }
 }
