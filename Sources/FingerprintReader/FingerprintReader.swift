@@ -151,6 +151,11 @@ private func untilNotRetry<Value: Sendable>(_ scan: () async -> Result<ScanResul
     }
 }
 
+/// Set once libfprint has started (shared with the task that starts it).
+private final class StartFlag: Sendable {
+    let done = Atomic<Bool>(false)
+}
+
 /// The fingerprint readers of this machine, through libfprint.
 ///
 /// One dedicated thread runs GLib's main loop and makes every libfprint call; this class's async methods post work to
@@ -159,29 +164,58 @@ private func untilNotRetry<Value: Sendable>(_ scan: () async -> Result<ScanResul
 /// Create one per process.
 public final class FingerprintReader: Sendable {
     private let thread: GLibThread
-    private let context: FprintContext
+    /// The context, once `fp_context_new` and the first `fp_context_enumerate` have run.
+    private let started: Task<FprintContext, Never>
+    private let hasStarted = StartFlag()
     private let registry: ReaderRegistry
     private let isShutDown = Atomic<Bool>(false)
     private let lastEnumerationMs = Mutex<Int64>(0)
 
     /// Starts the GLib thread and, on it, creates the `FpContext` (`fp_context_new`) and enumerates the readers
-    /// (`fp_context_enumerate`).
+    /// (`fp_context_enumerate`); returns when they are enumerated.
     /// - Parameter lingerMs: how long a reader stays open after its last operation (nil: open until shutdown).
     /// - Throws: `ReaderError.busy` when another `FingerprintReader` of this process has not been shut down.
-    public init(lingerMs: Int? = 2000) async throws {
+    public convenience init(lingerMs: Int? = 2000) async throws {
+        try self.init(startingWithLingerMs: lingerMs)
+        await enumerated()
+    }
+
+    /// The same, returning at once: libfprint starts and enumerates on the GLib thread meanwhile
+    /// (tens of milliseconds: every driver's GObject type, udev, GUsb). Every method that needs a
+    /// reader waits for the enumeration first; `hasEnumerated` says whether it is over.
+    /// - Parameter beforeStart: runs on the GLib thread before libfprint starts (tests hold the
+    ///   enumeration back with it).
+    public init(startingWithLingerMs lingerMs: Int?, beforeStart: (@Sendable () -> Void)? = nil) throws {
         precondition(lingerMs.map { $0 >= 0 } ?? true, "lingerMs must not be negative")
         guard readerIsLive.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { throw ReaderError.busy }
         let thread = GLibThread()
         let registry = ReaderRegistry(lingerMs: lingerMs)
+        let flag = hasStarted
         self.thread = thread
         self.registry = registry
-        self.context = await FprintContext.start(on: thread) { registry.handle($0) }
+        self.started = Task {
+            let context = await FprintContext.start(on: thread, before: beforeStart) { registry.handle($0) }
+            flag.done.store(true, ordering: .releasing)
+            return context
+        }
     }
 
-    /// The present readers, in the order they appeared; cheap, kept current by hotplug.
+    /// Returns once libfprint has started and enumerated the readers present at start; at once,
+    /// without a suspension, once it has: a suspension here would let a request that came later
+    /// (a simulated touch) reach the reader before this one.
+    public func enumerated() async {
+        if hasEnumerated { return }
+        _ = await started.value
+    }
+
+    /// Whether libfprint has enumerated the readers present at start (`enumerated()` has returned).
+    public var hasEnumerated: Bool { hasStarted.done.load(ordering: .acquiring) }
+
+    /// The present readers, in the order they appeared; cheap once enumerated, kept current by hotplug.
     public func devices() async -> [ReaderDeviceInfo] {
-        registry.devices
+        await enumerated()
+        return registry.devices
     }
 
     /// Readers appearing and going from now on (libfprint's device-added / device-removed).
@@ -209,9 +243,9 @@ public final class FingerprintReader: Sendable {
             last = now
             return true
         }
-        guard due else { return }
-        let context = self.context
-        Task.detached { await context.reenumerateIfEmpty() }
+        guard due, hasEnumerated else { return }
+        let started = self.started
+        Task.detached { await started.value.reenumerateIfEmpty() }
     }
 
     /// Enrols a new print: `fp_print_new` with finger and username set, handed to `fp_device_enroll`.
@@ -224,6 +258,7 @@ public final class FingerprintReader: Sendable {
         deviceID: String, finger: Int, username: String, progress: @escaping @Sendable (ReaderProgress) -> Void
     ) async throws(ReaderError) -> [UInt8] {
         guard (1...10).contains(finger) else { throw .dataInvalid }
+        await enumerated()
         return try await registry.slot(deviceID).withOpenDevice { device in
             await device.enroll(finger: finger, username: username, progress: progress)
         }.get()
@@ -234,6 +269,7 @@ public final class FingerprintReader: Sendable {
     public func verify(deviceID: String, print: [UInt8], progress: @escaping @Sendable (ReaderProgress) -> Void)
         async throws(ReaderError) -> VerifyOutcome
     {
+        await enumerated()
         let matched = try await registry.slot(deviceID).withOpenDevice { device in
             await untilNotRetry { await device.verify(print: print, progress: progress) }
         }.get()
@@ -246,6 +282,7 @@ public final class FingerprintReader: Sendable {
     public func identify(deviceID: String, prints: [[UInt8]], progress: @escaping @Sendable (ReaderProgress) -> Void)
         async throws(ReaderError) -> Int?
     {
+        await enumerated()
         let slot = try registry.slot(deviceID)
         guard slot.info.supportsIdentify else { throw .notSupported }
         return try await slot.withOpenDevice { device in
@@ -256,6 +293,7 @@ public final class FingerprintReader: Sendable {
     /// The prints stored on the reader itself (`fp_device_list_prints`), serialised.
     /// - Throws: `.notSupported` for readers without storage.
     public func listStoredPrints(deviceID: String) async throws(ReaderError) -> [[UInt8]] {
+        await enumerated()
         let slot = try registry.slot(deviceID)
         guard slot.info.hasStorage else { throw .notSupported }
         return try await slot.withOpenDevice { device in await device.listPrints() }.get()
@@ -264,6 +302,7 @@ public final class FingerprintReader: Sendable {
     /// Deletes a print from the reader's own storage (`fp_device_delete_print`).
     /// - Throws: `.notSupported` for readers without storage.
     public func deleteStoredPrint(deviceID: String, print: [UInt8]) async throws(ReaderError) {
+        await enumerated()
         let slot = try registry.slot(deviceID)
         guard slot.info.hasStorage else { throw .notSupported }
         try await slot.withOpenDevice { device in await device.deletePrint(print) }.get()
@@ -273,6 +312,7 @@ public final class FingerprintReader: Sendable {
     /// simulator, because libfprint's virtual drivers bind their socket only at open. Never waits behind a running
     /// operation (which holds the reader open): it returns once the reader is open, or `.busy` after 2 s.
     public func ensureOpen(deviceID: String) async throws(ReaderError) {
+        await enumerated()
         try await registry.slot(deviceID).ensureOpen().get()
     }
 
@@ -301,11 +341,13 @@ public final class FingerprintReader: Sendable {
 
     /// Prepares open readers for system suspend (`fp_device_suspend`); best effort, errors are ignored.
     public func suspend() async {
+        await enumerated()
         for slot in registry.allSlots { await slot.suspend() }
     }
 
     /// Wakes open readers after system resume (`fp_device_resume`); best effort, errors are ignored.
     public func resume() async {
+        await enumerated()
         for slot in registry.allSlots { await slot.resume() }
     }
 
@@ -315,6 +357,7 @@ public final class FingerprintReader: Sendable {
     public func shutdown() async {
         guard isShutDown.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return }
+        let context = await started.value
         for slot in registry.close() { await slot.shutdown() }
         await context.close()
         thread.stop()

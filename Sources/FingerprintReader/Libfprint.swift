@@ -728,11 +728,13 @@ final class FprintContext: @unchecked Sendable {
     /// Wraps `fp_context_new`, connects FpContext::device-added / device-removed and runs `fp_context_enumerate`
     /// (which iterates the global main context until every device is probed), all on the GLib thread.
     /// `events` is called on the GLib thread, also for the devices found by the enumeration.
-    static func start(on thread: GLibThread, events: @escaping @Sendable (FprintContextEvent) -> Void) async
-        -> FprintContext
-    {
+    static func start(
+        on thread: GLibThread, before: (@Sendable () -> Void)? = nil,
+        events: @escaping @Sendable (FprintContextEvent) -> Void
+    ) async -> FprintContext {
         let instance = FprintContext(thread: thread, events: events)
         await thread.run {
+            before?()
             instance.create()
         }
         return instance

@@ -210,8 +210,23 @@ public enum DaemonMain {
         Notify.status("Starting libfprint")
         let reader: FingerprintReader?
         do {
+            // libfprint starts and enumerates on its GLib thread while the socket is set up and
+            // answers: what needs no reader (list, passcodes, rights' metadata) is answered
+            // before it is done; what needs one waits for it (docs/performance.md, cold start).
             let linger = options.lingerMsOverride.map { $0 == -1 ? nil : $0 } ?? config.readerLingerMs
-            reader = try await FingerprintReader(lingerMs: linger)
+            var beforeStart: (@Sendable () -> Void)?
+            #if DEBUG
+                // Cold-start tests: libfprint starts only once a byte arrives on this FIFO.
+                if let fifo = getenv("LOCALAUTHD_DEBUG_HOLD_LIBFPRINT_FIFO").map({ String(cString: $0) }) {
+                    beforeStart = {
+                        var byte: UInt8 = 0
+                        let fd = open(fifo, O_RDONLY | O_CLOEXEC)
+                        _ = read(fd, &byte, 1)
+                        close(fd)
+                    }
+                }
+            #endif
+            reader = try FingerprintReader(startingWithLingerMs: linger, beforeStart: beforeStart)
         } catch {
             audit.notice("libfprint failed to start (\(error)); serving without biometrics")
             reader = nil
@@ -228,19 +243,19 @@ public enum DaemonMain {
                 daemon: daemon, from: config.fprintdStateDir, stateDirectory: options.stateDirectory, audit: audit)
         }
         let adopted = SocketActivation.adoptedSocket()
-        let devices = await reader?.devices() ?? []
-        let readers = devices.isEmpty ? "no reader" : devices.map(\.name).joined(separator: ", ")
         let place = adopted != nil ? "the socket from systemd" : options.socketPath
         // A D-Bus client's claim is invisible to the socket's idle count: with fprintd's API the
         // daemon stays, as fprintd -t does.
         let fprintdCompat = options.fprintdCompat || config.fprintdCompat
         let idleExit = adopted != nil && !fprintdCompat ? config.idleExitSeconds : 0
-        let serving =
+        func serving(_ readers: String) -> String {
             "Serving on \(place); reader: \(readers)"
-            + (idleExit > 0 ? "; exits after \(idleExit) s without a connection" : "")
+                + (idleExit > 0 ? "; exits after \(idleExit) s without a connection" : "")
+        }
+        let starting = reader == nil ? "no reader" : "starting"
         // systemd's socket already takes connections: say READY before the first is accepted, so
         // READY=1 precedes every answer. Our own socket: after binding, so "ready" means connectable.
-        if adopted != nil { Notify.send("READY=1\nSTATUS=\(serving)") }
+        if adopted != nil { Notify.send("READY=1\nSTATUS=\(serving(starting))") }
         let server: Server
         do {
             if adopted == nil {
@@ -268,17 +283,20 @@ public enum DaemonMain {
                 audit.notice("cannot serve fprintd's D-Bus API: \(error); serving the socket only")
             }
         }
-        if adopted == nil { Notify.send("READY=1\nSTATUS=\(serving)") }
+        if adopted == nil { Notify.send("READY=1\nSTATUS=\(serving(starting))") }
+        let devices = await reader?.devices() ?? []
+        let readers = devices.isEmpty ? "no reader" : devices.map(\.name).joined(separator: ", ")
+        Notify.status(serving(readers))
         audit.info("ready on \(place); readers: \(readers)")
 
-        var background: [Task<Void, Never>] = []
+        var background: [Task<Void, Never>] = [Task { await returnMemoryAfterBursts(server: server) }]
         if let interval = Notify.watchdogInterval() {
             background.append(Task { await watchdog(every: interval, daemon: daemon, server: server) })
         }
         if idleExit > 0 {
             background.append(
                 Task {
-                    if await waitUntilIdle(seconds: idleExit, server: server, serving: serving) {
+                    if await waitUntilIdle(seconds: idleExit, server: server, serving: serving(readers)) {
                         stop.continuation.yield(.idle(idleExit))
                     }
                 })
@@ -359,6 +377,22 @@ public enum DaemonMain {
             await daemon.ping()
             guard (try? await server.channel.eventLoop.submit({}).get()) != nil else { return }
             Notify.send("WATCHDOG=1")
+        }
+    }
+
+    /// Gives the memory of a burst of connections back to the system once they are gone: malloc
+    /// keeps what a thousand simultaneous connections freed for reuse (13.8 MB of private dirty
+    /// memory, docs/performance.md) unless asked. Looks every 2 s; trims when at least `burst`
+    /// connections came since the last trim and few are open now (an app or a session may hold one
+    /// for long: they must not keep a burst's memory held).
+    static func returnMemoryAfterBursts(server: Server, burst: Int = 64) async {
+        var trimmedAt = server.connectionCounts.accepted
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(2))
+            let (open, accepted) = server.connectionCounts
+            guard open <= 16, accepted - trimmedAt >= burst else { continue }
+            trimmedAt = accepted
+            _ = mallocTrim(0)
         }
     }
 
@@ -471,3 +505,8 @@ public enum DaemonMain {
         }
     }
 }
+
+/// glibc's `malloc_trim(3)` (`<malloc.h>` is not in Swift's Glibc module): gives free heap pages of
+/// every arena back to the kernel.
+@_silgen_name("malloc_trim")
+private func mallocTrim(_ pad: Int) -> Int32

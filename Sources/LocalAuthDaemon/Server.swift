@@ -75,6 +75,9 @@ public final class Server: Sendable {
     /// Connections accepted and not yet closed (for idle exit and `systemctl status`).
     public var openConnections: Int { counter.total }
 
+    /// Open connections now, and connections accepted since start.
+    var connectionCounts: (open: Int, accepted: Int) { counter.openAndAccepted }
+
     /// Stops accepting, closes every connection (their requests end as systemCancel).
     public func shutdown() async {
         try? await channel.close()
@@ -92,10 +95,14 @@ final class ConnectionCounter: Sendable {
     private struct Counts {
         var perUID: [UInt32: Int] = [:]
         var total = 0
+        var accepted = 0
     }
     private let counts = Mutex(Counts())
 
     var total: Int { counts.withLock { $0.total } }
+
+    /// Connections open now, and accepted since start.
+    var openAndAccepted: (open: Int, accepted: Int) { counts.withLock { ($0.total, $0.accepted) } }
 
     func acquire(uid: UInt32, limits: Server.Limits) -> Bool {
         counts.withLock { c in
@@ -103,6 +110,7 @@ final class ConnectionCounter: Sendable {
             if uid != 0 && c.perUID[uid, default: 0] >= limits.connectionsPerUID { return false }
             c.perUID[uid, default: 0] += 1
             c.total += 1
+            c.accepted += 1
             return true
         }
     }
@@ -352,7 +360,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         let daemon = self.daemon
         let gate = self.gate
         let bound = NIOLoopBound((self, context), eventLoop: loop)
-        let task = Task {
+        let task = Task(priority: Self.priority(of: request)) {
             // Cancelled while waiting: the connection is gone and nobody reads the answer.
             guard await gate.enter(uid: caller.accountUID) else { return }
             let result = await daemon.handle(request, caller: caller, io: RequestIO(send: send, signals: signals))
@@ -363,6 +371,23 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
             }
         }
         state = .busy(task, signals)
+    }
+
+    /// A person is waiting at the reader or the prompt for these (`passwordUsed`: a login that goes
+    /// on once it is recorded): their tasks, and the reader's events they await, run before queued
+    /// questions (`status`, `list`, `canEvaluate` …) on the cooperative pool and on the daemon
+    /// actor, whose queues run the higher priority first. A
+    /// burst of status traffic from other processes then never stands between a scan and its
+    /// answer (docs/performance.md, figure 8). `simulate` stands for the reader's own events.
+    /// The others keep the default priority, not a lower one: libdispatch may run lower classes on
+    /// threads the kernel schedules after everything else on a busy machine.
+    static func priority(of request: Request) -> TaskPriority {
+        switch request {
+        case .evaluate, .enroll, .rightUse, .simulate, .passcodeSet, .passcodeRemove, .passwordUsed: .high
+        case .status, .canEvaluate, .list, .delete, .devices, .lockoutReset, .rightSave, .rightGet, .rightRemove,
+            .importFprintd:
+            .medium
+        }
     }
 
     /// The request's RESULT; the connection takes the next request.

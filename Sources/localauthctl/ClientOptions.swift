@@ -19,6 +19,14 @@ struct ClientOptions: ParsableArguments {
     func run(
         _ request: Request, timeoutMs: Int64 = 330_000, print printResult: (RequestResult) -> Void = { _ in }
     ) throws -> Never {
+        Self.run(request, socket: socket, quiet: quiet, timeoutMs: timeoutMs, print: printResult)
+    }
+
+    /// The same for a command line `FastPath` has parsed (no ArgumentParser value exists then).
+    static func run(
+        _ request: Request, socket: String?, quiet: Bool, timeoutMs: Int64 = 330_000,
+        print printResult: (RequestResult) -> Void = { _ in }
+    ) -> Never {
         let connection: DaemonConnection
         do {
             connection = try DaemonConnection(
@@ -26,7 +34,6 @@ struct ClientOptions: ParsableArguments {
         } catch {
             fail(describe(error), code: Exit.unreachable)
         }
-        let quiet = self.quiet
         do {
             let result = try connection.perform(request, timeoutMs: timeoutMs) { event in
                 if !quiet { show(event) }
@@ -50,7 +57,7 @@ struct ClientOptions: ParsableArguments {
         }
     }
 
-    private func show(_ event: Event) {
+    private static func show(_ event: Event) {
         switch event.kind {
         case .enrollStage:
             let done = Int(event.stage ?? 0)

@@ -7,17 +7,19 @@ struct Devices: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: tr("List the fingerprint readers."))
     @OptionGroup var connection: ClientOptions
     func run() throws {
-        try connection.run(.devices) { result in
-            for raw in result.fields.allBytes(.device) {
-                guard let d = try? DeviceInfo(field: raw) else { continue }
-                var caps: [String] = []
-                if d.capabilities.contains(.identify) { caps.append("identify") }
-                if d.capabilities.contains(.storage) { caps.append("storage") }
-                if d.capabilities.contains(.swipe) { caps.append("swipe") }
-                print(
-                    "\(d.name)\tdriver=\(d.driver) id=\(d.deviceId) stages=\(d.enrollStages) \(caps.joined(separator: ","))"
-                )
-            }
+        try connection.run(.devices, print: Self.show)
+    }
+
+    static func show(_ result: RequestResult) {
+        for raw in result.fields.allBytes(.device) {
+            guard let d = try? DeviceInfo(field: raw) else { continue }
+            var caps: [String] = []
+            if d.capabilities.contains(.identify) { caps.append("identify") }
+            if d.capabilities.contains(.storage) { caps.append("storage") }
+            if d.capabilities.contains(.swipe) { caps.append("swipe") }
+            print(
+                "\(d.name)\tdriver=\(d.driver) id=\(d.deviceId) stages=\(d.enrollStages) \(caps.joined(separator: ","))"
+            )
         }
     }
 }

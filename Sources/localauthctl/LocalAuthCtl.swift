@@ -4,6 +4,14 @@ import LocalAuthLocalization
 
 @main
 struct LocalAuthCtl: ParsableCommand {
+    /// The plain forms of the everyday commands skip swift-argument-parser, whose set-up is half of
+    /// the process's CPU time (docs/performance.md); everything else, help, completions and every
+    /// error included, goes to it unchanged.
+    static func main() {
+        if let plain = FastPath.parse(Array(CommandLine.arguments.dropFirst())) { plain.run() }
+        main(nil)
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "localauthctl",
         abstract: tr("Enrol fingers and manage localauthd."),

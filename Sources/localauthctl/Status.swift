@@ -12,16 +12,18 @@ struct Status: ParsableCommand {
     @OptionGroup var connection: ClientOptions
     @OptionGroup var user: UserOption
     func run() throws {
-        try connection.run(.status(user: user.user ?? PeerName.current)) { result in
-            let f = result.fields
-            print(f.bool(.readerPresent) == true ? tr("reader present: yes") : tr("reader present: no"))
-            if let n = f.int(.enrolledCount) { print(tr("fingers enrolled: %d", .number(n))) }
-            if let locked = f.bool(.biometryLocked) {
-                print(locked ? tr("biometry locked: yes") : tr("biometry locked: no"))
-            }
-            if let set = f.bool(.passcodeSet) { print(set ? tr("passcode set: yes") : tr("passcode set: no")) }
-            if let line = Self.passwordLine(f) { print(line) }
+        try connection.run(.status(user: user.user ?? PeerName.current), print: Self.show)
+    }
+
+    static func show(_ result: RequestResult) {
+        let f = result.fields
+        print(f.bool(.readerPresent) == true ? tr("reader present: yes") : tr("reader present: no"))
+        if let n = f.int(.enrolledCount) { print(tr("fingers enrolled: %d", .number(n))) }
+        if let locked = f.bool(.biometryLocked) {
+            print(locked ? tr("biometry locked: yes") : tr("biometry locked: no"))
         }
+        if let set = f.bool(.passcodeSet) { print(set ? tr("passcode set: yes") : tr("passcode set: no")) }
+        if let line = Self.passwordLine(f) { print(line) }
     }
 
     /// When the finger will be accepted again, and why not now (the "password required" rules).

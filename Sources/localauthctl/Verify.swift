@@ -15,11 +15,14 @@ struct Verify: ParsableCommand {
         guard (1...300).contains(timeout) else { throw ValidationError(tr("--timeout takes 1 to 300 seconds")) }
     }
     func run() throws {
-        let options = EvaluateOptions(
-            policy: passcode ? .deviceOwnerAuthentication : .deviceOwnerAuthenticationWithBiometrics, user: user.user,
+        try connection.run(.evaluate(Self.options(passcode: passcode, user: user.user, seconds: timeout)))
+    }
+
+    static func options(passcode: Bool, user: String?, seconds: Int64) -> EvaluateOptions {
+        EvaluateOptions(
+            policy: passcode ? .deviceOwnerAuthentication : .deviceOwnerAuthenticationWithBiometrics, user: user,
             // English: the command, as the reason
             service: "localauthctl", reason: "localauthctl verify", fallbackTitle: passcode ? nil : "",
-            flags: passcode ? [.passcodeCapable] : [], timeoutMs: timeout * 1000)
-        try connection.run(.evaluate(options))
+            flags: passcode ? [.passcodeCapable] : [], timeoutMs: seconds * 1000)
     }
 }

@@ -25,7 +25,16 @@ struct SystemdActivationTests {
         // HELLO was answered, so READY=1 was already sent: it is in the listener's queue.
         #expect(received.contains { $0.contains("READY=1") }, "\(received)")
         let ready = received.first { $0.contains("READY=1") } ?? ""
-        #expect(ready.contains("STATUS=Serving on the socket from systemd; reader: Virtual device"), "\(ready)")
+        #expect(ready.contains("STATUS=Serving on the socket from systemd; reader: "), "\(ready)")
+        // READY=1 comes before libfprint has enumerated (cold start); the reader follows in a STATUS=.
+        var later = notify.messages()
+        for _ in 0..<100 where !later.contains(where: { $0.contains("reader: Virtual device") }) {
+            usleep(20_000)
+            later = notify.messages()
+        }
+        #expect(
+            later.contains { $0.contains("STATUS=Serving on the socket from systemd; reader: Virtual device") },
+            "\(later)")
 
         #expect(activator.terminateAndWait() == 0)
         #expect(notify.messages().contains { $0.contains("STOPPING=1") }, "\(notify.messages())")
