@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+import Synchronization
+
+/// Live connections per uid, for the per-uid limit.
+final class ConnectionCounter: Sendable {
+    private struct Counts {
+        var perUID: [UInt32: Int] = [:]
+        var total = 0
+        var accepted = 0
+    }
+    private let counts = Mutex(Counts())
+
+    var total: Int { counts.withLock { $0.total } }
+
+    /// Connections open now, and accepted since start.
+    var openAndAccepted: (open: Int, accepted: Int) { counts.withLock { ($0.total, $0.accepted) } }
+
+    func acquire(uid: UInt32, limits: Server.Limits) -> Bool {
+        counts.withLock { c in
+            guard c.total < limits.connections else { return false }
+            if uid != 0 && c.perUID[uid, default: 0] >= limits.connectionsPerUID { return false }
+            c.perUID[uid, default: 0] += 1
+            c.total += 1
+            c.accepted += 1
+            return true
+        }
+    }
+
+    func release(uid: UInt32) {
+        counts.withLock { c in
+            c.perUID[uid, default: 1] -= 1
+            if c.perUID[uid] == 0 { c.perUID[uid] = nil }
+            c.total -= 1
+        }
+    }
+}
+
+/// Turns to run a request, per non-root uid: at most `requestsPerSecondPerUID` started per second
+/// after a burst, at most `requestsPerUID` running at once (`Server.Limits`); root never waits.
+/// A turn given back goes straight to the uid's longest waiter.
+final class RequestGate: Sendable {
+    private struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+    private struct State {
+        var running: [UInt32: Int] = [:]
+        var waiting: [UInt32: [Waiter]] = [:]
+        var nextID: UInt64 = 0
+        /// When each uid's next request may start (a token bucket kept as one instant).
+        var nextSlot: [UInt32: ContinuousClock.Instant] = [:]
+    }
+    private let state = Mutex(State())
+    private let clock = ContinuousClock()
+    let limit: Int
+    let interval: Duration
+    let burst: Int
+
+    init(limit: Int, perSecond: Int = 1_000_000, burst: Int = 0) {
+        self.limit = limit
+        self.interval = .nanoseconds(1_000_000_000 / max(1, perSecond))
+        self.burst = burst
+    }
+
+    /// Waits until `uid` may start another request; false when cancelled meanwhile.
+    private func pace(uid: UInt32) async -> Bool {
+        let now = clock.now
+        let slot = state.withLock { s in
+            let earliest = now - interval * burst
+            if s.nextSlot.count > 1024 { s.nextSlot = s.nextSlot.filter { $0.value > earliest } }
+            let slot = max(s.nextSlot[uid] ?? earliest, earliest)
+            s.nextSlot[uid] = slot + interval
+            return slot
+        }
+        guard slot > now else { return true }
+        do {
+            try await Task.sleep(until: slot, clock: clock)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Waits for a turn: true once it is ours (give it back with `leave`), false when the task
+    /// was cancelled first (no turn taken).
+    func enter(uid: UInt32) async -> Bool {
+        guard uid != 0 else { return true }
+        guard await pace(uid: uid) else { return false }
+        let id = state.withLock { s in
+            s.nextID += 1
+            return s.nextID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let now: Bool? = state.withLock { s in
+                    if Task.isCancelled { return false }
+                    if s.running[uid, default: 0] < limit {
+                        s.running[uid, default: 0] += 1
+                        return true
+                    }
+                    s.waiting[uid, default: []].append(Waiter(id: id, continuation: continuation))
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiter: Waiter? = state.withLock { s in
+                guard let i = s.waiting[uid]?.firstIndex(where: { $0.id == id }) else { return nil }
+                let w = s.waiting[uid]!.remove(at: i)
+                if s.waiting[uid]!.isEmpty { s.waiting[uid] = nil }
+                return w
+            }
+            waiter?.continuation.resume(returning: false)
+        }
+    }
+
+    func leave(uid: UInt32) {
+        guard uid != 0 else { return }
+        let next: Waiter? = state.withLock { s in
+            if var queue = s.waiting[uid], !queue.isEmpty {
+                let w = queue.removeFirst()
+                s.waiting[uid] = queue.isEmpty ? nil : queue
+                return w  // the turn passes on: running stays the same
+            }
+            s.running[uid, default: 1] -= 1
+            if s.running[uid] == 0 { s.running[uid] = nil }
+            return nil
+        }
+        next?.continuation.resume(returning: true)
+    }
+
+    /// Turns held and waiters queued for `uid` (for tests).
+    func counts(uid: UInt32) -> (running: Int, waiting: Int) {
+        state.withLock { s in (s.running[uid] ?? 0, s.waiting[uid]?.count ?? 0) }
+    }
+}
