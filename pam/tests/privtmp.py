@@ -31,12 +31,17 @@ os.execvpe(args[split + 1], args[split + 1:], env)
 """
 
 
+# The checkout, which may itself lie under /tmp (a clone made there, as CI may): the tests'
+# scripts and the module are read from it inside the namespace.
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def wrap(env, *keep):
     """(argv prefix, environment) that run a command with a private /tmp, in which each
     directory of keep that lies under /tmp is bound back at its own path. pam_wrapper is
     preloaded into the command alone: unshare, python and mount would each make (and, by
-    exec, leave) a /tmp/pam.X of their own. Put the prefix right before the command. Without
-    root (no mount namespace) nothing changes."""
+    exec, leave) a /tmp/pam.X of their own. The checkout is always kept. Put the prefix right
+    before the command. Without root (no mount namespace) nothing changes."""
     if os.geteuid() != 0:
         return [], env
     env = dict(env)
@@ -44,7 +49,7 @@ def wrap(env, *keep):
         env["PRIVTMP_LD_PRELOAD"] = env.pop("LD_PRELOAD")
     tmp = os.path.realpath("/tmp")
     kept = []
-    for path in keep:
+    for path in (CHECKOUT, *keep):
         real = os.path.realpath(path)
         if real.startswith(tmp + "/"):
             kept.append("/tmp/" + os.path.relpath(real, tmp))
