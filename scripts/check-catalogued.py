@@ -35,7 +35,7 @@ MARKS = ("tr(", "trn(", "N_(", "said(")
 # The daemon's answers: a RESULT or EVENT whose line is a literal would reach every client in
 # English. Each carries a Phrase instead (`Phrase.said("…")` marks a catalogue line), or says why not.
 DAEMON_SCOPE = ["Sources/LocalAuthDaemon/*.swift"]
-DAEMON_LITERAL = re.compile(r"\b(Result|Event)\(\s*\.?\w+\s*,\s*\"")
+DAEMON_LITERAL = re.compile(r"\b(RequestResult|Event)\(\s*\.?\w+\s*,\s*\"")
 # Calls whose text is English by design: logs, the administrator's syslog, programmer errors.
 ENGLISH_CALLS = ("pam_syslog(", "pam_vsyslog(", "debug(", "fatalError(", "precondition(",
                  "preconditionFailure(", "assert(", "assertionFailure(", "logger.", "Logger(",
@@ -177,11 +177,11 @@ let g = """
     """
 ''', ["Not marked at all", "A multi-line text"]),
     "Sources/LocalAuthDaemon/c.swift": ('''
-        return Result(.success, Phrase.said("Enrolled the %1$s of %2$s", .fingerName(f), .verbatim(u)))
-        return Result(
+        return RequestResult(.success, Phrase.said("Enrolled the %1$s of %2$s", .fingerName(f), .verbatim(u)))
+        return RequestResult(
             .notFound, "No such print")
         // English: a test tool's answer
-        return Result(.notSupported, "Simulation needs a virtual reader")
+        return RequestResult(.notSupported, "Simulation needs a virtual reader")
 ''', ["No such print"]),
     "b.c": ('''#define LA_TEXT N_("Password or finger for %s: ")
 #define LA_LOG_X "fingerprint not used for %s: %s"
