@@ -22,6 +22,22 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# A finger only answers the person at the reader who asked (docs/security.md): root's own process
+# outside a login session is refused it. Run by sudo, pamtester asks as the person who ran sudo,
+# for their own account; run by root itself (a container, CI, a root shell without logind), the
+# demo stands at a simulated greeter (python-dbusmock's logind), where root may ask for anyone.
+as_person=()
+if [ "$(id -u)" -eq 0 ] && [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
+    as_person=(setpriv --reuid="$SUDO_USER" --regid="$SUDO_USER" --init-groups --)
+elif [ "$(id -u)" -eq 0 ] && { [ ! -S /run/dbus/system_bus_socket ] ||
+    ! busctl --system status org.freedesktop.login1 >/dev/null 2>&1; }; then
+    step "No logind here: the PAM steps run at a simulated greeter (Tests/system/logind_mock.py --greeter)"
+    coproc MOCK { /usr/bin/python3 Tests/system/logind_mock.py "$dir" --greeter; }
+    read -r ready address <&"${MOCK[0]}"
+    [ "$ready" = ready ] || { echo "the logind mock did not start" >&2; exit 1; }
+    export DBUS_SYSTEM_BUS_ADDRESS=$address
+fi
+
 step "Start localauthd with libfprint's virtual reader on $dir/socket"
 "$BIN/localauthd" --socket "$dir/socket" --state-dir "$dir/state" --virtual-reader 2>"$dir/daemon.log" &
 daemon=$!
@@ -39,25 +55,6 @@ run "$BIN/localauthctl" list --user "$USER_NAME"
 if [ "$(id -u)" -ne 0 ]; then
     step "Skipping the PAM steps: pam_localauth.so believes only a daemon run by root (run make demo as root)"
     exit 0
-fi
-
-# A finger only answers the person at the reader who asked (docs/security.md): root's own process
-# outside a login session is refused it. Run by sudo, pamtester asks as the person who ran sudo,
-# for their own account; run by root itself (a container, CI, a root shell without logind), the
-# demo stands at a simulated greeter (python-dbusmock's logind), where root may ask for anyone.
-as_person=()
-if [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
-    as_person=(setpriv --reuid="$SUDO_USER" --regid="$SUDO_USER" --init-groups --)
-elif [ ! -S /run/dbus/system_bus_socket ] || ! busctl --system status org.freedesktop.login1 >/dev/null 2>&1; then
-    step "No logind here: the PAM steps run at a simulated greeter (Tests/system/logind_mock.py --greeter)"
-    coproc MOCK { /usr/bin/python3 Tests/system/logind_mock.py "$dir" --greeter; }
-    read -r ready address <&"${MOCK[0]}"
-    [ "$ready" = ready ] || { echo "the logind mock did not start" >&2; exit 1; }
-    kill -TERM "$daemon"; wait "$daemon" || true
-    DBUS_SYSTEM_BUS_ADDRESS=$address "$BIN/localauthd" --socket "$dir/socket" --state-dir "$dir/state" \
-        --virtual-reader 2>>"$dir/daemon.log" &
-    daemon=$!
-    for _ in $(seq 100); do "$BIN/localauthctl" devices >/dev/null 2>&1 && break; sleep 0.05; done
 fi
 
 mkdir -p "$dir/pam.d"
