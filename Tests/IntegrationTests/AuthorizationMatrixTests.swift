@@ -13,7 +13,7 @@ import Testing
 ///
 /// An allowed cell must do what was asked (and is checked for its effect); a refused cell must
 /// answer `notAuthorized` and change nothing.
-@Suite(.timeLimit(.minutes(4)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(4)))
 struct AuthorizationMatrixTests {
     static let owner = "nobody"
     static let passcode = "owner passcode"

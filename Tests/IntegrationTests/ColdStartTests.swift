@@ -8,7 +8,7 @@ import Testing
 /// A cold start answers what needs no reader before libfprint has enumerated (docs/performance.md):
 /// the debug build holds libfprint's start on a FIFO (`LOCALAUTHD_DEBUG_HOLD_LIBFPRINT_FIFO`) and
 /// the real daemon is asked while it waits.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(1)))
 struct ColdStartTests {
     @Test func list_whileLibfprintHasNotEnumerated_isAnsweredFromTheStore() async throws {
         let first = try DaemonHarness()

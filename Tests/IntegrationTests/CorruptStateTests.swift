@@ -8,7 +8,7 @@ import Testing
 /// Promise 3 of docs/reliability.md: a state file that is truncated, garbage, owned by someone
 /// else or readable by others makes the real daemon log it and refuse biometrics for that user
 /// only (never "no lockout"), while everyone else is served; the file is left as it was.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(3)))
 struct CorruptStateTests {
     enum Damage: String, CaseIterable, CustomTestStringConvertible {
         case truncated, garbage, wrongOwner, tooPermissive

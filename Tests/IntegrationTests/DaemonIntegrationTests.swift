@@ -6,7 +6,7 @@ import LocalAuthTesting
 import Testing
 
 /// The real daemon binary with libfprint's virtual_device.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(2)))
 struct DaemonIntegrationTests {
     let biometrics = EvaluateOptions(
         policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", service: "test", tries: 1)
@@ -134,7 +134,7 @@ struct DaemonIntegrationTests {
 }
 
 /// Bytes that break the protocol get one ERROR frame and a close; the daemon serves on.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(1)))
 struct HostileInputTests {
     @Test(arguments: [
         ("garbage", Array("GET / HTTP/1.1\r\n\r\n".utf8), ProtocolErrorCode.tooLarge),
@@ -172,7 +172,7 @@ struct HostileInputTests {
 }
 
 /// Peer credentials decide: a non-root user acts only for itself, and never enrols a first finger.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(1)))
 struct AuthorizationIntegrationTests {
     @Test func unprivilegedClient_cannotListAnotherUsersFingers() async throws {
         let d = try DaemonHarness()
@@ -223,7 +223,7 @@ struct AuthorizationIntegrationTests {
 }
 
 /// The CLI's exit codes, as documented in `localauthctl --help`.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(1)))
 struct CLITests {
     @Test func verify_whenFingerMatches_exitsZero() async throws {
         let d = try DaemonHarness()
@@ -264,7 +264,7 @@ struct CLITests {
 
 /// One unprivileged uid cannot take the daemon's connections from everyone else, not even
 /// through setuid-root programs (`su`, `sudo`, polkit's helper) it starts.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(1)))
 struct ConnectionLimitTests {
     /// uid 65534 holds 33 connections (HELLO on each): 32 are welcomed, the 33rd gets ERROR
     /// tooManyConnections; root is served meanwhile.

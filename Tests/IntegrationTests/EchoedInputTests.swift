@@ -8,7 +8,7 @@ import Testing
 /// finger name, a reason, a cancel title) of about 1000 bytes made `Frame.encoded()` trap, and the
 /// daemon died (SIGILL, exit 132) on one request from any user. Every such request is now
 /// answered, and the daemon serves on.
-@Suite(.timeLimit(.minutes(4)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(4)))
 struct EchoedInputTests {
     /// The variants the red team found, and the ones found beside them: one request after HELLO,
     /// from an ordinary uid.

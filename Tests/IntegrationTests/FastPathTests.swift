@@ -6,7 +6,7 @@ import Testing
 /// Each plain form is run beside a spelling only swift-argument-parser takes (`--socket=PATH`),
 /// against the same real daemon: the same output, the same exit code. Every
 /// other form must reach swift-argument-parser and get its help or its error.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.onOwnThreads, .serialized, .timeLimit(.minutes(2)))
 struct FastPathTests {
     /// Plain forms; each one's twin adds `--socket=PATH`, a spelling only swift-argument-parser takes.
     static let plainForms: [[String]] = [

@@ -11,7 +11,7 @@ import Testing
 /// after round (b) and passed an owner-policy stack (c). The account is `nobody` (uid 65534), an
 /// ordinary uid; `localauthctl` runs as it through `setpriv`. The reader never closes
 /// (`--linger-ms -1`), so a touch can be queued before the request that reads it.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(2)))
 struct FirstPasscodeTests {
     static let user = "nobody"
     static let uid = "65534"

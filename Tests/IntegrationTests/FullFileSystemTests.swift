@@ -11,7 +11,7 @@ import Testing
 /// fills a shared `/var` with empty files. Every attempt is counted on disk before it is made, so
 /// while nothing can be written nothing is tried: no finger is scanned, no passcode hashed, and a
 /// right passcode is refused exactly like a wrong one. The account is `nobody` (uid 65534).
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.onOwnThreads, .serialized, .timeLimit(.minutes(2)))
 struct FullFileSystemTests {
     static let user = "nobody"
     static let uid = "65534"

@@ -8,7 +8,7 @@ import Testing
 /// A connection that runs no request is closed after the idle timeout (30 s by default;
 /// `--connection-idle-ms` shortens it here) with ERROR timeout, however it dribbles bytes; a
 /// request that runs longer than the timeout is not cut. docs/reliability.md, section 6.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(1)))
 struct IdleConnectionTests {
     static let idleMs: Int64 = 500
 

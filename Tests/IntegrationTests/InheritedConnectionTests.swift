@@ -8,7 +8,7 @@ import Testing
 /// or passed over a socket). The daemon's remote check and reuse scope look the caller up by
 /// the pid captured at connect, which then names nothing, or another process: biometrics are
 /// refused to such a connection, with a message that says why.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(2)))
 struct InheritedConnectionTests {
     /// As uid 65534: connect and say HELLO; with `fork`, the parent exits and the child, once it
     /// has been reparented, asks for a finger on the inherited connection. Prints the event kinds

@@ -8,7 +8,7 @@ import Testing
 /// The real `localauthd` logging to "the journal": `JOURNAL_STREAM` names its stderr, and in a
 /// private mount namespace `/run/systemd/journal` is a directory of the test's, whose `socket` is a
 /// datagram socket the test reads. Records are journald's native protocol, read back field by field.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(2)))
 struct JournalTests {
     /// The documented `MESSAGE_ID` of each kind of audit record (`AuditLog.messageIDs`).
     static let evaluateID = "507d44f6ba20425fb2e87165eff5ff51"

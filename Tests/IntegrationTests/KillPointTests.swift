@@ -20,7 +20,7 @@ import Testing
 /// directory. The workload records failures, lockouts, passcode delays, passcode changes,
 /// enrolments and deletions; each copy is opened afterwards with the store (the code the daemon
 /// loads state with) and compared with the state acknowledged before and after its operation.
-@Suite(.timeLimit(.minutes(6)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(6)))
 struct KillPointTests {
     static let user = "alice"
     static let killEvery = 40

@@ -6,7 +6,7 @@ import Testing
 /// localauthctl against the real daemon in the person's language: the catalogues `make locale` built
 /// (.build/share/locale, found beside the binary as an installed one finds $(PREFIX)/share/locale) and the
 /// locales `make test-locales` built with localedef (LOCPATH; nothing on the machine changes).
-@Suite(.serialized) struct LanguageTests {
+@Suite(.onOwnThreads, .serialized) struct LanguageTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
     static let locpath = root + "/.build/test-locales"

@@ -11,7 +11,7 @@ import Testing
 /// armed during the store's opening): a copy of the state directory is taken at each point, which
 /// is what a `kill -9` there would leave. Every copy must open with this machine's key and hold
 /// every print, whole.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(2)))
 struct MigrationKillPointTests {
     static func plainPrint(_ finger: FingerName, seed: UInt8) -> StoredPrint {
         StoredPrint(

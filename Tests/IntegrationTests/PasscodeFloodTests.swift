@@ -9,7 +9,7 @@ import Testing
 /// queued and hashed (1 M frames: 370 MB and a core busy for hours, after the client had left).
 /// Now one PASSCODE is taken per `passcodeNeeded`, the rest refused and not kept; hashing keeps a
 /// person's pace (one a second per user); CANCEL overtakes everything.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.onOwnThreads, .serialized, .timeLimit(.minutes(3)))
 struct PasscodeFloodTests {
     static let frames = 200_000
 

@@ -9,7 +9,7 @@ import Testing
 
 /// PASSWORD_USED through the real daemon, from real uids (`setpriv`): who is believed, what is
 /// written, and that nothing a refused caller sends changes the record or turns the rules on.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.onOwnThreads, .serialized, .timeLimit(.minutes(2)))
 struct PasswordReportIntegrationTests {
     static let owner = "nobody"  // uid 65534
 

@@ -10,7 +10,7 @@ import Testing
 /// The "password required" rules through the real daemon (docs/policy.md, rows R): the daemon
 /// runs in a private mount namespace whose /proc/sys/kernel/random/boot_id is a file the test
 /// rewrites, so "a restart" is a new boot id, as DESIGN.md has it.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.onOwnThreads, .serialized, .timeLimit(.minutes(3)))
 struct PasswordRequiredIntegrationTests {
     static let user = "alice"
     static let biometrics = EvaluateOptions(
@@ -56,7 +56,9 @@ struct PasswordRequiredIntegrationTests {
         print(
             "after a restart, evaluate → biometryLockout round trip: median \(String(format: "%.2f", median)) ms (n=11)"
         )
-        #expect(median < 100)
+        // At once: a scan would wait for the finger. The figure is printed; speed goals live in
+        // make bench (a bound near the figure failed under load, 170 ms at load 19).
+        #expect(median < 1000)
         #expect(
             d.daemonLog.contains(
                 "result=biometryLockout phrase=passwordRequiredAfterRestart message=\"Password required after restart\""

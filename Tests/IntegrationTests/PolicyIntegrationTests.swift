@@ -7,7 +7,7 @@ import Testing
 
 /// LAContext's rules enforced by the real daemon: lockouts that survive restarts and kill -9,
 /// the passcode fallback and its delays, the domain state and the reuse window's scope.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(2)))
 struct PolicyIntegrationTests {
     static func biometrics(
         service: String = "test", tty: String? = nil, reuse: Int64 = 0, timeoutMs: Int64 = 10_000
@@ -195,7 +195,7 @@ struct PolicyIntegrationTests {
 }
 
 /// `/etc/localauthd.conf` (here `--config`) reaches the policy, and a bad one stops the start.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(1)))
 struct ConfigurationIntegrationTests {
     static func write(_ text: String) throws -> String {
         let path = "/tmp/la-config-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
@@ -260,7 +260,7 @@ struct ConfigurationIntegrationTests {
 
 /// A later finger needs proof of presence: an enrolled finger, or the passcode after a miss.
 /// uid 65534 is the account "nobody"; the reader never closes, so every touch can be queued first.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(1)))
 struct EnrolmentProofIntegrationTests {
     static func nobodyWithOneFinger() async throws -> DaemonHarness {
         let d = try DaemonHarness(extraArguments: ["--linger-ms", "-1"])
@@ -306,7 +306,7 @@ struct EnrolmentProofIntegrationTests {
 }
 
 /// One audit line per decision, with the fields an administrator searches for.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(1)))
 struct AuditIntegrationTests {
     @Test func audit_recordsDecisionsAndLockoutChanges() async throws {
         let d = try DaemonHarness()

@@ -10,7 +10,7 @@ import Testing
 /// `nobody` (uid 65534), has the active local session on seat0; the attacker is uid 1 (`daemon`),
 /// whose `su` is played by `localauthctl` with real uid 1 and effective uid 0, as `su` runs during
 /// PAM (measured: /work/coord/facts.md). The real `su` in a terminal: `pam/tests/terminal_test.py`.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.onOwnThreads, .serialized, .timeLimit(.minutes(3)))
 struct PresenceIntegrationTests {
     static let victim = "nobody"
     static let victimUID = "65534"

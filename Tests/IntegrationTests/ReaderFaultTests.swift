@@ -9,7 +9,7 @@ import Testing
 /// device. Unplugged mid-verify and mid-enrol, errors and retries injected (`ERROR`, `RETRY`), a
 /// reader that never answers: the right LAError, no stuck claim, the next request works, and an
 /// unplugged reader that comes back is used again.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(3)))
 struct ReaderFaultTests {
     static func biometrics(timeoutMs: Int64 = 20_000) -> EvaluateOptions {
         EvaluateOptions(

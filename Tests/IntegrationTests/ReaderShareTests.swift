@@ -7,7 +7,7 @@ import Testing
 
 /// Issue 13, M1, through the real daemon: every request ends by its own deadline, also while it
 /// waits for its account's turn, and one account cannot keep the reader from everyone else.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.onOwnThreads, .serialized, .timeLimit(.minutes(3)))
 struct ReaderShareTests {
     static let user = "nobody"
 
@@ -77,7 +77,7 @@ struct ReaderShareTests {
 
 /// Issue 13, L2: libfprint's `virtual_device` cannot identify. Before, only the first enrolled finger
 /// was ever verified while the prompt said "a finger"; now the fingers are tried in turn, each named.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(2)))
 struct NoIdentifyReaderTests {
     @Test func verify_onAReaderWithoutIdentify_triesEachEnrolledFingerInTurnAndSaysWhich() async throws {
         let d = try DaemonHarness(extraArguments: ["--linger-ms", "-1"])

@@ -8,7 +8,7 @@ import Testing
 /// `nobody` (65534), the other user `daemon` (1). A secret is released only in the request whose
 /// own evaluation succeeded, only to its owner; root may remove a right, never read it; the
 /// journal never carries the secret; a state directory away from its key does not start.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(3)))
 struct RightIntegrationTests {
     static let owner = "nobody"
     static let ownerUID = "65534"

@@ -7,7 +7,7 @@ import Testing
 /// What the daemon refuses to start on (issue 13, M4 and L6): a state or socket directory another
 /// user could redirect, an existing directory with a wrong mode (never chmodded), a state
 /// directory another daemon holds, a socket another daemon answers on.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.onOwnThreads, .timeLimit(.minutes(2)))
 struct StartupSafetyTests {
     /// Runs `localauthd` with `arguments` and waits up to 15 s for it to exit; (status, log).
     /// One that does not exit by then is killed, and nil status says so.

@@ -7,7 +7,7 @@ import Testing
 
 /// The daemon under systemd's own `systemd-socket-activate`, with a `NOTIFY_SOCKET` listener in
 /// the test: what systemd would see from `localauthd.socket` + `localauthd.service`.
-@Suite(.timeLimit(.minutes(2)), .serialized)
+@Suite(.onOwnThreads, .timeLimit(.minutes(2)), .serialized)
 struct SystemdActivationTests {
     @Test func firstConnection_startsDaemon_readyPrecedesAnswer_stoppingOnSIGTERM() throws {
         let env = try ActivationEnvironment()
