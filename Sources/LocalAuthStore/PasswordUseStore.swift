@@ -108,10 +108,7 @@ enum PasswordUseRecord {
         }
         var instants: [BootInstant?] = []
         for key in ["password", "finger"] {
-            guard let line = cursor.line(), line.hasPrefix(key + "=") else {
-                return .failure(FormatError("expected the field \(key)"))
-            }
-            let value = line.dropFirst(key.count + 1)
+            guard let value = cursor.field(key) else { return .failure(FormatError("expected the field \(key)")) }
             if value.isEmpty {
                 instants.append(nil)
                 continue
