@@ -207,18 +207,13 @@ extension EnrollmentStore {
 
     func readRight(user: String, name: String) -> RightLoad {
         let path = userDirectory(user) + "/" + name
-        switch Sys.readFile(path, limit: 16 * 1024) {
+        switch readRecord(user: user, name: name, limit: 16 * 1024, sealed: true) {
         case .missing: return .absent
-        case .unreadable(let why): return .corrupt("\(path): \(why)")
-        case .bytes(let bytes, let info):
-            if let problem = trustProblem(info) { return .corrupt("\(path): \(problem)") }
-            switch openIfSealing(bytes, user: user, name: name) {
+        case .refused(let why): return .corrupt("\(path): \(why)")
+        case .plain(let plain):
+            switch RightRecord.decode(plain, expectedName: name) {
+            case .success(let right): return .ok(right)
             case .failure(let e): return .corrupt("\(path): \(e.reason)")
-            case .success(let plain):
-                switch RightRecord.decode(plain, expectedName: name) {
-                case .success(let right): return .ok(right)
-                case .failure(let e): return .corrupt("\(path): \(e.reason)")
-                }
             }
         }
     }
