@@ -100,9 +100,7 @@ public struct PasscodeChange: Sendable {
             state = after
             guard decision.isSuccess else {
                 return finish(
-                    Decision(
-                        decision.code == .success ? .authenticationFailed : decision.code,
-                        .firstPasscodeNeedsFinger(user: user, because: decision.phrase)))
+                    Decision(decision.code, .firstPasscodeNeedsFinger(user: user, because: decision.phrase)))
             }
             return apply()
         case (.oldPasscodeChecked(let correct), .checkingOld):
@@ -139,8 +137,7 @@ public struct PasscodeChange: Sendable {
 
     /// The new passcode (or none) with its counters cleared, written before the success is told.
     private mutating func store(_ done: Phrase) -> [Output] {
-        state.passcodeFailures = 0
-        state.passcodeLockedUntilMs = 0
+        LockoutRules.passcodeReplaced(&state)
         stage = .storing
         return [.persist(state, ifItFails: .refuse)] + finish(Decision(.success, done))
     }

@@ -71,6 +71,13 @@ public enum LockoutRules {
         state.passcodeLockedUntilMs = 0
     }
 
+    /// A passcode set, changed or removed: the old one's wrong attempts and delay go with it (the
+    /// fingers' count and lockout are left as they are).
+    public static func passcodeReplaced(_ state: inout UserAuthState) {
+        state.passcodeFailures = 0
+        state.passcodeLockedUntilMs = 0
+    }
+
     /// The passcode attempt counted ahead is not counted after all (the same wrong passcode again).
     public static func passcodeAttemptTakenBack(_ state: inout UserAuthState, to before: UserAuthState) {
         state.passcodeFailures = before.passcodeFailures

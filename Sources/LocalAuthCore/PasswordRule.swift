@@ -153,25 +153,26 @@ public enum PasswordRule {
     /// The record after the password (or the passcode) proved the user at `now`; nil when the
     /// stored one is recent enough that a write would change nothing that matters.
     public static func recordingPassword(_ use: PasswordUse?, at now: BootInstant) -> PasswordUse? {
-        var next = use ?? PasswordUse()
-        if let last = next.password, let age = now.elapsed(since: last), last.bootID == now.bootID,
-            age < PasswordRules.coalesceMs
-        {
-            return nil
-        }
-        next.password = now
-        return next
+        recording(\.password, in: use ?? PasswordUse(), at: now)
     }
 
     /// The record after a finger proved the user at `now`; nil when the stored one is recent enough.
     public static func recordingFinger(_ use: PasswordUse, at now: BootInstant) -> PasswordUse? {
-        var next = use
-        if let last = next.finger, let age = now.elapsed(since: last), last.bootID == now.bootID,
+        recording(\.finger, in: use, at: now)
+    }
+
+    /// `use` with `field` set to `now`; nil when the stored time is in this boot and less than
+    /// `PasswordRules.coalesceMs` ago.
+    private static func recording(
+        _ field: WritableKeyPath<PasswordUse, BootInstant?>, in use: PasswordUse, at now: BootInstant
+    ) -> PasswordUse? {
+        if let last = use[keyPath: field], let age = now.elapsed(since: last), last.bootID == now.bootID,
             age < PasswordRules.coalesceMs
         {
             return nil
         }
-        next.finger = now
+        var next = use
+        next[keyPath: field] = now
         return next
     }
 }

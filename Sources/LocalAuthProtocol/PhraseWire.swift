@@ -217,33 +217,35 @@ private enum PhraseParser {
         }
     }
 
+    /// The identifiers without arguments: built once, not at every phrase (and nested phrase) read.
+    static let simplePhrases: [String: Phrase] = [
+        "authenticatedWithFinger": .authenticatedWithFinger,
+        "authenticatedWithPasscode": .authenticatedWithPasscode,
+        "authenticatedByRecentSuccess": .authenticatedByRecentSuccess,
+        "policyCanBeEvaluated": .policyCanBeEvaluated, "fingerNotRecognised": .fingerNotRecognised,
+        "userChoseFallback": .userChoseFallback, "timedOutWaitingForFinger": .timedOutWaitingForFinger,
+        "timedOutWaitingForPasscode": .timedOutWaitingForPasscode, "interactionNotAllowed": .interactionNotAllowed,
+        "passcodeNeededButClientCannotAsk": .passcodeNeededButClientCannotAsk,
+        "noPasscodeAndNoFinger": .noPasscodeAndNoFinger, "noPasscodeSet": .noPasscodeSet,
+        "noFingerEnrolled": .noFingerEnrolled, "fingersOnDisconnectedReader": .fingersOnDisconnectedReader,
+        "stateUnreadable": .stateUnreadable,
+        "attemptNotRecorded": .attemptNotRecorded, "enterPasscode": .enterPasscode, "wrongPasscode": .wrongPasscode,
+        "fallbackUsePasscode": .fallbackUsePasscode, "fallbackEnterPassword": .fallbackEnterPassword,
+        "currentPasscodeNeeded": .currentPasscodeNeeded, "currentPasscodeWrong": .currentPasscodeWrong,
+        "passcodeNotStored": .passcodeNotStored, "passcodeNotHashed": .passcodeNotHashed,
+        "passwordRequiredAfterRestart": .passwordRequired(.restart),
+        "passwordRequiredForFirstSession": .passwordRequired(.firstSession),
+        "passwordRequiredUseUnknown": .passwordRequired(.useUnknown),
+        "passwordUseNotRecordedOrphaned": .passwordUseNotRecorded(.connectionOrphaned),
+        "passwordUseNotRecordedRemote": .passwordUseNotRecorded(.remoteSession),
+        "passwordUseNotRecordedNoSession": .passwordUseNotRecorded(.noSession),
+        "passwordUseNotRecordedNotOwnSession": .passwordUseNotRecorded(.notOwnSession),
+        "passwordUseNotRecordedNotActive": .passwordUseNotRecorded(.sessionNotActive),
+    ]
+
     static func phrase(_ rest: inout ArraySlice<PhraseToken>, depth: Int) -> Phrase? {
         guard depth < Phrase.maxWireDepth, let name = id(&rest) else { return nil }
-        let simple: [String: Phrase] = [
-            "authenticatedWithFinger": .authenticatedWithFinger,
-            "authenticatedWithPasscode": .authenticatedWithPasscode,
-            "authenticatedByRecentSuccess": .authenticatedByRecentSuccess,
-            "policyCanBeEvaluated": .policyCanBeEvaluated, "fingerNotRecognised": .fingerNotRecognised,
-            "userChoseFallback": .userChoseFallback, "timedOutWaitingForFinger": .timedOutWaitingForFinger,
-            "timedOutWaitingForPasscode": .timedOutWaitingForPasscode, "interactionNotAllowed": .interactionNotAllowed,
-            "passcodeNeededButClientCannotAsk": .passcodeNeededButClientCannotAsk,
-            "noPasscodeAndNoFinger": .noPasscodeAndNoFinger, "noPasscodeSet": .noPasscodeSet,
-            "noFingerEnrolled": .noFingerEnrolled, "fingersOnDisconnectedReader": .fingersOnDisconnectedReader,
-            "stateUnreadable": .stateUnreadable,
-            "attemptNotRecorded": .attemptNotRecorded, "enterPasscode": .enterPasscode, "wrongPasscode": .wrongPasscode,
-            "fallbackUsePasscode": .fallbackUsePasscode, "fallbackEnterPassword": .fallbackEnterPassword,
-            "currentPasscodeNeeded": .currentPasscodeNeeded, "currentPasscodeWrong": .currentPasscodeWrong,
-            "passcodeNotStored": .passcodeNotStored, "passcodeNotHashed": .passcodeNotHashed,
-            "passwordRequiredAfterRestart": .passwordRequired(.restart),
-            "passwordRequiredForFirstSession": .passwordRequired(.firstSession),
-            "passwordRequiredUseUnknown": .passwordRequired(.useUnknown),
-            "passwordUseNotRecordedOrphaned": .passwordUseNotRecorded(.connectionOrphaned),
-            "passwordUseNotRecordedRemote": .passwordUseNotRecorded(.remoteSession),
-            "passwordUseNotRecordedNoSession": .passwordUseNotRecorded(.noSession),
-            "passwordUseNotRecordedNotOwnSession": .passwordUseNotRecorded(.notOwnSession),
-            "passwordUseNotRecordedNotActive": .passwordUseNotRecorded(.sessionNotActive),
-        ]
-        if let p = simple[name] { return p }
+        if let p = simplePhrases[name] { return p }
         let next = depth + 1
         switch name {
         case "cancelled":

@@ -28,12 +28,12 @@ extension EnrollmentStore {
         try Validation.user(user)
         return try lock.withLock { _ throws(StoreError) in
             guard try checkUserDirectory(user) else { return .absent }
-            let path = userDirectory(user) + "/" + Self.passwordUseFileName
-            switch Sys.readFile(path, limit: Self.maximumRecordSize) {
+            let name = Self.passwordUseFileName
+            let path = userDirectory(user) + "/" + name
+            switch readRecord(user: user, name: name, limit: Self.maximumRecordSize, sealed: false) {
             case .missing: return .absent
-            case .unreadable(let reason): return .corrupt("\(path): \(reason)")
-            case .bytes(let bytes, let info):
-                if let problem = trustProblem(info) { return .corrupt("\(path): \(problem)") }
+            case .refused(let reason): return .corrupt("\(path): \(reason)")
+            case .plain(let bytes):
                 switch PasswordUseRecord.decode(bytes) {
                 case .success(let use): return .ok(use)
                 case .failure(let error): return .corrupt("\(path): \(error.reason)")
@@ -108,10 +108,7 @@ enum PasswordUseRecord {
         }
         var instants: [BootInstant?] = []
         for key in ["password", "finger"] {
-            guard let line = cursor.line(), line.hasPrefix(key + "=") else {
-                return .failure(FormatError("expected the field \(key)"))
-            }
-            let value = line.dropFirst(key.count + 1)
+            guard let value = cursor.field(key) else { return .failure(FormatError("expected the field \(key)")) }
             if value.isEmpty {
                 instants.append(nil)
                 continue

@@ -130,6 +130,13 @@ struct ByteCursor {
         return Substring(text)
     }
 
+    /// The value of the next line when that line is `key=value`; nil otherwise (the line is read
+    /// either way: a record that fails here is refused whole).
+    mutating func field(_ key: String) -> Substring? {
+        guard let line = self.line(), line.hasPrefix(key + "=") else { return nil }
+        return line.dropFirst(key.count + 1)
+    }
+
     mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
         guard count >= 0, bytes.endIndex - position >= count else { return nil }
         defer { position += count }
@@ -307,14 +314,10 @@ enum PrintRecord {
         case .success(let c): cursor = c
         case .failure(let error): return .failure(error)
         }
-        func field(_ key: String) -> Substring? {
-            guard let line = cursor.line(), line.hasPrefix(key + "=") else { return nil }
-            return line.dropFirst(key.count + 1)
-        }
-        guard let finger = field("finger"), let deviceKey = field("deviceKey"),
-            let enrolledAt = field("enrolledAtMs").flatMap(StateRecord.canonicalInt),
-            let sequence = field("sequence").flatMap(StateRecord.canonicalInt),
-            let length = field("dataLength").flatMap(StateRecord.canonicalInt),
+        guard let finger = cursor.field("finger"), let deviceKey = cursor.field("deviceKey"),
+            let enrolledAt = cursor.field("enrolledAtMs").flatMap(StateRecord.canonicalInt),
+            let sequence = cursor.field("sequence").flatMap(StateRecord.canonicalInt),
+            let length = cursor.field("dataLength").flatMap(StateRecord.canonicalInt),
             (1...StoredPrint.maximumDataSize).contains(length)
         else { return .failure(FormatError("bad header")) }
         guard finger == expectedFinger.rawValue, deviceKey == expectedDeviceKey else {

@@ -99,20 +99,16 @@ enum RightRecord {
         case .failure(let e): return .failure(e)
         }
         var cursor = ByteCursor(body)
-        func field(_ key: String) -> Substring? {
-            guard let line = cursor.line(), line.hasPrefix(key + "=") else { return nil }
-            return line.dropFirst(key.count + 1)
-        }
         guard cursor.line() == Substring(header) else { return .failure(FormatError("not a right record")) }
-        guard let identifierHex = field("identifier"), let identifierBytes = Hex.decode(identifierHex),
+        guard let identifierHex = cursor.field("identifier"), let identifierBytes = Hex.decode(identifierHex),
             let identifier = String(validating: identifierBytes, as: UTF8.self),
             StoredRight.isValidIdentifier(identifier),
-            let requirementText = field("requirement"),
+            let requirementText = cursor.field("requirement"),
             let requirement = StoredRight.Requirement(rawValue: String(requirementText)),
-            let domainHex = field("domainState"), let domainState = Hex.decode(domainHex),
-            let createdText = field("createdAtMs"), let createdAtMs = Int64(createdText),
-            let keyHex = field("privateKey"), let privateKey = Hex.decode(keyHex), privateKey.count == 32,
-            let lengthText = field("secretLength"), let length = Int(lengthText),
+            let domainHex = cursor.field("domainState"), let domainState = Hex.decode(domainHex),
+            let createdText = cursor.field("createdAtMs"), let createdAtMs = Int64(createdText),
+            let keyHex = cursor.field("privateKey"), let privateKey = Hex.decode(keyHex), privateKey.count == 32,
+            let lengthText = cursor.field("secretLength"), let length = Int(lengthText),
             (0...StoredRight.maximumSecretSize).contains(length),
             let secret = cursor.take(length), cursor.take(1) == [UInt8(ascii: "\n")], cursor.isAtEnd
         else { return .failure(FormatError("malformed right record")) }
@@ -211,18 +207,13 @@ extension EnrollmentStore {
 
     func readRight(user: String, name: String) -> RightLoad {
         let path = userDirectory(user) + "/" + name
-        switch Sys.readFile(path, limit: 16 * 1024) {
+        switch readRecord(user: user, name: name, limit: 16 * 1024, sealed: true) {
         case .missing: return .absent
-        case .unreadable(let why): return .corrupt("\(path): \(why)")
-        case .bytes(let bytes, let info):
-            if let problem = trustProblem(info) { return .corrupt("\(path): \(problem)") }
-            switch openIfSealing(bytes, user: user, name: name) {
+        case .refused(let why): return .corrupt("\(path): \(why)")
+        case .plain(let plain):
+            switch RightRecord.decode(plain, expectedName: name) {
+            case .success(let right): return .ok(right)
             case .failure(let e): return .corrupt("\(path): \(e.reason)")
-            case .success(let plain):
-                switch RightRecord.decode(plain, expectedName: name) {
-                case .success(let right): return .ok(right)
-                case .failure(let e): return .corrupt("\(path): \(e.reason)")
-                }
             }
         }
     }

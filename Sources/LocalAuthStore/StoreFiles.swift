@@ -27,6 +27,30 @@ extension EnrollmentStore {
         return nil
     }
 
+    /// What reading a record file of a user gave: nothing, a refusal (why, without the path), or
+    /// the plain bytes to decode.
+    enum RecordRead {
+        case missing
+        case refused(String)
+        case plain([UInt8])
+    }
+
+    /// `users/<user>/<name>`, read as every record is: unreadable or not ours (`trustProblem`) is
+    /// refused; a `sealed` kind must also open under the machine key for its place (`openIfSealing`).
+    func readRecord(user: String, name: String, limit: Int, sealed: Bool) -> RecordRead {
+        switch Sys.readFile(userDirectory(user) + "/" + name, limit: limit) {
+        case .missing: return .missing
+        case .unreadable(let reason): return .refused(reason)
+        case .bytes(let bytes, let info):
+            if let problem = trustProblem(info) { return .refused(problem) }
+            guard sealed else { return .plain(bytes) }
+            switch openIfSealing(bytes, user: user, name: name) {
+            case .success(let plain): return .plain(plain)
+            case .failure(let error): return .refused(error.reason)
+            }
+        }
+    }
+
     /// The same for a directory: ours, and writable by nobody else.
     func directoryProblem(_ info: FileInfo) -> String? {
         if !info.isDirectory { return "not a directory" }
@@ -173,21 +197,10 @@ extension EnrollmentStore {
         var corrupt: [(name: String, reason: String)] = []
         for name in try Sys.listDirectory(directory) {
             guard let (finger, deviceKey) = PrintRecord.parseFileName(name) else { continue }
-            switch Sys.readFile(directory + "/" + name, limit: Self.maximumPrintFileSize) {
+            switch readRecord(user: user, name: name, limit: Self.maximumPrintFileSize, sealed: true) {
             case .missing: continue
-            case .unreadable(let reason): corrupt.append((name, reason))
-            case .bytes(let bytes, let info):
-                if let problem = trustProblem(info) {
-                    corrupt.append((name, problem))
-                    continue
-                }
-                let plain: [UInt8]
-                switch openIfSealing(bytes, user: user, name: name) {
-                case .success(let opened): plain = opened
-                case .failure(let error):
-                    corrupt.append((name, error.reason))
-                    continue
-                }
+            case .refused(let reason): corrupt.append((name, reason))
+            case .plain(let plain):
                 switch PrintRecord.decode(plain, expectedFinger: finger, expectedDeviceKey: deviceKey) {
                 case .success(let decoded): good.append((decoded, name))
                 case .failure(let error): corrupt.append((name, error.reason))

@@ -274,6 +274,29 @@ import Testing
         }
     }
 
+    /// A right's file that another user could have written (or read: it holds the secret) is
+    /// refused, not served: in a store without sealing the owner and mode are the only guard.
+    /// (Giving the file away needs root.)
+    @Test(arguments: ["mode0644", "mode0666"] + (isRoot ? ["foreign"] : []))
+    func rightFile_whenOpenToOthersOrNotOurs_loadsCorruptNotTheRight(damage: String) throws {
+        try withTemporaryDirectory { tmp in
+            let store = try EnrollmentStore(stateDirectory: tmp + "/state")
+            let right = Self.right()
+            try store.saveRight(right, user: "alice")
+            let path = tmp + "/state/users/alice/" + RightRecord.fileName(identifier: right.identifier)
+            switch damage {
+            case "mode0644": try #require(chmod(path, 0o644) == 0)
+            case "mode0666": try #require(chmod(path, 0o666) == 0)
+            default: try #require(chown(path, 4242, 4242) == 0)
+            }
+            guard case .corrupt(let reason) = try store.loadRight(identifier: right.identifier, user: "alice") else {
+                Issue.record("a right file open to others (\(damage)) was served")
+                return
+            }
+            #expect(reason.contains(damage == "foreign" ? "owned by uid 4242" : "too permissive"))
+        }
+    }
+
     @Test func rightFile_renamedToAnotherIdentifier_isCorruptNotAnotherRight() throws {
         try withTemporaryDirectory { tmp in
             let (state, sealing) = SealingTests.paths(tmp)
