@@ -229,11 +229,9 @@ int la_run(struct session *s, int pam_silent)
     if (pam_get_item(s->pamh, PAM_SERVICE, &item) == PAM_SUCCESS)
         service = item;
     /* Optional strings the daemon would refuse (not UTF-8, too long) are left out. */
-    if (service != NULL && (strnlen(service, LA_WIRE_MAX_FIELD + 1) > LA_WIRE_MAX_FIELD ||
-                            !la_wire_utf8_valid((const uint8_t *)service, strlen(service))))
+    if (service != NULL && !la_wire_text_fits(service))
         service = NULL;
-    if (tty != NULL && (strnlen(tty, LA_WIRE_MAX_FIELD + 1) > LA_WIRE_MAX_FIELD ||
-                        !la_wire_utf8_valid((const uint8_t *)tty, strlen(tty))))
+    if (tty != NULL && !la_wire_text_fits(tty))
         tty = NULL;
 
     if (s->opt->password_first) {

@@ -141,8 +141,9 @@ pam-format:
 	$(PAM_CLANG_FORMAT) -i pam/*.c pam/*.h pam/tests/*.c pam/tests/*.h pam/fuzz/*.c
 
 # The tests that load libpam through pam_wrapper run with a /tmp of their own: pam_wrapper's
-# /tmp/pam.X directories collide between runs at once (pam/tests/private-tmp.sh).
-PAM_PRIVATE_TMP := pam/tests/private-tmp.sh
+# /tmp/pam.X directories collide between runs at once (pam/tests/privtmp.py, which the tests
+# also use for each of their PAM callers).
+PAM_PRIVATE_TMP := $(PAM_PYTHON) pam/tests/privtmp.py
 
 pam-test-integration: $(PAM_MODULE)
 	$(PAM_PRIVATE_TMP) $(PAM_PYTHON) pam/tests/integration.py --module $(abspath $(PAM_MODULE)) \

@@ -163,12 +163,10 @@ static int report_password(struct session *s, const char *user, const char *serv
 static void report(pam_handle_t *pamh, const struct la_options *opt, const char *user)
 {
     const void *service = NULL;
-    if (user == NULL || strnlen(user, LA_WIRE_MAX_FIELD + 1) > LA_WIRE_MAX_FIELD ||
-        !la_wire_utf8_valid((const uint8_t *)user, strlen(user)))
+    if (user == NULL || !la_wire_text_fits(user))
         return;
     if (pam_get_item(pamh, PAM_SERVICE, &service) != PAM_SUCCESS || service == NULL ||
-        strnlen(service, LA_WIRE_MAX_FIELD + 1) > LA_WIRE_MAX_FIELD ||
-        !la_wire_utf8_valid(service, strlen(service)))
+        !la_wire_text_fits(service))
         service = NULL;
     struct session s;
     char why[LA_WIRE_MAX_FIELD + 64], name[128];

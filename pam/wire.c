@@ -217,13 +217,18 @@ void la_w_int(struct la_writer *w, uint16_t tag, int64_t value)
     put_field(w, tag, b, sizeof b);
 }
 
-void la_w_str(struct la_writer *w, uint16_t tag, const char *s)
+int la_wire_text_fits(const char *s)
 {
     size_t n = strnlen(s, LA_WIRE_MAX_FIELD + 1);
-    if (n > LA_WIRE_MAX_FIELD || !la_wire_utf8_valid((const uint8_t *)s, n))
+    return n <= LA_WIRE_MAX_FIELD && la_wire_utf8_valid((const uint8_t *)s, n);
+}
+
+void la_w_str(struct la_writer *w, uint16_t tag, const char *s)
+{
+    if (!la_wire_text_fits(s))
         w->failed = 1;
     else
-        put_field(w, tag, s, n);
+        put_field(w, tag, s, strlen(s));
 }
 
 size_t la_w_finish(struct la_writer *w)

@@ -134,6 +134,10 @@ long la_wire_body_length(const uint8_t prefix[LA_WIRE_PREFIX]);
 /* 1 when s[0..n) is UTF-8 without NUL, overlongs, surrogates or code points past U+10FFFF. */
 int la_wire_utf8_valid(const uint8_t *s, size_t n);
 
+/* 1 when the C string s goes on the wire as a text field: at most LA_WIRE_MAX_FIELD bytes of
+ * valid UTF-8 (what the daemon accepts). */
+int la_wire_text_fits(const char *s);
+
 /* Decodes a body (the bytes after the prefix) into any frame: 0, or -1 when malformed. */
 int la_wire_decode(const uint8_t *body, size_t len, struct la_frame *out);
 

@@ -219,11 +219,11 @@ class Ctx:
         return name
 
     def conv(self, service, user, answers=(), fail=(), items=None, flags=0, env=None,
-             syslog=False, ops=None):
+             syslog=False, ops=None, as_user=None):
         """One pam_authenticate (or the PAM calls in ops, see pamconv.py) through pamconv.py: a
         conversation that fails on the message styles in fail; returns {code, codes, prompts,
         info, errors, env, start, end}, and with syslog=True also "syslog": the lines the
-        process sent to /dev/log."""
+        process sent to /dev/log. as_user: the caller runs as that account."""
         spec = {"answers": list(answers), "fail": list(fail), "items": items or {}}
         if ops is not None:
             spec["ops"] = list(ops)
@@ -252,8 +252,9 @@ class Ctx:
             run_env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=87"
         # A private /tmp for pam_wrapper's copy of the services (privtmp.py).
         private, run_env = privtmp.wrap(run_env, self.root)
-        r = subprocess.run(wrap + private + [PYTHON, os.path.join(HERE, "pamconv.py"), service, user,
-                                   str(flags), json.dumps(spec)], env=run_env,
+        r = subprocess.run(wrap + private + setpriv(as_user) +
+                           [PYTHON, os.path.join(HERE, "pamconv.py"), service, user, str(flags),
+                            json.dumps(spec)], env=run_env,
                            capture_output=True, text=True, timeout=60, start_new_session=True)
         check(r.returncode == 0 and "runtime error:" not in r.stderr,
               "pamconv failed (%d): %s" % (r.returncode, r.stderr))
@@ -1246,6 +1247,35 @@ def real_password_used_line_after_the_password_module_reports_during_authenticat
                    syslog=True)
     check(len([l for l in res["syslog"] if "password use of nobody reported" in l]) == 1,
           "reported once: %s" % res["syslog"])
+
+
+@case(needs_daemon=True)
+def real_report_from_the_users_own_process_outside_its_session_is_not_recorded(ctx):
+    """Code running as the user picks its own stack (pam_wrapper's service directory: the module,
+    then pam_permit accepting any "password") and calls pam_setcred: the module sends
+    PASSWORD_USED from the user's uid, and the daemon refuses it, in no login session (row U4 of
+    docs/policy.md: a cron job, a user service) and in a session not the user's own (U5: here
+    the greeter's, where seat.py places every process), so no report of the user's own making
+    lifts a "password required" rule. pam_setcred still succeeds."""
+    d = RealDaemon(ctx)
+    svc = password_stack(ctx, d)
+    for where, logind, refusal in (
+            ("in no session", "session none", "passwordUseNotRecordedNoSession"),
+            ("in the greeter's session", None, "passwordUseNotRecordedNotOwnSession")):
+        if logind:
+            seat.say(logind)
+        try:
+            res = ctx.conv(svc, "nobody", answers=["anything at all"], ops=["authenticate", "setcred"],
+                           as_user="nobody")
+        finally:
+            if logind:
+                seat.say("session local")  # back to the greeter's session c1
+        check(res["codes"] == {"authenticate": 0, "setcred": 0}, "%s, setcred succeeds: %s" % (where, res))
+        audit = [l for l in open(ctx.path("localauthd.log")) if "op=passwordUsed" in l]
+        check(len(audit) > 0 and 'user="nobody" caller_uid=65534' in audit[-1] and
+              "result=notAuthorized phrase=%s " % refusal in audit[-1],
+              "%s, the daemon refuses the report: %s" % (where, audit))
+        check(reported_uses(d) == ([], False), "%s, not recorded: %s" % (where, reported_uses(d)))
 
 
 @case(needs_daemon=True)

@@ -14,11 +14,12 @@ import tempfile
 
 MOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Tests", "system", "logind_mock.py")
 _address = None
+_mock = None
 
 
 def address():
     """The mock system bus's address, for the daemon's DBUS_SYSTEM_BUS_ADDRESS."""
-    global _address
+    global _address, _mock
     if _address is None:
         directory = tempfile.mkdtemp(prefix="la-seat-")
         mock = subprocess.Popen(["/usr/bin/python3", MOCK, directory, "--greeter"], stdin=subprocess.PIPE,
@@ -37,8 +38,19 @@ def address():
             subprocess.run(["rm", "-rf", directory])
 
         atexit.register(stop)
+        _mock = mock
         _address = line[len("ready "):]
     return _address
+
+
+def say(command):
+    """One line to the mock (logind_mock.py's commands, e.g. `session none`), once it answers."""
+    address()
+    _mock.stdin.write(command + "\n")
+    _mock.stdin.flush()
+    answer = _mock.stdout.readline().strip()
+    if answer != "ok":
+        raise RuntimeError("logind mock, %r: %r" % (command, answer))
 
 
 def env(base=None):

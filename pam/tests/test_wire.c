@@ -242,6 +242,21 @@ static void writer_refuses_what_the_daemon_would(void)
     CHECK(la_encode_evaluate(&w, &bad) == 0);
 }
 
+/* What the module leaves out of a request (service, tty) or does not report (user) is exactly
+ * what the writer would refuse. */
+static void text_fits_is_what_the_writer_takes(void)
+{
+    static char big[LA_WIRE_MAX_FIELD + 2];
+    memset(big, 'a', sizeof big - 1);
+    CHECK(!la_wire_text_fits(big)); /* 1025 bytes */
+    big[LA_WIRE_MAX_FIELD] = '\0';
+    CHECK(la_wire_text_fits(big));
+    CHECK(la_wire_text_fits(""));
+    CHECK(la_wire_text_fits("caf\xc3\xa9"));
+    CHECK(!la_wire_text_fits("caf\xe9")); /* Latin-1, not UTF-8 */
+    CHECK(!la_wire_text_fits("al\xffice"));
+}
+
 static void generic_encode_refuses_small_buffers(void)
 {
     uint8_t small[8];
@@ -259,5 +274,6 @@ void test_wire(const char *golden_path)
     TEST(field_rules);
     TEST(length_prefix_bounds);
     TEST(writer_refuses_what_the_daemon_would);
+    TEST(text_fits_is_what_the_writer_takes);
     TEST(generic_encode_refuses_small_buffers);
 }
