@@ -67,6 +67,8 @@ lint:
 	swift-format lint --strict -r Sources Tests Examples Package.swift
 	$(PAM_CLANG_FORMAT) --dry-run -Werror Sources/*/shim.h
 	$(MAKE) pam-lint check-catalogued
+	@! grep -n '^@Suite' Tests/IntegrationTests/*.swift | grep -v '\.onOwnThreads' \
+		| sed 's/$$/  <- an integration suite without .onOwnThreads (Tests\/README.md)/' | grep .
 
 format:
 	swift-format format -i -r Sources Tests Examples Package.swift
