@@ -65,15 +65,14 @@ extension FprintdDevice {
             refuse(call, Fprintd.ErrorName.internal("Could not get connection unix user ID"))
             return
         }
-        guard let own = PeerCredentials.userName(of: uid) else {
+        guard let (own, gid) = Self.account(of: uid) else {
             refuse(call, Fprintd.ErrorName.internal("Failed to get information about user UID \(uid)"))
             return
         }
         // Pinned now, as the socket pins at accept: the bus daemon's pid is the process that
         // connected to the bus; a setuid-root caller is counted under its real uid (issue 13, M2, L4).
         let caller = PeerCredentials(
-            pid: pid, uid: uid, gid: Self.primaryGroup(of: uid), userName: own,
-            process: PeerProcess(pid: pid, pidfd: -1))
+            pid: pid, uid: uid, gid: gid, userName: own, process: PeerProcess(pid: pid, pidfd: -1))
         var user: String?
         if ["Claim", "DeleteEnrolledFingers", "ListEnrolledFingers"].contains(call.member) {
             let requested = call.string(0) ?? ""
