@@ -109,24 +109,17 @@ extension FprintdDevice {
             return
         }
         polkit.check(sender: sender, action: action.rawValue) { [self] result in
-            switch result {
-            case .success(let answer) where answer.isAuthorized:
-                then(answer)
-            case .success:
-                if actions.count > 1 {
-                    authorize(call, sender: sender, actions: Array(actions.dropFirst()), then: then)
-                } else {
-                    refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(action.rawValue)"))
-                    then(nil)
-                }
-            case .failure(let error):
-                if actions.count > 1 {
-                    authorize(call, sender: sender, actions: Array(actions.dropFirst()), then: then)
-                } else {
-                    refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(error.message)"))
-                    then(nil)
-                }
+            if case .success(let answer) = result, answer.isAuthorized { return then(answer) }
+            if actions.count > 1 {
+                return authorize(call, sender: sender, actions: Array(actions.dropFirst()), then: then)
             }
+            let why =
+                switch result {
+                case .success: action.rawValue
+                case .failure(let error): error.message
+                }
+            refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
+            then(nil)
         }
     }
 
