@@ -629,8 +629,9 @@ class RealClientTests(DoorTest):
 
     def pam_fprintd(self, user, scan):
         """pamtester through pam_wrapper with a service that has only pam_fprintd.so."""
-        module = [p for p in ("/lib/x86_64-linux-gnu/security/pam_fprintd.so",
-                              "/usr/lib/%s/security/pam_fprintd.so" % os.uname().machine + "-linux-gnu")
+        triplet = os.uname().machine + "-linux-gnu"
+        module = [p for p in ("/lib/%s/security/pam_fprintd.so" % triplet,
+                              "/usr/lib/%s/security/pam_fprintd.so" % triplet)
                   if os.path.exists(p)][0]
         services = os.path.join(WORLD.tmp, "pam.d")
         os.makedirs(services, exist_ok=True)
