@@ -518,6 +518,20 @@ class ListDeleteTests(DoorTest):
         self.assertError(self.client("ladbus4").call("DeleteEnrolledFingers", "ladbus1"), "PermissionDenied")
         self.assertIn("right-index-finger", WORLD.ctl("list", "--user", "ladbus1").stdout)
 
+    def test_rootsClaimForAUser_anotherUsersEnrolAndDeletes_areAlreadyInUseAndChangeNothing(self):
+        # The claim's enrol and deletes act with the claimer's rights (root's: no password needed);
+        # another local user whom polkit lets enrol (ladbus3) must not borrow them through it.
+        owner, other = self.client(), self.client("ladbus3")
+        owner.ok("Claim", "ladbus1")
+        self.assertError(other.call("EnrollStart", "left-thumb"), "AlreadyInUse")
+        self.assertError(other.call("DeleteEnrolledFinger", "left-index-finger"), "AlreadyInUse")
+        self.assertError(other.call("DeleteEnrolledFingers2"), "AlreadyInUse")
+        owner.ok("Release")
+        listed = WORLD.ctl("list", "--user", "ladbus1").stdout
+        self.assertIn("left-index-finger", listed)
+        self.assertIn("right-index-finger", listed)
+        self.assertNotIn("left-thumb", listed)
+
     def test_deleteOwnFinger_withoutThePassword_isPermissionDeniedAndKeepsIt(self):
         # A passer-by at the unlocked desk (or malware) in the owner's session: deleting needs
         # polkit's enroll action, auth_self_keep, and nobody types the password.
@@ -615,8 +629,9 @@ class RealClientTests(DoorTest):
 
     def pam_fprintd(self, user, scan):
         """pamtester through pam_wrapper with a service that has only pam_fprintd.so."""
-        module = [p for p in ("/lib/x86_64-linux-gnu/security/pam_fprintd.so",
-                              "/usr/lib/%s/security/pam_fprintd.so" % os.uname().machine + "-linux-gnu")
+        triplet = os.uname().machine + "-linux-gnu"
+        module = [p for p in ("/lib/%s/security/pam_fprintd.so" % triplet,
+                              "/usr/lib/%s/security/pam_fprintd.so" % triplet)
                   if os.path.exists(p)][0]
         services = os.path.join(WORLD.tmp, "pam.d")
         os.makedirs(services, exist_ok=True)

@@ -182,12 +182,14 @@ final class FprintdDevice: @unchecked Sendable {
         }
     }
 
-    /// The account's primary group (`getpwuid_r`): D-Bus tells the uid only.
-    static func primaryGroup(of uid: UInt32) -> UInt32 {
+    /// The account's name and primary group in one `getpwuid_r`: D-Bus tells the uid only.
+    static func account(of uid: UInt32) -> (name: String, gid: UInt32)? {
         var pwd = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 4096)
-        guard getpwuid_r(uid, &pwd, &buffer, buffer.count, &result) == 0, result != nil else { return UInt32.max }
-        return pwd.pw_gid
+        guard getpwuid_r(uid, &pwd, &buffer, buffer.count, &result) == 0, result != nil, let name = pwd.pw_name else {
+            return nil
+        }
+        return (String(cString: name), pwd.pw_gid)
     }
 }

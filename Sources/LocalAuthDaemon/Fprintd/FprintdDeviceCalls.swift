@@ -65,15 +65,14 @@ extension FprintdDevice {
             refuse(call, Fprintd.ErrorName.internal("Could not get connection unix user ID"))
             return
         }
-        guard let own = PeerCredentials.userName(of: uid) else {
+        guard let (own, gid) = Self.account(of: uid) else {
             refuse(call, Fprintd.ErrorName.internal("Failed to get information about user UID \(uid)"))
             return
         }
         // Pinned now, as the socket pins at accept: the bus daemon's pid is the process that
         // connected to the bus; a setuid-root caller is counted under its real uid (issue 13, M2, L4).
         let caller = PeerCredentials(
-            pid: pid, uid: uid, gid: Self.primaryGroup(of: uid), userName: own,
-            process: PeerProcess(pid: pid, pidfd: -1))
+            pid: pid, uid: uid, gid: gid, userName: own, process: PeerProcess(pid: pid, pidfd: -1))
         var user: String?
         if ["Claim", "DeleteEnrolledFingers", "ListEnrolledFingers"].contains(call.member) {
             let requested = call.string(0) ?? ""
@@ -110,24 +109,17 @@ extension FprintdDevice {
             return
         }
         polkit.check(sender: sender, action: action.rawValue) { [self] result in
-            switch result {
-            case .success(let answer) where answer.isAuthorized:
-                then(answer)
-            case .success:
-                if actions.count > 1 {
-                    authorize(call, sender: sender, actions: Array(actions.dropFirst()), then: then)
-                } else {
-                    refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(action.rawValue)"))
-                    then(nil)
-                }
-            case .failure(let error):
-                if actions.count > 1 {
-                    authorize(call, sender: sender, actions: Array(actions.dropFirst()), then: then)
-                } else {
-                    refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(error.message)"))
-                    then(nil)
-                }
+            if case .success(let answer) = result, answer.isAuthorized { return then(answer) }
+            if actions.count > 1 {
+                return authorize(call, sender: sender, actions: Array(actions.dropFirst()), then: then)
             }
+            let why =
+                switch result {
+                case .success: action.rawValue
+                case .failure(let error): error.message
+                }
+            refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
+            then(nil)
         }
     }
 

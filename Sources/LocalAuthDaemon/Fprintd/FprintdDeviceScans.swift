@@ -13,15 +13,21 @@ import Synchronization
 /// `FprintdDevice`'s calls that use the reader: VerifyStart and EnrollStart, their status signals,
 /// and VerifyStop / EnrollStop.
 extension FprintdDevice {
+    /// Starts `kind` with no status reported yet; returns the start's generation, which its
+    /// preparation must still find when it is done (a Stop or Release meanwhile moves it on).
+    func begin(_ kind: ActionKind) -> Int {
+        action = kind
+        statusReported = false
+        startGeneration += 1
+        return startGeneration
+    }
+
     // MARK: Verify
 
     func verifyStart(_ call: BusCall, finger: Fprintd.FingerArgument) {
         guard let session else { return refuse(call, Fprintd.ErrorName.claimDevice("Device was not claimed")) }
         if let problem = busyProblem() { return refuse(call, problem) }
-        action = .verify
-        statusReported = false
-        startGeneration += 1
-        let generation = startGeneration
+        let generation = begin(.verify)
         let backend = self.backend
         Task {
             let listed = await backend.handle(
@@ -141,10 +147,7 @@ extension FprintdDevice {
             }
             presence = .polkitAuthentication(temporaryAuthorization: id)
         }
-        action = .enroll
-        statusReported = false
-        startGeneration += 1
-        let generation = startGeneration
+        let generation = begin(.enroll)
         let backend = self.backend
         Task {
             // fprintd replaces a finger enrolled again: the old print goes first.
