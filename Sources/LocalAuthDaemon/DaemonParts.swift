@@ -68,6 +68,11 @@ struct DaemonParts: Sendable {
         return (holding ?? present.first, holding == nil && !keys.isEmpty)
     }
 
+    /// A reader the laptop's lid covers: any driver not named in `external-reader-drivers`.
+    func isBuiltIn(_ device: ReaderDeviceInfo?) -> Bool {
+        device.map { !configuration.externalReaderDrivers.contains($0.driver) } ?? false
+    }
+
     /// A user's stored state; unreadable (corrupt, or the read failed) is said, never read as empty.
     struct LoadedState {
         var state: UserAuthState
