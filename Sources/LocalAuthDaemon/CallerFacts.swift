@@ -24,10 +24,10 @@ struct CallerFacts {
         user: String, whereabouts: Whereabouts, parts: DaemonParts, readerID: String? = nil,
         finger: FingerName? = nil
     ) async -> CallerFacts {
-        let (device, onlyOnAbsentReaders) = await parts.device(forUser: user, named: readerID)
+        let (device, onlyOnAbsentReaders, onDevice) = await parts.device(forUser: user, named: readerID)
         let loaded = parts.loadState(user)
-        let prints = parts.enrolledPrints(user, on: device).filter { finger == nil || $0.finger == finger }
-        let builtIn = device.map { !parts.configuration.externalReaderDrivers.contains($0.driver) } ?? false
+        let prints = onDevice.filter { finger == nil || $0.finger == finger }
+        let builtIn = parts.isBuiltIn(device)
         let unavailable: ReaderUnavailable?
         if case .refused(let why) = whereabouts.verdict {
             unavailable = why  // the daemon refuses before it gathers; kept so that no path can scan

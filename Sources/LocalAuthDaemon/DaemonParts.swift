@@ -56,16 +56,30 @@ struct DaemonParts: Sendable {
 
     /// The reader a user's evaluation uses, with several readers: the one a door names; else the
     /// first present reader that holds one of the user's prints; else the first present reader.
-    /// `onlyOnAbsentReaders`: the user's prints are all on readers that are not connected.
+    /// `onlyOnAbsentReaders`: the user's prints are all on readers that are not connected. `prints`:
+    /// the user's prints on that reader (`enrolledPrints`), from the same read of the store.
     nonisolated(nonsending) func device(forUser user: String, named: String?) async -> (
-        device: ReaderDeviceInfo?, onlyOnAbsentReaders: Bool
+        device: ReaderDeviceInfo?, onlyOnAbsentReaders: Bool, prints: [StoredPrint]
     ) {
-        if let named { return (await currentDevice(named), false) }
+        if let named {
+            let device = await currentDevice(named)
+            return (device, false, enrolledPrints(user, on: device))
+        }
         let present = await reader?.devices() ?? []
         if present.isEmpty { reader?.lookForReadersIfNone() }
-        let keys = Set(((try? store.allPrints(user: user)) ?? []).map(\.deviceKey))
+        let all = try? store.allPrints(user: user)
+        let keys = Set((all ?? []).map(\.deviceKey))
         let holding = present.first { keys.contains($0.storageKey) }
-        return (holding ?? present.first, holding == nil && !keys.isEmpty)
+        let device = holding ?? present.first
+        // Every print file is opened (and unsealed) once per evaluation, not once more for the reader's.
+        let prints =
+            all.map { all in all.filter { $0.deviceKey == device?.storageKey } } ?? enrolledPrints(user, on: device)
+        return (device, holding == nil && !keys.isEmpty, prints)
+    }
+
+    /// A reader the laptop's lid covers: any driver not named in `external-reader-drivers`.
+    func isBuiltIn(_ device: ReaderDeviceInfo?) -> Bool {
+        device.map { !configuration.externalReaderDrivers.contains($0.driver) } ?? false
     }
 
     /// A user's stored state; unreadable (corrupt, or the read failed) is said, never read as empty.

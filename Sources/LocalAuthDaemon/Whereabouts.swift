@@ -26,7 +26,7 @@ struct Whereabouts {
         caller: PeerCredentials, target: String, tty: String?, service: String?, parts: DaemonParts
     ) async -> Whereabouts {
         let device = await parts.currentDevice()
-        let builtIn = device.map { !parts.configuration.externalReaderDrivers.contains($0.driver) } ?? false
+        let builtIn = parts.isBuiltIn(device)
         let place = await parts.sessions.view(of: caller.pid, uid: caller.uid, tty: tty, askLid: builtIn)
         // Checked after the lookups by pid: if the process that connected is gone, they may have
         // been about another process that has its pid now (issue 13, L4).

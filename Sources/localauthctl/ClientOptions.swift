@@ -27,6 +27,23 @@ struct ClientOptions: ParsableArguments {
         _ request: Request, socket: String?, quiet: Bool, timeoutMs: Int64 = 330_000,
         print printResult: (RequestResult) -> Void = { _ in }
     ) -> Never {
+        perform(request, socket: socket, timeoutMs: timeoutMs) { event in
+            if !quiet { show(event) }
+        } success: { result in
+            if !quiet {
+                print(result.localizedMessage())
+                printResult(result)
+            }
+        }
+    }
+
+    /// Connects, runs `request` and exits with the documented code: `onEvent` sees every event (the
+    /// passcode is read from the terminal when asked for), `success` the result of a request that
+    /// succeeded; a failure is said on standard error.
+    static func perform(
+        _ request: Request, socket: String?, timeoutMs: Int64, onEvent: (Event) -> Void,
+        success: (RequestResult) -> Void
+    ) -> Never {
         let connection: DaemonConnection
         do {
             connection = try DaemonConnection(
@@ -36,17 +53,12 @@ struct ClientOptions: ParsableArguments {
         }
         do {
             let result = try connection.perform(request, timeoutMs: timeoutMs) { event in
-                if !quiet { show(event) }
-                switch event.kind {
-                case .passcodeNeeded: return readPasscode(prompt: tr("Passcode: ")).map { .passcode($0) } ?? .cancel
-                default: return nil
-                }
+                onEvent(event)
+                guard event.kind == .passcodeNeeded else { return nil }
+                return readPasscode(prompt: tr("Passcode: ")).map { .passcode($0) } ?? .cancel
             }
             if result.isSuccess {
-                if !quiet {
-                    print(result.localizedMessage())
-                    printResult(result)
-                }
+                success(result)
             } else {
                 printError(
                     "localauthctl: \(result.localizedMessage()) (\(result.resultCode?.name ?? String(result.code)))")

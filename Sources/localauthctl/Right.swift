@@ -95,7 +95,7 @@ struct Right: ParsableCommand {
         @Option(help: ArgumentHelp(tr("Seconds to wait.")))
         var timeout: Int64 = 30
         func run() throws {
-            try Right.run(
+            Right.run(
                 connection,
                 RightUseOptions(
                     // English: the command
@@ -116,7 +116,7 @@ struct Right: ParsableCommand {
         @Option(help: ArgumentHelp(tr("Seconds to wait.")))
         var timeout: Int64 = 30
         func run() throws {
-            try Right.run(
+            Right.run(
                 connection,
                 RightUseOptions(
                     identifier: identifier, operation: .sign, algorithm: "ecdsaSignatureMessageX962SHA256",
@@ -143,34 +143,17 @@ struct Right: ParsableCommand {
     }
 
     /// Runs a RIGHT_USE: prompts on standard error, the data alone on standard output.
-    static func run(_ connection: ClientOptions, _ options: RightUseOptions, hex: Bool) throws -> Never {
-        let client: DaemonConnection
-        do {
-            client = try DaemonConnection(
-                socketPath: connection.socket ?? DaemonConnection.defaultSocketPath, clientName: "localauthctl")
-        } catch {
-            fail(describe(error), code: Exit.unreachable)
-        }
-        do {
-            let result = try client.perform(.rightUse(options), timeoutMs: options.timeoutMs + 10_000) { event in
-                if !connection.quiet, event.kind != .passcodeNeeded { printError(event.localizedMessage()) }
-                guard event.kind == .passcodeNeeded else { return nil }
-                return readPasscode(prompt: tr("Passcode: ")).map { .passcode($0) } ?? .cancel
-            }
-            if result.isSuccess {
-                let data = result.fields.bytes(.data) ?? []
-                if hex {
-                    print(Right.hex(data))
-                } else {
-                    _ = data.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
-                }
+    static func run(_ connection: ClientOptions, _ options: RightUseOptions, hex: Bool) -> Never {
+        ClientOptions.perform(.rightUse(options), socket: connection.socket, timeoutMs: options.timeoutMs + 10_000) {
+            event in
+            if !connection.quiet, event.kind != .passcodeNeeded { printError(event.localizedMessage()) }
+        } success: { result in
+            let data = result.fields.bytes(.data) ?? []
+            if hex {
+                print(Right.hex(data))
             } else {
-                printError(
-                    "localauthctl: \(result.localizedMessage()) (\(result.resultCode?.name ?? String(result.code)))")
+                _ = data.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
             }
-            Glibc.exit(Exit.code(for: result.code))
-        } catch {
-            fail(describe(error), code: Exit.unreachable)
         }
     }
 }

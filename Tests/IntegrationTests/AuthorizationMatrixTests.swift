@@ -9,7 +9,8 @@ import Testing
 /// the real daemon with callers that are real uids (`setpriv`): the account acted on is `nobody`'s
 /// (uid 65534); `daemon` (uid 1) is another user; uid 4242 has no account name; the liar is uid 1
 /// speaking the protocol itself, whose HELLO and request both claim to be `nobody`. canEvaluate
-/// has no `localauthctl` command, so every caller sends it through the same relay.
+/// has no `localauthctl` command, and `localauthctl right` names no other account for a secret or
+/// a signature, so every caller sends those and the other RIGHT_* requests through the same relay.
 ///
 /// An allowed cell must do what was asked (and is checked for its effect); a refused cell must
 /// answer `notAuthorized` and change nothing.
@@ -35,12 +36,19 @@ struct AuthorizationMatrixTests {
     enum Op: String, CaseIterable {
         case status, canEvaluate, devices, evaluate, verify, list, enroll, delete
         case passcodeSet, passcodeChange, passcodeRemove, lockoutReset, simulate
+        case rightSave, rightGet, rightUse, rightRemove
+        var isRight: Bool { [.rightSave, .rightGet, .rightUse, .rightRemove].contains(self) }
     }
+
+    /// The owner's right every RIGHT_* cell aims at, and the one a caller tries to plant.
+    static let right = "vault"
+    static let planted = "planted"
+    static let rightSecret: [UInt8] = Array("the owner's secret".utf8)
 
     /// `docs/security.md`'s table, for the account `nobody`.
     static func allowed(_ op: Op, _ caller: Caller) -> Bool {
         switch caller {
-        case .root: return true
+        case .root: return op != .rightSave && op != .rightGet && op != .rightUse  // removes, never reads
         case .theUserThemself: return op != .lockoutReset && op != .simulate
         case .anotherUser, .uidWithoutAName, .liar: return op == .devices
         }
@@ -63,6 +71,12 @@ struct AuthorizationMatrixTests {
         case .passcodeRemove: .passcodeRemove(user: owner, oldPasscode: passcode)
         case .lockoutReset: .lockoutReset(user: owner)
         case .simulate: .simulate(action: "finger-off", argument: nil)
+        case .rightSave:
+            .rightSave(user: owner, identifier: planted, requirement: .biometryAny, secret: Array("planted".utf8))
+        case .rightGet: .rightGet(user: owner, identifier: right)
+        case .rightUse:
+            .rightUse(RightUseOptions(user: owner, identifier: right, operation: .loadSecret, timeoutMs: 10_000))
+        case .rightRemove: .rightRemove(user: owner, identifier: right)
         }
     }
 
@@ -71,14 +85,26 @@ struct AuthorizationMatrixTests {
         var fingers: [String]
         var passcodeSet: Bool
         var locked: Bool
+        /// Which of `right` and `planted` the owner holds (read for the RIGHT_* cells only).
+        var rights: [String] = []
     }
 
-    static func snapshot(_ d: DaemonHarness) throws -> Snapshot {
+    static func snapshot(_ d: DaemonHarness, rights: Bool = false) throws -> Snapshot {
         let (list, _) = try d.perform(.list(user: owner))
         let (status, _) = try d.perform(.status(user: owner))
         return Snapshot(
             fingers: list.fields.strings(.finger).sorted(), passcodeSet: status.fields.bool(.passcodeSet) == true,
-            locked: status.fields.bool(.biometryLocked) == true)
+            locked: status.fields.bool(.biometryLocked) == true,
+            rights: rights ? try [right, planted].filter { try ownerHolds($0, d) } : [])
+    }
+
+    /// Whether the owner holds the right, asked as the owner (root may not read it).
+    static func ownerHolds(_ identifier: String, _ d: DaemonHarness) throws -> Bool {
+        let get = Request.rightGet(user: nil, identifier: identifier)
+        let reply = try relay(
+            Hello(client: "matrix").frame.encoded() + get.frame.encoded(), uid: "65534", socket: d.socketPath)
+        let result = try frames(in: reply).first { $0.type == .result }.map { try RequestResult(frame: $0) }
+        return result?.isSuccess == true
     }
 
     static func rootSetsPasscode(_ d: DaemonHarness) throws {
@@ -88,7 +114,8 @@ struct AuthorizationMatrixTests {
 
     /// Runs one cell; returns the result code the caller saw (`notAuthorized` for exit status 3).
     static func run(_ op: Op, as caller: Caller, on d: DaemonHarness, expectAllowed: Bool) throws -> ResultCode? {
-        if caller == .liar || op == .canEvaluate { return try viaRelay(op, as: caller, on: d) }
+        if op == .rightUse && expectAllowed { try d.simulate("touch", "owner-1") }
+        if caller == .liar || op == .canEvaluate || op.isRight { return try viaRelay(op, as: caller, on: d) }
         let user = ["--user", owner]
         var arguments: [String]
         var stdin: String? = nil
@@ -123,6 +150,7 @@ struct AuthorizationMatrixTests {
             stdin = oldPasscode
         case .lockoutReset: arguments = ["lockout", "reset"] + user
         case .simulate: arguments = ["simulate", "finger-off"]
+        case .rightSave, .rightGet, .rightUse, .rightRemove: return nil  // sent through the relay above
         }
         let r = try d.ctl(arguments, asUser: caller.uid, stdin: stdin)
         switch r.status {
@@ -143,7 +171,13 @@ struct AuthorizationMatrixTests {
         let bytes = hello.frame.encoded() + request(op).frame.encoded()
         let reply = try relay(bytes, uid: caller.uid ?? "0", socket: d.socketPath)
         for frame in try frames(in: reply) where frame.type == .result {
-            return try RequestResult(frame: frame).resultCode
+            let result = try RequestResult(frame: frame)
+            if op == .rightUse {
+                // The secret reaches the owner alone, and only in a request that succeeded.
+                let data = result.fields.bytes(.data)
+                #expect(data == (result.isSuccess ? rightSecret : nil), "\(op) as \(caller): \(result.message)")
+            }
+            return result.resultCode
         }
         Issue.record("\(op) as \(caller): no RESULT in \(reply.count) bytes")
         return nil
@@ -195,10 +229,17 @@ struct AuthorizationMatrixTests {
 
     /// Puts the account in the state the cell needs, as root.
     static func prepare(_ op: Op, _ d: DaemonHarness) async throws {
-        var s = try snapshot(d)
+        var s = try snapshot(d, rights: op.isRight)
         if !s.fingers.contains("right-index-finger") {
             try await d.enroll(user: owner, finger: .rightIndex, printID: "owner-1")
         }
+        if op.isRight && !s.rights.contains(right) {
+            // Saved by the owner (root may not save into another account).
+            let save = Request.rightSave(user: nil, identifier: right, requirement: .biometryAny, secret: rightSecret)
+            _ = try relay(
+                Hello(client: "matrix").frame.encoded() + save.frame.encoded(), uid: "65534", socket: d.socketPath)
+        }
+        if s.rights.contains(planted) { _ = try d.perform(.rightRemove(user: owner, identifier: planted)) }
         switch op {
         case .enroll:
             if s.fingers.contains("left-index-finger") {
@@ -223,7 +264,8 @@ struct AuthorizationMatrixTests {
         default:
             break
         }
-        s = try snapshot(d)
+        s = try snapshot(d, rights: op.isRight)
+        if op.isRight { #expect(s.rights == [right], "prepared for \(op): \(s.rights)") }
         if op != .passcodeSet { try rootSetsPasscode(d) }  // a known passcode (a cell may have changed it)
         if op != .lockoutReset && s.locked { _ = try d.perform(.lockoutReset(user: owner)) }
     }
@@ -237,6 +279,8 @@ struct AuthorizationMatrixTests {
         case .passcodeSet: #expect(!before.passcodeSet && after.passcodeSet, "\(context)")
         case .passcodeRemove: #expect(before.passcodeSet && !after.passcodeSet, "\(context)")
         case .lockoutReset: #expect(before.locked && !after.locked, "\(context)")
+        case .rightSave: #expect(before.rights == [right] && after.rights == [right, planted], "\(context)")
+        case .rightRemove: #expect(before.rights == [right] && after.rights.isEmpty, "\(context)")
         default: #expect(after == before, "\(context)")
         }
     }
@@ -246,10 +290,10 @@ struct AuthorizationMatrixTests {
         let d = try DaemonHarness(extraArguments: ["--linger-ms", "-1"])
         for op in Op.allCases {
             try await Self.prepare(op, d)
-            let before = try Self.snapshot(d)
+            let before = try Self.snapshot(d, rights: op.isRight)
             let expectAllowed = Self.allowed(op, caller)
             let code = try Self.run(op, as: caller, on: d, expectAllowed: expectAllowed)
-            let after = try Self.snapshot(d)
+            let after = try Self.snapshot(d, rights: op.isRight)
             if expectAllowed {
                 #expect(code == .success, "\(op) as \(caller) must be allowed\n\(d.daemonLog)")
                 Self.checkEffect(op, before: before, after: after, caller: caller)

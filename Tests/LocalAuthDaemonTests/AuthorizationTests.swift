@@ -46,7 +46,7 @@ import Testing
         #expect(Authorization.decide(op, caller: Self.nameless, target: "alice") != .allowed)
     }
 
-    @Test(arguments: [Operation.simulate, .lockoutReset])
+    @Test(arguments: [Operation.simulate, .lockoutReset, .importFprintd])
     func user_isRefusedAdministration(_ op: Operation) {
         #expect(Authorization.decide(op, caller: Self.alice, target: "alice") != .allowed)
         #expect(Authorization.decide(op, caller: Self.alice, target: nil) != .allowed)
