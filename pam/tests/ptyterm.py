@@ -29,8 +29,13 @@ class Pty:
             # start_new_session made this process a session leader; the pty on fd 1 becomes
             # its controlling terminal, with this process group in the foreground.
             fcntl.ioctl(1, termios.TIOCSCTTY, 0)
-            if blocked:
-                signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+            # As a shell at a terminal starts it: Ctrl-C and Ctrl-\ at their defaults and only
+            # `blocked` blocked, whatever this test run inherited (a run started in the
+            # background by a shell without job control has SIGINT and SIGQUIT ignored, and the
+            # program would outlive the Ctrl-C the test sends).
+            for number in (signal.SIGINT, signal.SIGQUIT):
+                signal.signal(number, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
         self.proc = subprocess.Popen([c.replace("{tty}", self.name) for c in cmd], env=env,
                                      stdin=slave if stdin is None else stdin, stdout=slave,
