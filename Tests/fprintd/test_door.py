@@ -377,18 +377,19 @@ class LockoutTests(DoorTest):
         self.assertIn("lock", (r.stdout + r.stderr).lower())
         self.assertIn('op=lockout user="ladbus1"', WORLD.log())
         module = os.environ.get("LOCALAUTH_PAM_MODULE")
-        if module:
-            services = os.path.join(WORLD.tmp, "pam.d")
-            os.makedirs(services, exist_ok=True)
-            with open(os.path.join(services, "sudo-test"), "w") as f:
-                f.write("auth required %s socket=%s timeout=10\n" % (module, os.path.join(WORLD.tmp, "socket")))
-            open(os.path.join(services, "other"), "w").close()
-            env = dict(WORLD.env(), LD_PRELOAD="libpam_wrapper.so", PAM_WRAPPER="1",
-                       PAM_WRAPPER_SERVICE_DIR=services)
-            pam = subprocess.run(["pamtester", "-v", "sudo-test", "ladbus1", "authenticate"], capture_output=True,
-                                 text=True, env=env, timeout=30)
-            self.assertNotEqual(pam.returncode, 0, pam.stdout + pam.stderr)
-            self.assertRegex(WORLD.log(), r'op=evaluate user="ladbus1" [^\n]*service="sudo-test"[^\n]*result=biometryLockout')
+        # Without the module this test would prove half of what its name says: fail, not skip.
+        self.assertTrue(module, "LOCALAUTH_PAM_MODULE is unset: make test-fprintd sets it to the built module")
+        services = os.path.join(WORLD.tmp, "pam.d")
+        os.makedirs(services, exist_ok=True)
+        with open(os.path.join(services, "sudo-test"), "w") as f:
+            f.write("auth required %s socket=%s timeout=10\n" % (module, os.path.join(WORLD.tmp, "socket")))
+        open(os.path.join(services, "other"), "w").close()
+        env = dict(WORLD.env(), LD_PRELOAD="libpam_wrapper.so", PAM_WRAPPER="1",
+                   PAM_WRAPPER_SERVICE_DIR=services)
+        pam = subprocess.run(["pamtester", "-v", "sudo-test", "ladbus1", "authenticate"], capture_output=True,
+                             text=True, env=env, timeout=30)
+        self.assertNotEqual(pam.returncode, 0, pam.stdout + pam.stderr)
+        self.assertRegex(WORLD.log(), r'op=evaluate user="ladbus1" [^\n]*service="sudo-test"[^\n]*result=biometryLockout')
         WORLD.ctl("lockout", "reset", "--user", "ladbus1")
 
 
