@@ -75,7 +75,7 @@ class Side:
 
         mark, _ = self.start("sudo whoami", self.prompt)
         for n in range(self.misses - 1):  # ours: tries=3; the daemon says each miss
-            self.act(mark, self.miss, lambda s, n=n: s.count("not recognised") > n, "a miss")
+            self.act(mark, self.miss, lambda s, n=n: s.lower().count("not recognised") > n, "a miss")
         _, t = self.act(mark, self.miss, SUDO_PROMPT, "sudo's password prompt after the misses")
         record("last wrong touch -> sudo's password prompt", t)
         self.term.type_line(ALICE_PW)
