@@ -33,8 +33,8 @@ struct CallerFacts {
             unavailable = why  // the daemon refuses before it gathers; kept so that no path can scan
         } else if device == nil {
             unavailable = .noReader
-        } else if whereabouts.place.lidClosed {
-            unavailable = .lidClosed
+        } else if builtIn && whereabouts.place.lidClosed {
+            unavailable = .lidClosed  // the lid covers a built-in reader, not an external one
         } else {
             unavailable = nil
         }

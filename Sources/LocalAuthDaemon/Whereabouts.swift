@@ -21,13 +21,12 @@ struct Whereabouts {
     let reuseKey: String
 
     /// Asks the kernel (through the connection's pinned process) and logind, in one visit to the bus
-    /// with the lid when the reader is built in.
+    /// with the lid when a built-in reader is present (the evaluation may use any present reader).
     nonisolated(nonsending) static func find(
         caller: PeerCredentials, target: String, tty: String?, service: String?, parts: DaemonParts
     ) async -> Whereabouts {
-        let device = await parts.currentDevice()
-        let builtIn = parts.isBuiltIn(device)
-        let place = await parts.sessions.view(of: caller.pid, uid: caller.uid, tty: tty, askLid: builtIn)
+        let builtInPresent = await (parts.reader?.devices() ?? []).contains { parts.isBuiltIn($0) }
+        let place = await parts.sessions.view(of: caller.pid, uid: caller.uid, tty: tty, askLid: builtInPresent)
         // Checked after the lookups by pid: if the process that connected is gone, they may have
         // been about another process that has its pid now (issue 13, L4).
         let orphaned = !caller.isStillTheConnectingProcess

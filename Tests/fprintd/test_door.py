@@ -797,6 +797,32 @@ class SeveralReadersTests(DoorTest):
         self.assertError(c.call("ListEnrolledFingers", "ladbus4"), "NoEnrolledPrints")
         c.ok("Release")
 
+    def test_lidClosed_refusesTheBuiltInReader_butNotAnExternalOneThatHoldsThePrints(self):
+        """A docked laptop with its lid closed: the built-in reader (virtual_device, enumerated first) is
+        covered, the external one (virtual_device_storage, named in external-reader-drivers) is not.
+        Apple's builtInSensorInaccessible: the lid stops the built-in sensor, not an external keyboard's.
+        Before, a closed lid refused every reader once the first one present was built in."""
+        config = "fprintd-state-dir = %s/no-fprintd\nexternal-reader-drivers = virtual_device_storage\n" % WORLD.tmp
+        WORLD.start_daemon(config=config, env={"FP_VIRTUAL_DEVICE_STORAGE": self.storage})
+        self.addCleanup(WORLD.start_daemon, env={"FP_VIRTUAL_DEVICE_STORAGE": self.storage})
+        c = self.second()
+        c.ok("Claim", "ladbus1")
+        self.enrol_on_second(c, "left-index-finger", "ladbus1-external")
+        c.ok("Release")
+        WORLD.enrol_as_root("ladbus2")  # on the built-in reader
+        self.assertEqual(WORLD.logind_command("lid closed"), "ok")
+        self.addCleanup(WORLD.logind_command, "lid open")
+
+        covered = WORLD.ctl("verify", "--user", "ladbus2")
+        self.assertNotEqual(covered.returncode, 0, covered.stdout + covered.stderr)
+        self.assertIn("lid", (covered.stdout + covered.stderr).lower())
+
+        proc = subprocess.Popen([os.path.join(WORLD.bin, "localauthctl"), "verify", "--user", "ladbus1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        WORLD.virtual("SCAN ladbus1-external", path=self.storage)
+        out, _ = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 0, out + WORLD.log()[-1500:])
+
     def test_zz_unpluggedReader_isGoneFromTheBus_andItsFingersAnswerBiometryDisconnected(self):
         c = self.second()
         c.ok("Claim", "ladbus1")
