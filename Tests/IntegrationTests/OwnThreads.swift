@@ -7,7 +7,7 @@ import Testing
 /// block while they wait on the daemon; on the cooperative pool, which is as wide as the machine
 /// has cores (two here), a few such tests at once held every thread, and a test waiting for an
 /// event resumed only after its request had timed out: ReaderFaultTests' verify waited 20 s for
-/// an `ERROR 5` that the starved test sent after the timeout (CI, 2026-11-23; reproduced here
+/// an `ERROR 5` that the starved test sent after the timeout (CI on 5033bca; reproduced here
 /// with one busy core). Off the pool, a blocked test holds its own thread only.
 struct OwnThreads: SuiteTrait, TestTrait, TestScoping {
     var isRecursive: Bool { true }
