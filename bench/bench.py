@@ -604,13 +604,7 @@ class OursOverDBus(Theirs):
         # logind on this bus puts every process in an active local greeter session.
         mock_dir = os.path.join(self.tmp, "logind")
         os.mkdir(mock_dir)
-        self.logind = self.bench.procs.start(
-            ["/usr/bin/python3", seat.MOCK, mock_dir, "--greeter", "--on-bus", self.address],
-            env=self.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True)
-        line = self.logind.stdout.readline().strip()
-        if not line.startswith("ready "):
-            sys.exit("the logind mock on the private bus: %r" % line)
+        self.logind = seat.LogindMock(mock_dir, on_bus=self.address, env=self.env(), start=self.bench.procs.start)
         with open(self.log, "a") as log_file:
             self.daemon = self.bench.procs.start(
                 [os.path.join(self.bench.args.bin, "localauthd"), "--socket", self.sock, "--state-dir",

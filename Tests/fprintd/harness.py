@@ -22,13 +22,15 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "pam", "tests"))
+import seat  # noqa: E402  (python-dbusmock's logind: seat.LogindMock)
 PACKAGING = os.path.join(REPO, "packaging", "fprintd-compat")
 POLKITD = "/usr/lib/polkit-1/polkitd"
-LOGIND_MOCK = os.path.join(REPO, "Tests", "system", "logind_mock.py")
 DEVICE = "/net/reactivated/Fprint/Device/0"
 
 # The test users and what polkit allows each, as the rules file below says. On a real machine
@@ -255,19 +257,12 @@ class World:
         # "Who may be asked for a finger"), as the other harnesses stand. `self.logind` takes
         # logind_mock.py's commands (e.g. "place 64202 none").
         mock_dir = tempfile.mkdtemp(prefix="logind-", dir=self.tmp)
-        self.logind = subprocess.Popen(
-            ["/usr/bin/python3", LOGIND_MOCK, mock_dir, "--greeter", "--on-bus", "unix:path=/run/dbus/system_bus_socket"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=self.env())
-        self.procs.append(self.logind)
-        line = self.logind.stdout.readline().strip()
-        if not line.startswith("ready "):
-            raise AssertionError("logind mock: %r" % line)
+        self.logind = seat.LogindMock(mock_dir, on_bus="unix:path=/run/dbus/system_bus_socket", env=self.env())
+        self.procs.append(self.logind.process)
 
     def logind_command(self, command):
         """One logind_mock.py command; returns its answer line."""
-        self.logind.stdin.write(command + "\n")
-        self.logind.stdin.flush()
-        return self.logind.stdout.readline().strip()
+        return self.logind.say(command)
 
     def folder(self, name, files):
         path = os.path.join(self.tmp, name)
@@ -372,8 +367,7 @@ class World:
     def teardown(self):
         self.stop_daemon()
         if getattr(self, "logind", None):
-            self.logind.stdin.close()  # logind_mock.py stops when its input closes
-            self.logind.stdout.close()
+            self.logind.stop()
         for proc in reversed(self.procs):
             if proc.poll() is None:
                 proc.terminate()

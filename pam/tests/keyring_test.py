@@ -42,10 +42,10 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sandbox  # noqa: E402
+import seat  # noqa: E402
 from sandbox import check, wait_until  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 PYTHON = "/usr/bin/python3"
 USER, PASSWORD = "lapwrules-kr", "Keyring-pass 4711"
 SECRET = "the secret only the password opens"
@@ -106,12 +106,8 @@ class World:
             f.write(str(uuid.uuid4()) + "\n")
         subprocess.run(["mount", "--bind", boot_file, BOOT_ID], check=True)
         os.mkdir(self.path("logind-%d" % self.boots))
-        self.logind = subprocess.Popen(
-            [PYTHON, self.args.logind_mock, self.path("logind-%d" % self.boots), "--greeter"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        first = self.logind.stdout.readline().split()
-        check(first[:1] == ["ready"], "logind mock: %s" % first)
-        os.environ["DBUS_SYSTEM_BUS_ADDRESS"] = first[1]  # the daemon inherits it
+        self.logind = seat.LogindMock(self.path("logind-%d" % self.boots))
+        os.environ["DBUS_SYSTEM_BUS_ADDRESS"] = self.logind.address  # the daemon inherits it
         with open("/etc/localauthd.conf", "w") as f:  # the overlay's /etc: the default path
             f.write(config)
         self.m.start_daemon()
@@ -127,9 +123,7 @@ class World:
         wait_until(lambda: os.path.exists(self.runtime + "/bus"), "the session bus")
 
     def logind_says(self, command):
-        self.logind.stdin.write(command + "\n")
-        self.logind.stdin.flush()
-        answer = self.logind.stdout.readline().strip()
+        answer = self.logind.say(command)
         check(answer == "ok", "logind mock: %s -> %s" % (command, answer))
 
     def own_processes(self):
@@ -161,8 +155,7 @@ class World:
             self.bus = None
         self.m.stop_daemon()
         if self.logind is not None:
-            self.logind.stdin.close()
-            self.logind.wait(timeout=30)
+            self.logind.stop(timeout=30)
             self.logind = None
         wait_until(lambda: not self.own_processes(), "the user's processes end")
         if os.path.ismount(BOOT_ID):
@@ -310,8 +303,6 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--module", required=True)
     parser.add_argument("--bin", required=True)
-    parser.add_argument("--logind-mock", default=os.path.join(REPO, "Tests", "system",
-                                                                "logind_mock.py"))
     parser.add_argument("--pamconv-dir", default=HERE)
     parser.add_argument("-k", default="")
     args = parser.parse_args()

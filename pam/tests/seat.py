@@ -13,42 +13,61 @@ import subprocess
 import tempfile
 
 MOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Tests", "system", "logind_mock.py")
-_address = None
+
+
+class LogindMock:
+    """A running logind_mock.py, every process in its greeter session until told otherwise.
+    `address` is its bus (for DBUS_SYSTEM_BUS_ADDRESS); with `on_bus` it joins that bus instead of
+    starting its own. `start` is how the process is started (a harness's own Popen that tracks it)."""
+
+    def __init__(self, directory, on_bus=None, env=None, start=subprocess.Popen):
+        command = ["/usr/bin/python3", MOCK, directory, "--greeter"] + (["--on-bus", on_bus] if on_bus else [])
+        self.process = start(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, env=env)
+        line = self.process.stdout.readline().strip()
+        if not line.startswith("ready "):
+            self.process.kill()
+            raise RuntimeError("logind mock: %r" % line)
+        self.address = line[len("ready "):]
+
+    def say(self, command):
+        """One of logind_mock.py's commands (e.g. `session none`); returns its answer line."""
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self.process.stdout.readline().strip()
+
+    def stop(self, timeout=10):
+        """Closes its input, which stops it (and its own bus), and waits."""
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.process.stdout.close()
+
+
 _mock = None
 
 
 def address():
     """The mock system bus's address, for the daemon's DBUS_SYSTEM_BUS_ADDRESS."""
-    global _address, _mock
-    if _address is None:
+    global _mock
+    if _mock is None:
         directory = tempfile.mkdtemp(prefix="la-seat-")
-        mock = subprocess.Popen(["/usr/bin/python3", MOCK, directory, "--greeter"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        line = mock.stdout.readline().strip()
-        if not line.startswith("ready "):
-            mock.kill()
-            raise RuntimeError("logind mock: %r" % line)
+        _mock = LogindMock(directory)
 
         def stop():
-            mock.stdin.close()  # the mock stops its bus when its input closes
-            try:
-                mock.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                mock.kill()
+            _mock.stop()
             subprocess.run(["rm", "-rf", directory])
 
         atexit.register(stop)
-        _mock = mock
-        _address = line[len("ready "):]
-    return _address
+    return _mock.address
 
 
 def say(command):
     """One line to the mock (logind_mock.py's commands, e.g. `session none`), once it answers."""
     address()
-    _mock.stdin.write(command + "\n")
-    _mock.stdin.flush()
-    answer = _mock.stdout.readline().strip()
+    answer = _mock.say(command)
     if answer != "ok":
         raise RuntimeError("logind mock, %r: %r" % (command, answer))
 
