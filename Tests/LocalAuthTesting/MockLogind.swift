@@ -19,7 +19,9 @@ package final class MockLogind: @unchecked Sendable {
     package init(greeter: Bool = true) throws {
         directory = try TemporaryDirectory.make("la-bus")
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Self.script, directory] + (greeter ? ["--greeter"] : [])
+        // The mock removes the directory itself when its input closes: the shared greeter's instance
+        // is never deinitialised, so its test process's exit is the only end it sees.
+        process.arguments = [Self.script, directory, "--remove-directory"] + (greeter ? ["--greeter"] : [])
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")

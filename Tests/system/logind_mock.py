@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """A private system bus with python-dbusmock's logind template, driven line by line on stdin.
 
-Usage: logind_mock.py DIRECTORY [--greeter] [--on-bus ADDRESS]. Prints `ready ADDRESS` once the mock owns
-org.freedesktop.login1 (give ADDRESS to the daemon as DBUS_SYSTEM_BUS_ADDRESS), then answers each
-command with one line:
+Usage: logind_mock.py DIRECTORY [--greeter] [--on-bus ADDRESS] [--remove-directory]. Prints
+`ready ADDRESS` once the mock owns org.freedesktop.login1 (give ADDRESS to the daemon as
+DBUS_SYSTEM_BUS_ADDRESS), then answers each command with one line. With --remove-directory it
+removes DIRECTORY when its input ends (or at `quit`):
 
   lid closed|open          LidClosed on the Manager
   session local|remote     GetSessionByPID answers session c1 for every pid; its Remote property
@@ -25,6 +26,7 @@ The template has no GetSessionByPID or LidClosed; both are added here, as logind
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -178,6 +180,8 @@ def main():
         if bus_daemon:
             bus_daemon.kill()
             bus_daemon.wait()
+        if "--remove-directory" in sys.argv[2:]:
+            shutil.rmtree(directory, ignore_errors=True)
     return 0
 
 
