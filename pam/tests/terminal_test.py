@@ -18,7 +18,8 @@ root; (c) Ctrl-C and Ctrl-\\ in the finger wait -> sudo's own password prompt at
 counted, the reader free; su ends; (d) daemon stopped -> the password prompt at once;
 (e) the password typed at the prompt -> root without the reader, asked once; (f) a finger while
 a password is half typed -> root, the typed text dropped; (g) `echo PW | sudo -S` -> root
-without the reader, `sudo -n` fails at once. Then the ways out that must leave the terminal as
+without the reader, `sudo -n` fails at once; a closed lid (issue 16; the ACPI button, no logind)
+gives the password prompt at once and says why. Then the ways out that must leave the terminal as
 it was: the daemon killed, sudo killed with SIGTERM, the terminal closed, Ctrl-Z and fg. And the
 red team's scenario (issue 13, C2): another user's `su lapamalice` gets no finger while alice's
 own request gets her touch; `login` run by root in a pseudo-terminal gets the password. After a
@@ -300,6 +301,49 @@ def case_d(w):
     figure("d: password Enter -> root", t_root)
     w.terminal_as_it_was("with the daemon stopped")
 
+
+
+# The kernel's ACPI lid button, as the daemon reads it when logind is not there to ask (this
+# sandbox has none): a tmpfs over /proc/acpi in this private namespace holds one closed lid.
+ACPI = "/proc/acpi"
+
+
+def close_lid():
+    check(os.path.isdir(ACPI), "%s is missing: the kernel has no ACPI to cover" % ACPI)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", ACPI], check=True)
+    os.makedirs(ACPI + "/button/lid/LID0")
+    with open(ACPI + "/button/lid/LID0/state", "w") as f:
+        f.write("state:      closed\n")
+
+
+def open_lid():
+    subprocess.run(["umount", ACPI], check=True)
+
+
+def case_lid_closed(w):
+    """A closed lid (issue 16) covers the built-in reader: sudo says why in one line and asks for
+    the password at once, without the finger prompt (biometryNotAvailable: no miss). Opened again, the
+    finger prompt is back and the touch gives root."""
+    before = w.audit_count()
+    close_lid()
+    try:
+        mark, took = start(w, "sudo whoami", SUDO_PROMPT, "sudo's password prompt")
+        s, t_root = act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root")
+        check("the laptop lid is closed and the reader is built in" in s, s)
+        check(PROMPT not in s, "no finger prompt with the lid closed: %s" % s)
+        print("       lid closed: %s" % " | ".join(l for l in s.splitlines() if l.strip()))
+        done(w, mark)
+    finally:
+        open_lid()
+    evaluations = w.last_evaluations(before)
+    check(len(evaluations) == 1 and "result=biometryNotAvailable" in evaluations[0],
+          "one evaluation, the reader not available (nothing counted): %s" % evaluations)
+    check(took < AT_ONCE_S, "%.3f s" % took)
+    figure("lid closed: Enter -> sudo's password prompt", took)
+    mark, _ = start(w, "sudo whoami")
+    act(w, mark, lambda: w.m.touch("finger-1"), root_line, "root by finger, the lid open again")
+    done(w, mark)
+    w.terminal_as_it_was("with the lid closed")
 
 def typed_password_gives_root(w, label):
     before = w.audit_count()
@@ -660,6 +704,7 @@ CASES = [
     ("c_ctrl_c_falls_to_sudos_password_prompt_at_once_and_counts_nothing", case_c),
     ("c_ctrl_c_ends_su_at_once", case_c_su),
     ("d_daemon_stopped_gives_the_password_prompt_at_once", case_d),
+    ("lid_closed_gives_the_password_prompt_at_once_and_says_why", case_lid_closed),
     ("e_password_typed_at_the_prompt_gives_root_without_the_reader", case_e),
     ("f_finger_over_a_half_typed_password_gives_root_and_drops_the_text", case_f),
     ("g_sudo_S_never_waits_for_the_reader_and_sudo_n_fails_at_once", case_g),
