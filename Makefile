@@ -11,7 +11,7 @@ BIN_RELEASE = .build/release
 # time, the daemon's RSS is 1.7 MB less). `make STATIC_STDLIB=` links it dynamically.
 STATIC_STDLIB ?= --static-swift-stdlib
 
-.PHONY: all build build-debug deps demo test lint format clean install uninstall test-system deb \
+.PHONY: all build build-debug deps demo test check-checkout lint format clean install uninstall test-system deb \
         test-deb
 
 all: deps build pam locale
@@ -43,11 +43,15 @@ EXIT_TESTS = LifecycleTests|EvaluationRunTests
 INTEGRATION_WIDTH ?= $(shell nproc)
 INTEGRATION_TESTS = ^IntegrationTests\.
 
+# The tests run programs from the checkout as test accounts: say first if they cannot reach it.
+check-checkout:
+	@scripts/check-checkout.sh
+
 # Everything the project checks. Unit and integration tests of the Swift targets (the
 # integration tests start the real daemon on a temporary socket with libfprint's virtual
 # devices), the PAM module's C tests and its tests through real libpam, the installed tree and
 # units (Tests/system/install.sh). The linters run first.
-test: deps lint build-debug pam pam-asan locale test-locales check-translations check-catalogued
+test: check-checkout deps lint build-debug pam pam-asan locale test-locales check-translations check-catalogued
 	rm -f .build/swift-test.log
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) scripts/swift-tests.sh .build/swift-test.log \
 		$(SWIFT) test --skip-build --skip '$(EXIT_TESTS)|$(INTEGRATION_TESTS)'
