@@ -19,8 +19,10 @@ counted, the reader free; su ends; (d) daemon stopped -> the password prompt at 
 (e) the password typed at the prompt -> root without the reader, asked once; (f) a finger while
 a password is half typed -> root, the typed text dropped; (g) `echo PW | sudo -S` -> root
 without the reader, `sudo -n` fails at once; a closed lid (issue 16; the ACPI button, no logind)
-gives the password prompt at once and says why. Then the ways out that must leave the terminal as
-it was: the daemon killed, sudo killed with SIGTERM, the terminal closed, Ctrl-Z and fg. And the
+gives the password prompt at once and says why; while alice's sudo holds the reader, another
+user's su and alice's second sudo are each told so at once (whose, only to alice). Then the
+ways out that must leave the terminal as it was: the daemon killed, sudo killed with SIGTERM,
+the terminal closed, Ctrl-Z and fg. And the
 red team's scenario (issue 13, C2): another user's `su lapamalice` gets no finger while alice's
 own request gets her touch; `login` run by root in a pseudo-terminal gets the password. After a
 reboot (issue 17: a fresh boot id) the finger is refused at once with "Password required after
@@ -261,6 +263,9 @@ def case_c(w):
         check("root" not in s.split(SUDO_PROMPT)[-1], "nothing ran: %s" % s)
         figure("c: %s in the finger wait -> sudo's password prompt" % key, t_int)
         figure("c: Ctrl-C at sudo's prompt -> sudo ended", t_end)
+    # The daemon writes the last cancel's record as it frees the reader, which may come after
+    # sudo has ended: wait for all five.
+    sandbox.wait_until(lambda: len(w.last_evaluations(before)) >= 5, "five evaluation records")
     evaluations = w.last_evaluations(before)
     check(len(evaluations) == 5 and all("result=systemCancel" in l for l in evaluations),
           "five cancelled evaluations, none a miss: %s" % evaluations)
@@ -570,6 +575,46 @@ def case_su_hijack(w):
         mallory.close()
 
 
+
+def case_reader_busy(w):
+    """One request on the reader at a time (issue 13; docs/policy.md S28). While alice's sudo
+    waits for her finger, another user's su for their own account is told at once, at their own
+    terminal, that another account's request holds the reader (not whose: that is alice's
+    business), and gets su's password prompt; alice's second sudo, in another terminal, is told
+    that her own "sudo for lapamalice" holds it. Her touch then gives the first one root."""
+    w.m.enroll(MALLORY, print_id="finger-2")
+    w.m.report_password(MALLORY)  # issue 17: her password once since the daemon started
+    mallory = tmuxterm.Terminal(w.m.root, MALLORY)
+    second = tmuxterm.Terminal(w.m.root, ALICE, name=ALICE + "-second")
+    try:
+        mark, _ = start(w, "sudo whoami")
+        for term, command, expect, what in (
+                (mallory, "su %s -c whoami" % MALLORY, "another account's request", "another user"),
+                (second, "sudo whoami", "the reader is in use by sudo for %s" % ALICE, "alice again")):
+            mark_o = term.mark()
+            t0 = time.monotonic()
+            term.type_line(command)
+            s, seen = term.wait_for(lambda s: re.search(r"(Password|password for \S+): *$", s),
+                                    "%s: a password prompt" % what, since=mark_o)
+            figure("reader busy (%s): Enter -> the password prompt" % what, seen - t0)
+            s = s[mark_o:]
+            print("       %s sees: %s" % (what, " | ".join(l for l in s.splitlines() if l.strip())))
+            check("Fingerprint not available: " in s and expect in s, "%s: %s" % (what, s))
+            check("finger for" not in s, "%s was offered the busy reader: %s" % (what, s))
+            if term is mallory:
+                check(ALICE not in s, "another user learns whose request it is: %s" % s)
+            term.keys("C-c")
+            term.wait_for(lambda s: s.rstrip().endswith("\n$"), "%s: the shell prompt" % what,
+                          since=mark_o)
+        act(w, mark, lambda: w.m.touch("finger-1"), root_line, "alice's root by her finger")
+        done(w, mark)
+        mine = [l for l in w.m.audit() if "op=evaluate" in l and 'user="%s"' % MALLORY in l]
+        check(len(mine) == 1 and "result=biometryNotAvailable" in mine[0], "audit: %s" % mine)
+    finally:
+        mallory.close()
+        second.close()
+    w.terminal_as_it_was("after the busy reader")
+
 def case_after_boot(w):
     """(issue 17) after a reboot the finger is refused at once with one line, the reader
     untouched, and the password unlocks; sudo's pam_setcred reports it, and the finger is
@@ -716,6 +761,8 @@ CASES = [
     ("su_prompt_finger_and_typed_password", case_su),
     ("login_in_a_pseudo_terminal_gets_the_password_not_the_finger", case_login),
     ("su_by_another_user_gets_no_finger_and_the_owner_keeps_their_touch", case_su_hijack),
+    ("reader_busy_tells_another_user_not_whose_and_the_owner_which_of_their_requests",
+     case_reader_busy),
     ("after_boot_the_finger_is_refused_at_once_and_the_password_gives_root", case_after_boot),
 
 

@@ -12,10 +12,11 @@ WAIT_S = 30.0
 
 
 class Terminal:
-    def __init__(self, root, user, width=160, height=50, env=None, shell=("dash", "-i")):
+    def __init__(self, root, user, width=160, height=50, env=None, shell=("dash", "-i"), name=None):
+        """name: the terminal's own, when one user has two (default: the user's)."""
         pw = pwd.getpwnam(user)
         self.user = user
-        self.dir = os.path.join(root, "tmux-" + user)
+        self.dir = os.path.join(root, "tmux-" + (name or user))
         os.mkdir(self.dir, 0o700)
         os.chown(self.dir, pw.pw_uid, pw.pw_gid)
         self.sock = os.path.join(self.dir, "socket")
