@@ -238,14 +238,15 @@ class Machine:
         self.children.append(p)
         return p
 
-    def start_daemon(self):
+    def start_daemon(self, extra=()):
+        """localauthd on the default socket with the virtual reader; extra: more arguments."""
         os.makedirs(os.path.dirname(SOCKET), mode=0o755, exist_ok=True)
         state = self.path("state")
         if not os.path.isdir(state):
             os.mkdir(state, 0o700)
         self.daemon_log = self.path("localauthd.log")
         self.daemon = self.spawn([os.path.join(self.bindir, "localauthd"), "--socket", SOCKET,
-                                  "--state-dir", state, "--virtual-reader"],
+                                  "--state-dir", state, "--virtual-reader", *extra],
                                  stdout=subprocess.DEVNULL, stderr=open(self.daemon_log, "a"))
         deadline = time.monotonic() + WAIT_S
         while True:

@@ -20,7 +20,9 @@ counted, the reader free; su ends; (d) daemon stopped -> the password prompt at 
 a password is half typed -> root, the typed text dropped; (g) `echo PW | sudo -S` -> root
 without the reader, `sudo -n` fails at once; a closed lid (issue 16; the ACPI button, no logind)
 gives the password prompt at once and says why; while alice's sudo holds the reader, another
-user's su and alice's second sudo are each told so at once (whose, only to alice). Then the
+user's su and alice's second sudo are each told so at once (whose, only to alice); with
+Debian's pam_fprintd profile and localauthd's fprintd door on the system bus, sudo's
+pam_fprintd takes alice's finger and another user's su gets none. Then the
 ways out that must leave the terminal as it was: the daemon killed, sudo killed with SIGTERM,
 the terminal closed, Ctrl-Z and fg. And the
 red team's scenario (issue 13, C2): another user's `su lapamalice` gets no finger while alice's
@@ -90,6 +92,7 @@ class World:
         self.m.add_catalogues(args.catalogues, args.localedir)
         self.m.write_sudoers([ALICE])
         self.stock_sudo = open("/etc/pam.d/sudo").read()
+        self.stock_su = open("/etc/pam.d/su").read()
         self.enable_profile()
         self.profile_common_auth = open("/etc/pam.d/common-auth").read()
         self.use_readme_stack()
@@ -167,8 +170,12 @@ class World:
     def audit_count(self):
         return len([l for l in self.m.audit() if "op=evaluate" in l])
 
-    def last_evaluations(self, since):
-        return [l for l in self.m.audit() if "op=evaluate" in l][since:]
+    def last_evaluations(self, since, expect=0):
+        """The evaluation records after the first `since`, once there are at least `expect`: the
+        daemon writes a request's record as it ends, which may be after the program has ended."""
+        found = lambda: [l for l in self.m.audit() if "op=evaluate" in l][since:]  # noqa: E731
+        sandbox.wait_until(lambda: len(found()) >= expect, "%d evaluation records" % expect)
+        return found()
 
     def close(self):
         try:
@@ -263,10 +270,7 @@ def case_c(w):
         check("root" not in s.split(SUDO_PROMPT)[-1], "nothing ran: %s" % s)
         figure("c: %s in the finger wait -> sudo's password prompt" % key, t_int)
         figure("c: Ctrl-C at sudo's prompt -> sudo ended", t_end)
-    # The daemon writes the last cancel's record as it frees the reader, which may come after
-    # sudo has ended: wait for all five.
-    sandbox.wait_until(lambda: len(w.last_evaluations(before)) >= 5, "five evaluation records")
-    evaluations = w.last_evaluations(before)
+    evaluations = w.last_evaluations(before, expect=5)
     check(len(evaluations) == 5 and all("result=systemCancel" in l for l in evaluations),
           "five cancelled evaluations, none a miss: %s" % evaluations)
     check("biometry locked: no" in w.m.ctl("status", "--user", ALICE), "not locked out")
@@ -340,7 +344,7 @@ def case_lid_closed(w):
         done(w, mark)
     finally:
         open_lid()
-    evaluations = w.last_evaluations(before)
+    evaluations = w.last_evaluations(before, expect=1)
     check(len(evaluations) == 1 and "result=biometryNotAvailable" in evaluations[0],
           "one evaluation, the reader not available (nothing counted): %s" % evaluations)
     check(took < AT_ONCE_S, "%.3f s" % took)
@@ -356,7 +360,7 @@ def typed_password_gives_root(w, label):
     s, took = act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root")
     check(SUDO_PROMPT not in s, "%s: the password was asked once: %s" % (label, s))
     done(w, mark)
-    evaluations = w.last_evaluations(before)
+    evaluations = w.last_evaluations(before, expect=1)
     check(len(evaluations) == 1 and "result=systemCancel" in evaluations[0],
           "%s: the request was dropped, the reader never decided: %s" % (label, evaluations))
     return took
@@ -460,7 +464,7 @@ def case_sigterm(w):
     print("       sudo after SIGTERM: %s" % " | ".join(s.strip().splitlines()[1:]))
     done(w, mark)
     figure("SIGTERM to sudo during the prompt -> sudo ended", took)
-    evaluations = w.last_evaluations(before)
+    evaluations = w.last_evaluations(before, expect=1)
     check(len(evaluations) == 1 and "result=systemCancel" in evaluations[0], str(evaluations))
     w.terminal_as_it_was("after SIGTERM")
 
@@ -627,7 +631,7 @@ def case_after_boot(w):
     done(w, mark)
     check(s.count(REQUIRED_AFTER_RESTART) == 1, "the reason, in one line: %s" % s)
     check(PROMPT not in s, "no finger prompt: %s" % s)
-    evaluations = w.last_evaluations(before)
+    evaluations = w.last_evaluations(before, expect=1)
     check(len(evaluations) == 1 and "result=biometryLockout" in evaluations[0]
           and REQUIRED_AFTER_RESTART in evaluations[0], "refused by the rule: %s" % evaluations)
     check(took < AT_ONCE_S, "sudo's password prompt after %.3f s" % took)
@@ -742,6 +746,126 @@ def case_host_facts(w):
     w.terminal_as_it_was("after the probe")
 
 
+
+# localauthd's fprintd door (the localauth-fprintd-compat package) for a machine that keeps
+# Debian's pam_fprintd profile (README, "The desktop: fprintd's D-Bus API").
+PACKAGING = os.path.join(HERE, "..", "..", "packaging", "fprintd-compat")
+POLKITD = "/usr/lib/polkit-1/polkitd"
+SYSTEM_BUS = "/run/dbus/system_bus_socket"
+# pam_fprintd's own words: "Swipe your right index finger across the fingerprint reader" (the
+# door says libfprint's scan type, swipe for the virtual reader, and the one enrolled finger).
+FPRINTD_PROMPT = "finger across the fingerprint reader"
+
+
+def bus_name_owned(name):
+    r = subprocess.run(["busctl", "--system", "status", name], capture_output=True, text=True,
+                       env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=" + SYSTEM_BUS))
+    return r.returncode == 0
+
+
+def start_door(w):
+    """The real system bus at its default path (setuid sudo's pam_fprintd looks there, whatever
+    the environment says) with polkit's bus policy and the package's, the real polkitd with the
+    package's actions, and the daemon restarted with --fprintd-compat. Returns what to stop."""
+    policies = {name: open(path).read() for name, path in (
+        ("org.freedesktop.PolicyKit1.conf", "/usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf"),
+        ("net.reactivated.Fprint.conf", os.path.join(PACKAGING, "net.reactivated.Fprint.conf")))}
+    actions = open(os.path.join(PACKAGING, "net.reactivated.fprint.device.policy")).read()
+    for target, name, files in (
+            ("/usr/share/dbus-1/system.d", "door-system.d", policies),
+            ("/etc/dbus-1/system.d", "door-etc-system.d", {}),
+            ("/usr/share/polkit-1/actions", "door-actions",
+             {"net.reactivated.fprint.device.policy": actions})):
+        copy = w.m.bind_copy(target, name, empty=True)
+        for file, text in files.items():
+            with open(os.path.join(copy, file), "w") as f:
+                f.write(text)
+    os.makedirs(os.path.dirname(SYSTEM_BUS), exist_ok=True)
+    log = open(w.m.path("door.log"), "a")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DBUS_")}
+    bus = w.m.spawn(["dbus-daemon", "--system", "--nofork", "--nopidfile", "--nosyslog"],
+                    env=env, stdout=subprocess.DEVNULL, stderr=log)
+    sandbox.wait_until(lambda: os.path.exists(SYSTEM_BUS), "the system bus")
+    polkitd = w.m.spawn([POLKITD, "--no-debug"], env=env, stdout=subprocess.DEVNULL, stderr=log)
+    sandbox.wait_until(lambda: bus_name_owned("org.freedesktop.PolicyKit1"), "polkitd")
+    w.m.stop_daemon()
+    w.m.start_daemon(extra=("--fprintd-compat",))
+    sandbox.wait_until(lambda: bus_name_owned("net.reactivated.Fprint"), "the door on the bus")
+    return [polkitd, bus]
+
+
+def stop_door(w, processes):
+    """The daemon as the other cases have it, without a system bus."""
+    w.m.stop_daemon()
+    for p in processes:
+        p.terminate()
+        p.wait(timeout=sandbox.WAIT_S)
+    if os.path.exists(SYSTEM_BUS):
+        os.unlink(SYSTEM_BUS)
+    w.m.start_daemon()
+
+
+def case_pam_fprintd_through_the_door(w):
+    """Debian's pam_fprintd profile kept, fprintd replaced by localauthd's door: the real sudo's
+    pam_fprintd.so shows its own prompt, alice's finger gives root, a wrong finger gives sudo's
+    password prompt and counts one miss in localauthd. Another user's `su lapamalice`, through
+    the same pam_fprintd, gets no finger: the door keeps the daemon's presence rule (issue 13)."""
+    processes = start_door(w)
+    try:
+        # pam-auth-update leaves a common-auth it did not write alone: the one it wrote first.
+        w.use_profile_stack()
+        for step in (["--disable", "localauth"], ["--enable", "fprintd"]):
+            r = subprocess.run(["pam-auth-update", *step], capture_output=True, text=True,
+                               timeout=60, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+            check(r.returncode == 0, "pam-auth-update %s: %s%s" % (step, r.stdout, r.stderr))
+        auth = [" ".join(l.split()) for l in open("/etc/pam.d/common-auth") if l.startswith("auth")]
+        check("pam_fprintd.so" in auth[0] and not any("pam_localauth" in l for l in auth), str(auth))
+        print("       common-auth: %s" % " | ".join(auth[:2]))
+        w.m.write_pam("sudo", w.stock_sudo)
+        w.m.write_pam("su", w.stock_su)
+        before = w.audit_count()
+        mark, took = start(w, "sudo whoami", FPRINTD_PROMPT, "pam_fprintd's prompt")
+        figure("pam_fprintd via the door: Enter -> its prompt", took)
+        s, t_root = act(w, mark, lambda: w.m.touch("finger-1"), root_line, "root by finger")
+        figure("pam_fprintd via the door: touch -> root", t_root)
+        print("       sudo: %s" % " | ".join(l for l in s.splitlines() if l.strip()))
+        done(w, mark)
+        mark, _ = start(w, "sudo whoami", FPRINTD_PROMPT, "pam_fprintd's prompt")
+        s, _ = act(w, mark, lambda: w.m.touch("finger-2"), SUDO_PROMPT, "sudo's password prompt")
+        check("Failed to match fingerprint" in s, s)
+        act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root by password")
+        done(w, mark)
+        evaluations = w.last_evaluations(before, expect=2)
+        check(len(evaluations) == 2 and "result=success" in evaluations[0] and
+              "result=authenticationFailed" in evaluations[1], "audit: %s" % evaluations)
+        # Another user's su for alice, through the same pam_fprintd and the door.
+        mallory = tmuxterm.Terminal(w.m.root, MALLORY, name=MALLORY + "-door")
+        try:
+            mark_m = mallory.mark()
+            mallory.type_line("su %s -c whoami" % ALICE)
+            s, _ = mallory.wait_for(lambda s: "Password:" in s, "su's password prompt", since=mark_m)
+            s = s[mark_m:]
+            print("       another user's su: %s" % " | ".join(l for l in s.splitlines() if l.strip()))
+            check(FPRINTD_PROMPT not in s, "the other user was offered alice's finger: %s" % s)
+            mallory.keys("C-c")
+            mallory.wait_for(lambda s: s.rstrip().endswith("\n$"), "su ended", since=mark_m)
+            check(re.search(r"^%s$" % ALICE, mallory.screen()[mark_m:], re.M) is None,
+                  "the other user got a shell as alice")
+            # The door refuses pam_fprintd's VerifyStart (fprintd's PermissionDenied) and says why.
+            refusal = "VerifyStart on /net/reactivated/Fprint/Device/0 refused"
+            why = "not from %s's own session" % ALICE
+            lines = [l for l in w.m.daemon_tail(100000).splitlines() if refusal in l]
+            check(len(lines) == 1 and why in lines[0], "the door's refusal: %s" % lines)
+            check(len(w.last_evaluations(before)) == 2, "the other user's su reached the reader")
+        finally:
+            mallory.close()
+    finally:
+        stop_door(w, processes)
+        w.use_readme_stack()
+        w.m.write_pam("su", open(os.path.join(EXAMPLES, "su")).read())
+        w.m.ctl("lockout", "reset", "--user", ALICE)
+    w.terminal_as_it_was("after pam_fprintd")
+
 CASES = [
     ("host_facts_sudo_silent_and_blocking_su_neither", case_host_facts),
     ("a_prompt_shown_and_a_finger_gives_root", case_a),
@@ -769,6 +893,8 @@ CASES = [
     ("sudo_in_german_prompts_in_german", in_language("de_DE.UTF-8")),
     ("sudo_in_korean_prompts_in_korean", in_language("ko_KR.UTF-8")),
     ("sudo_without_a_catalogue_prompts_in_english", case_english_without_a_language),
+    ("pam_fprintd_profile_kept_through_the_door_finger_root_and_no_finger_for_another_user",
+     case_pam_fprintd_through_the_door),
 ]
 
 
