@@ -9,7 +9,11 @@ BIN_DEBUG = .build/debug
 BIN_RELEASE = .build/release
 # Release binaries carry the Swift runtime (docs/performance.md: localauthctl starts in half the
 # time, the daemon's RSS is 1.7 MB less). `make STATIC_STDLIB=` links it dynamically.
-STATIC_STDLIB ?= --static-swift-stdlib
+# That runtime still needed libstdc++.so, whose ~1,700 symbol relocations were more than half of
+# each localauthctl run's instructions: its archive goes in instead, through a linker script named
+# libstdc++.so in a directory the linker searches first (GCC's runtime library exception allows it).
+STATIC_CXX_DIR = $(CURDIR)/.build/static-cxx
+STATIC_STDLIB ?= --static-swift-stdlib -Xlinker -L$(STATIC_CXX_DIR)
 
 .PHONY: all build build-debug deps demo test check-checkout lint format clean install uninstall test-system deb \
         test-deb
@@ -19,7 +23,13 @@ all: deps build pam locale
 deps:
 	@scripts/ensure-deps.sh
 
-build: deps
+# The linker script for STATIC_STDLIB: libstdc++.a of the C++ compiler the Swift toolchain uses.
+$(STATIC_CXX_DIR)/libstdc++.so:
+	@archive=$$(gcc -print-file-name=libstdc++.a); \
+	case "$$archive" in /*) ;; *) echo "libstdc++.a not found (libstdc++-12-dev)" >&2; exit 1;; esac; \
+	mkdir -p $(@D) && echo "INPUT($$archive)" > $@
+
+build: deps $(STATIC_CXX_DIR)/libstdc++.so
 	$(SWIFT) build -c $(CONFIG) $(STATIC_STDLIB) --product localauthd
 	$(SWIFT) build -c $(CONFIG) $(STATIC_STDLIB) --product localauthctl
 	$(SWIFT) build -c $(CONFIG) $(STATIC_STDLIB) --product vault
@@ -184,7 +194,7 @@ test-system: build-debug pam
 # Benchmarks side by side with fprintd + pam_fprintd (bench/bench.py; docs/performance.md).
 # Release builds; as root; a few minutes; not part of `make test`. JSON in bench/results/.
 .PHONY: bench
-bench: deps pam pam-bench
+bench: deps pam pam-bench $(STATIC_CXX_DIR)/libstdc++.so
 	$(SWIFT) build -c release $(STATIC_STDLIB) --product localauthd
 	$(SWIFT) build -c release $(STATIC_STDLIB) --product localauthctl
 	$(SWIFT) build -c release $(STATIC_STDLIB) --product localauth-bench

@@ -3,7 +3,7 @@
 # Installs the Debian packages the build, the tests and the demo need, when they are missing.
 # As root it runs apt-get; otherwise it prints the one line to run.
 set -euo pipefail
-packages=(pkg-config libfprint-2-dev libglib2.0-dev libpam0g-dev libsystemd-dev libcrypt-dev
+packages=(pkg-config libstdc++-12-dev libfprint-2-dev libglib2.0-dev libpam0g-dev libsystemd-dev libcrypt-dev
     libpam-wrapper pamtester python3-pypamtest clang-format man-db util-linux systemd
     python3-dbusmock dbus-daemon i3lock xvfb xdotool valgrind sudo tmux
     fprintd libpam-fprintd polkitd python3-gi gir1.2-glib-2.0)

@@ -39,8 +39,12 @@ public struct Gettext: Translator {
     public static var directory: String { bound.directory }
 
     private static func lookup(_ body: () -> UnsafeMutablePointer<CChar>?) -> String? {
+        let leftAlone = applicationLeftMessagesAlone
+        // In the C locale gettext answers every msgid with itself (LANGUAGE is not read there): no
+        // catalogue to find, so none is looked for.
+        if leftAlone && isPlain(environmentMessagesLocale) { return nil }
         _ = bound
-        guard applicationLeftMessagesAlone, let environment = environmentLocale.locale else {
+        guard leftAlone, let environment = environmentLocale.locale else {
             return body().map { String(cString: $0) }
         }
         let previous = uselocale(environment)
@@ -49,10 +53,21 @@ public struct Gettext: Translator {
     }
 
     /// Whether the application's global LC_MESSAGES is still the "C" locale every program starts in.
-    private static var applicationLeftMessagesAlone: Bool {
-        guard let name = setlocale(LC_MESSAGES, nil) else { return true }
-        let current = String(cString: name)
-        return current == "C" || current == "POSIX"
+    private static var applicationLeftMessagesAlone: Bool { isPlain(applicationMessagesLocale) }
+
+    private static var applicationMessagesLocale: String {
+        setlocale(LC_MESSAGES, nil).map { String(cString: $0) } ?? "C"
+    }
+
+    private static func isPlain(_ locale: String) -> Bool { locale == "C" || locale == "POSIX" }
+
+    /// The LC_MESSAGES locale the environment names, as setlocale would read it: LC_ALL, else
+    /// LC_MESSAGES, else LANG, else "C".
+    static var environmentMessagesLocale: String {
+        for name in ["LC_ALL", "LC_MESSAGES", "LANG"] {
+            if let value = getenv(name).map({ String(cString: $0) }), !value.isEmpty { return value }
+        }
+        return "C"
     }
 
     private struct EnvironmentLocale: @unchecked Sendable {
@@ -77,7 +92,7 @@ public struct Gettext: Translator {
 
     /// `$(PREFIX)/share/locale` of the installation the running program belongs to (the executable in
     /// `$(PREFIX)/bin` or `sbin`), then the build tree's `.build/share/locale` (`make locale`), then
-    /// the usual places; the first that holds a localauth catalogue.
+    /// the usual places; the first that holds a localauth catalogue in a language the person reads.
     static func catalogueDirectory() -> String {
         var candidates: [String] = []
         if let executable = executablePath() {
@@ -86,7 +101,27 @@ public struct Gettext: Translator {
             candidates.append(bin + "/../../share/locale")
         }
         candidates += ["/usr/local/share/locale", "/usr/share/locale"]
-        return candidates.first(where: holdsCatalogue) ?? "/usr/share/locale"
+        let locale = applicationLeftMessagesAlone ? environmentMessagesLocale : applicationMessagesLocale
+        let languages = catalogueNames(language: getenv("LANGUAGE").map { String(cString: $0) }, locale: locale)
+        var info = stat()
+        return candidates.first { directory in
+            languages.contains { stat(directory + "/" + $0 + "/LC_MESSAGES/" + domain + ".mo", &info) == 0 }
+        } ?? "/usr/share/locale"
+    }
+
+    /// The catalogue names gettext may open for LANGUAGE's list and the locale, each also without
+    /// its codeset, its modifier and its territory (`de_DE.UTF-8@euro` … `de`), in that order.
+    static func catalogueNames(language: String?, locale: String) -> [String] {
+        var names: [String] = []
+        for entry in (language ?? "").split(separator: ":").map(String.init) + [locale] where !entry.isEmpty {
+            let noModifier = String(entry.prefix { $0 != "@" })
+            let noCodeset = String(noModifier.prefix { $0 != "." })
+            let languageOnly = String(noCodeset.prefix { $0 != "_" })
+            for name in [entry, noModifier, noCodeset, languageOnly] where !names.contains(name) {
+                names.append(name)
+            }
+        }
+        return names
     }
 
     private static func executablePath() -> String? {
@@ -99,20 +134,6 @@ public struct Gettext: Translator {
     private static func directoryName(_ path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
-
-    private static func holdsCatalogue(_ directory: String) -> Bool {
-        guard let dir = opendir(directory) else { return false }
-        defer { closedir(dir) }
-        var info = stat()
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name.hasPrefix(".") { continue }
-            if stat(directory + "/" + name + "/LC_MESSAGES/" + domain + ".mo", &info) == 0 { return true }
-        }
-        return false
     }
 }
 

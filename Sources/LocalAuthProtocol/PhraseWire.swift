@@ -218,7 +218,9 @@ private enum PhraseParser {
     }
 
     /// The identifiers without arguments: built once, not at every phrase (and nested phrase) read.
-    static let simplePhrases: [String: Phrase] = [
+    /// Pairs searched in order, not a dictionary: a client's first hashed lookup made the runtime
+    /// scan every conformance record in the binary, which cost more than 30 comparisons.
+    static let simplePhrases: KeyValuePairs<String, Phrase> = [
         "authenticatedWithFinger": .authenticatedWithFinger,
         "authenticatedWithPasscode": .authenticatedWithPasscode,
         "authenticatedByRecentSuccess": .authenticatedByRecentSuccess,
@@ -245,7 +247,7 @@ private enum PhraseParser {
 
     static func phrase(_ rest: inout ArraySlice<PhraseToken>, depth: Int) -> Phrase? {
         guard depth < Phrase.maxWireDepth, let name = id(&rest) else { return nil }
-        if let p = simplePhrases[name] { return p }
+        if let p = simplePhrases.first(where: { $0.key == name })?.value { return p }
         let next = depth + 1
         switch name {
         case "cancelled":

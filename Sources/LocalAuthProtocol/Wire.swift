@@ -130,33 +130,46 @@ public struct FieldTag: RawRepresentable, Hashable, Sendable, CustomStringConver
     /// STATUS: until when (wall clock, ms) the finger is accepted unless the password is used again.
     public static let fingerUntilMs = FieldTag(rawValue: 62)
 
-    /// Kind and repeatability of each known tag; unknown tags are skipped by decoders.
-    static let table: [UInt16: (name: String, kind: FieldKind, repeated: Bool)] = [
-        1: ("version", .int, false), 2: ("peerName", .string, false), 3: ("user", .string, false),
-        4: ("service", .string, false), 5: ("tty", .string, false), 6: ("policy", .int, false),
-        7: ("reason", .string, false), 8: ("fallbackTitle", .string, false), 9: ("cancelTitle", .string, false),
-        10: ("flags", .int, false), 11: ("reuseSeconds", .int, false), 12: ("tries", .int, false),
-        13: ("timeoutMs", .int, false), 14: ("finger", .string, true), 15: ("code", .int, false),
-        16: ("message", .string, false), 17: ("event", .int, false), 18: ("stage", .int, false),
-        19: ("stages", .int, false), 20: ("triesLeft", .int, false), 21: ("delayMs", .int, false),
-        22: ("hint", .int, false), 23: ("passcode", .string, false), 24: ("oldPasscode", .string, false),
-        25: ("action", .string, false), 26: ("argument", .string, false), 27: ("biometryType", .int, false),
-        28: ("domainState", .bytes, false), 29: ("readerPresent", .int, false), 30: ("enrolledCount", .int, false),
-        31: ("device", .bytes, true), 32: ("name", .string, false), 33: ("driver", .string, false),
-        34: ("deviceId", .string, false), 35: ("enrollStages", .int, false), 36: ("capabilities", .int, false),
-        37: ("biometryLocked", .int, false), 38: ("passcodeSet", .int, false), 39: ("identifier", .string, false),
-        40: ("requirement", .int, false), 41: ("secret", .bytes, false), 42: ("publicKey", .bytes, false),
-        43: ("operation", .int, false), 44: ("algorithm", .string, false), 45: ("data", .bytes, false),
-        46: ("requestedSize", .int, false), 47: ("sharedInfo", .bytes, false),
-        48: ("sensorInaccessible", .int, false), 49: ("phrase", .bytes, false), 50: ("phraseId", .string, true),
-        51: ("phraseText", .string, true), 52: ("phraseNumber", .int, true),
-        53: ("passwordReasonPhrase", .bytes, false),
-        60: ("passwordRule", .int, false), 61: ("passwordReason", .string, false),
-        62: ("fingerUntilMs", .int, false),
+    typealias Row = (name: String, kind: FieldKind, repeated: Bool)
+
+    /// Kind and repeatability of each known tag, indexed by the tag; unknown tags are skipped by
+    /// decoders. An array and not a dictionary: every frame looks tags up, and a client's first
+    /// hashed lookup made the runtime scan every conformance record in the binary.
+    static let table: [Row?] = {
+        var rows = [Row?](repeating: nil, count: Int(entries.map(\.tag).max() ?? 0) + 1)
+        for entry in entries { rows[Int(entry.tag)] = entry.row }
+        return rows
+    }()
+
+    private static let entries: [(tag: UInt16, row: Row)] = [
+        (1, ("version", .int, false)), (2, ("peerName", .string, false)), (3, ("user", .string, false)),
+        (4, ("service", .string, false)), (5, ("tty", .string, false)), (6, ("policy", .int, false)),
+        (7, ("reason", .string, false)), (8, ("fallbackTitle", .string, false)), (9, ("cancelTitle", .string, false)),
+        (10, ("flags", .int, false)), (11, ("reuseSeconds", .int, false)), (12, ("tries", .int, false)),
+        (13, ("timeoutMs", .int, false)), (14, ("finger", .string, true)), (15, ("code", .int, false)),
+        (16, ("message", .string, false)), (17, ("event", .int, false)), (18, ("stage", .int, false)),
+        (19, ("stages", .int, false)), (20, ("triesLeft", .int, false)), (21, ("delayMs", .int, false)),
+        (22, ("hint", .int, false)), (23, ("passcode", .string, false)), (24, ("oldPasscode", .string, false)),
+        (25, ("action", .string, false)), (26, ("argument", .string, false)), (27, ("biometryType", .int, false)),
+        (28, ("domainState", .bytes, false)), (29, ("readerPresent", .int, false)),
+        (30, ("enrolledCount", .int, false)),
+        (31, ("device", .bytes, true)), (32, ("name", .string, false)), (33, ("driver", .string, false)),
+        (34, ("deviceId", .string, false)), (35, ("enrollStages", .int, false)), (36, ("capabilities", .int, false)),
+        (37, ("biometryLocked", .int, false)), (38, ("passcodeSet", .int, false)), (39, ("identifier", .string, false)),
+        (40, ("requirement", .int, false)), (41, ("secret", .bytes, false)), (42, ("publicKey", .bytes, false)),
+        (43, ("operation", .int, false)), (44, ("algorithm", .string, false)), (45, ("data", .bytes, false)),
+        (46, ("requestedSize", .int, false)), (47, ("sharedInfo", .bytes, false)),
+        (48, ("sensorInaccessible", .int, false)), (49, ("phrase", .bytes, false)), (50, ("phraseId", .string, true)),
+        (51, ("phraseText", .string, true)), (52, ("phraseNumber", .int, true)),
+        (53, ("passwordReasonPhrase", .bytes, false)),
+        (60, ("passwordRule", .int, false)), (61, ("passwordReason", .string, false)),
+        (62, ("fingerUntilMs", .int, false)),
     ]
-    public var kind: FieldKind? { Self.table[rawValue]?.kind }
-    public var isRepeated: Bool { Self.table[rawValue]?.repeated ?? true }
-    public var description: String { Self.table[rawValue]?.name ?? "tag\(rawValue)" }
+
+    private static func row(_ tag: UInt16) -> Row? { Int(tag) < table.count ? table[Int(tag)] : nil }
+    public var kind: FieldKind? { Self.row(rawValue)?.kind }
+    public var isRepeated: Bool { Self.row(rawValue)?.repeated ?? true }
+    public var description: String { Self.row(rawValue)?.name ?? "tag\(rawValue)" }
 }
 
 /// Why bytes were refused. Maps one to one onto `ProtocolErrorCode`.

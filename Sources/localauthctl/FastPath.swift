@@ -24,11 +24,13 @@ struct FastPath {
 
     static func parse(_ arguments: [String]) -> FastPath? {
         guard let command = arguments.first else { return nil }
-        var options: [String: String] = [:]
-        var flags: Set<String> = []
+        // Arrays, not Set or Dictionary: a hashed collection's first use makes the runtime look up
+        // String's Hashable conformance by scanning every conformance record in the binary.
+        var options: [(name: String, value: String)] = []
+        var flags: [String] = []
         var positional: [String] = []
-        let valued: Set<String>
-        let switches: Set<String>
+        let valued: [String]
+        let switches: [String]
         switch command {
         case "devices": (valued, switches) = (["--socket"], ["--quiet"])
         case "list", "status": (valued, switches) = (["--socket", "--user"], ["--quiet"])
@@ -40,15 +42,16 @@ struct FastPath {
         while i < arguments.count {
             let word = arguments[i] == "-q" ? "--quiet" : arguments[i]
             if valued.contains(word) {
-                guard i + 1 < arguments.count, options[word] == nil else { return nil }
+                guard i + 1 < arguments.count, !options.contains(where: { $0.name == word }) else { return nil }
                 let value = arguments[i + 1]
                 guard !value.isEmpty, !value.hasPrefix("-") else { return nil }
-                options[word] = value
+                options.append((word, value))
                 i += 2
                 continue
             }
             if switches.contains(word) {
-                guard flags.insert(word).inserted else { return nil }
+                guard !flags.contains(word) else { return nil }
+                flags.append(word)
             } else if word.hasPrefix("-") || word.isEmpty {
                 return nil
             } else {
@@ -56,9 +59,10 @@ struct FastPath {
             }
             i += 1
         }
-        let socket = options["--socket"]
+        func option(_ name: String) -> String? { options.first { $0.name == name }?.value }
+        let socket = option("--socket")
         let quiet = flags.contains("--quiet")
-        let user = options["--user"]
+        let user = option("--user")
         switch command {
         case "devices":
             guard positional.isEmpty else { return nil }
@@ -73,7 +77,7 @@ struct FastPath {
         case "verify":
             guard positional.isEmpty else { return nil }
             var seconds: Int64 = 30
-            if let raw = options["--timeout"] {
+            if let raw = option("--timeout") {
                 guard let n = Int64(raw), (1...300).contains(n) else { return nil }
                 seconds = n
             }

@@ -87,7 +87,8 @@ struct VocabularyEntry: Hashable, CustomStringConvertible {
     @Test func fieldTags_matchTheFixture_inNameKindAndRepetition() {
         let spelled: [FieldKind: String] = [.int: "int", .string: "str", .bytes: "bytes"]
         var swift: [String: String] = [:]
-        for (tag, row) in FieldTag.table {
+        for (tag, row) in FieldTag.table.enumerated() {
+            guard let row else { continue }
             swift[row.name] = "\(tag) \(spelled[row.kind]!)" + (row.repeated ? " repeated" : "")
         }
         var fixture: [String: String] = [:]
