@@ -78,6 +78,20 @@ public enum LockoutRules {
         state.passcodeLockedUntilMs = 0
     }
 
+    /// True when `new` only relaxes `old`: no count, lockout or delay higher, `lastSeenMs` not
+    /// earlier, the passcode and the domain state the same. Losing such a write (power loss before
+    /// it reached the disk) leaves `old`, which is at least as strict: the store writes it without
+    /// syncing the directory (docs/reliability.md, "What a verify syncs"). The relation is
+    /// transitive, so a run of such writes falls back to the last synced one, stricter than each.
+    public static func onlyRelaxes(_ new: UserAuthState, from old: UserAuthState) -> Bool {
+        new.fingerFailures <= old.fingerFailures && (!new.biometryLocked || old.biometryLocked)
+            && new.passcodeFailures <= old.passcodeFailures && new.passcodeLockedUntilMs <= old.passcodeLockedUntilMs
+            // A later lastSeenMs shortens what is left of a delay (`PasscodeDelay.remainingMs`):
+            // losing it is the strict side; an earlier one must be synced.
+            && new.lastSeenMs >= old.lastSeenMs
+            && new.passcodeHash == old.passcodeHash && new.domainState == old.domainState
+    }
+
     /// The passcode attempt counted ahead is not counted after all (the same wrong passcode again).
     public static func passcodeAttemptTakenBack(_ state: inout UserAuthState, to before: UserAuthState) {
         state.passcodeFailures = before.passcodeFailures

@@ -17,7 +17,8 @@ import enum LocalAuthProtocol.FingerName
 ///           <finger>@<device>.print 0600  one enrolled print
 ///           *.corrupt-<ms>          0600  corrupt files kept for the administrator
 ///
-/// Every write is temp file → fsync → rename → fsync directory. Operations are serialised by a
+/// Every write is temp file → fsync → rename → fsync directory (the last step skipped only for a
+/// record that relaxes the one on disk: `saveState`). Operations are serialised by a
 /// mutex, so one store may be shared; two stores (or processes) on one directory are not supported.
 public final class EnrollmentStore: Sendable {
     /// The daemon's default state directory.
@@ -145,20 +146,30 @@ public final class EnrollmentStore: Sendable {
         return try lock.withLock { _ throws(StoreError) in try load(user: user) }
     }
 
-    /// Writes the record durably. Everything is taken from `state` except `domainState`, which
+    /// Writes the record. Everything is taken from `state` except `domainState`, which
     /// only `addPrint`/`removePrint`/`removeAllPrints`/`resetState` change: a stale copy held by
     /// the caller across an enrolment must not roll it back. Throws `corruptState` rather than
     /// overwrite a corrupt record (only `resetState` may do that).
+    ///
+    /// Durability: the file is always whole and renamed into place before this returns (a `kill -9`
+    /// after it keeps the new record). A record that raises anything (an attempt counted, a
+    /// lockout, a delay, a new passcode) is also durable against power loss (the directory is
+    /// synced). One that only relaxes the record on disk (`LockoutRules.onlyRelaxes`: a match's
+    /// reset, an attempt given back) skips the directory's fsync: power lost before the file
+    /// system commits the rename leaves the older, stricter record (docs/reliability.md).
     public func saveState(_ state: UserAuthState, user: String) throws(StoreError) {
         try Validation.user(user)
         try lock.withLock { _ throws(StoreError) in
             var toWrite = state
+            var durable = true
             switch try load(user: user) {
             case .corrupt(let reason): throw .corruptState(reason)
             case .absent: toWrite.domainState = []
-            case .ok(let current): toWrite.domainState = current.domainState
+            case .ok(let current):
+                toWrite.domainState = current.domainState
+                durable = !LockoutRules.onlyRelaxes(toWrite, from: current)
             }
-            try writeRecord(toWrite, user: user)
+            try writeRecord(toWrite, user: user, syncDirectory: durable)
         }
     }
 

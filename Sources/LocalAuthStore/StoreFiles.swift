@@ -182,10 +182,10 @@ extension EnrollmentStore {
         return name
     }
 
-    func writeRecord(_ state: UserAuthState, user: String) throws(StoreError) {
+    func writeRecord(_ state: UserAuthState, user: String, syncDirectory: Bool = true) throws(StoreError) {
         let bytes = try StateRecord.encode(state)
         try ensureUserDirectory(user)
-        try atomicWrite(bytes, directory: userDirectory(user), name: Self.stateFileName)
+        try atomicWrite(bytes, directory: userDirectory(user), name: Self.stateFileName, syncDirectory: syncDirectory)
     }
 
     /// The user's readable prints in enrolment order, with corrupt ones set aside: the domain
@@ -245,7 +245,11 @@ extension EnrollmentStore {
     /// the old bytes or the new, never a mix: write a temporary file in the same directory, fsync
     /// it, rename it over the target, fsync the directory. A failed write removes its temporary
     /// file; a simulated crash (the hook throwing) leaves it, for `init` to clean.
-    func atomicWrite(_ bytes: [UInt8], directory: String, name: String) throws(StoreError) {
+    ///
+    /// Without `syncDirectory` the rename is not made durable: after a `kill -9` the new file is
+    /// there (the page cache outlives the process), after power loss the old or the new one, each
+    /// whole (both were fsynced before their rename). Only for a write whose loss is harmless.
+    func atomicWrite(_ bytes: [UInt8], directory: String, name: String, syncDirectory: Bool = true) throws(StoreError) {
         var random = SystemRandomNumberGenerator()
         let tempPath =
             "\(directory)/\(Self.tempPrefix)\(name)-\(Hex.encode((0..<8).map { _ in UInt8.random(in: 0...255, using: &random) }))"
@@ -276,6 +280,7 @@ extension EnrollmentStore {
             throw error
         }
         try writeHook?(.renamed)
+        guard syncDirectory else { return }
         try Sys.syncDirectory(directory)
         try writeHook?(.directorySynced)
     }
