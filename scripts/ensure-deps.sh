@@ -16,6 +16,8 @@ packages+=(swtpm swtpm-tools libtss2-esys-3.0.2-0 libtss2-mu0 libtss2-rc0 libtss
 # Messages (po/po.mk): xgettext, msgfmt and msgmerge; the locales' sources, from which the tests
 # build de_DE, ko_KR, zh_CN and fr_FR (UTF-8) with localedef into a private directory (/etc stays as it is).
 packages+=(gettext locales)
+# dbus-monitor: Tests/system/logind_mock.py logs every message on its bus, so tests count logind's round trips.
+packages+=(dbus-bin)
 packages+=("$@")
 missing=()
 for p in "${packages[@]}"; do

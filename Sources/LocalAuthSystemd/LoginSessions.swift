@@ -59,7 +59,7 @@ public struct LoginSessions: Sendable {
         let fromFiles = Self.sessionFromFiles(of: pid)
         let asked =
             fromFiles == nil || askLid
-            ? await logind?.ask(sessionOf: fromFiles == nil ? pid : nil, lid: askLid) : nil
+            ? await logind?.ask(sessionOf: fromFiles == nil ? pid : nil, uid: uid, lid: askLid) : nil
         let lidClosed = askLid && (asked?.lidClosed ?? LidSwitch.closed())
         if let fromFiles {
             return CallerSession(

@@ -34,6 +34,9 @@ public final class Logind: @unchecked Sendable {
     private var sleepHandler: (@Sendable (_ goingToSleep: Bool) async -> Void)?
     /// Counts `PrepareForSleep` signals, so a late timer never releases a newer inhibitor.
     private var sleepGeneration = 0
+    /// The session path `GetSessionByPID` last gave for a uid: only a guess, to send the session's
+    /// `GetAll` with the question (`ask`); never taken as an answer. At most 256, then forgotten.
+    private var lastSessionPath: [UInt32: String] = [:]
 
     /// - Parameter log: where what an administrator should know goes (the daemon's audit log).
     public init(log: any NoticeLog) {
@@ -58,17 +61,142 @@ public final class Logind: @unchecked Sendable {
         case unknown
     }
 
-    /// What an evaluation asks logind, in one visit: the session of `pid` (`GetSessionByPID`, then
-    /// the session's properties) when a pid is given, and `LidClosed` when `lid`.
-    public func ask(sessionOf pid: Int32?, lid: Bool) async -> (session: SessionAnswer?, lidClosed: Bool?) {
+    /// What an evaluation asks logind, in one visit and, usually, one round trip: the session of
+    /// `pid` (`GetSessionByPID`, then the session's properties) when a pid is given, and
+    /// `LidClosed` when `lid`. The questions go out together and are answered in the order sent.
+    /// The session's `GetAll` goes with them when the path logind gave for `uid` last time is a
+    /// good guess: its answer is used only if this visit's `GetSessionByPID` names that same path
+    /// (a guess, never an answer: everything used is asked in this visit); otherwise it is asked
+    /// again for the path named, a second round trip.
+    public func ask(sessionOf pid: Int32?, uid: UInt32, lid: Bool) async
+        -> (session: SessionAnswer?, lidClosed: Bool?)
+    {
         await onQueue {
             guard let bus = self.connected() else { return (pid == nil ? nil : .unknown, nil) }
-            let session = pid.map { self.lookUpSession($0) }
-            let closed =
+            defer { self.process() }
+            var pidArgument = UInt32(bitPattern: pid ?? 0)
+            let byPID =
+                pid == nil
+                ? nil
+                : self.send(bus, Self.managerPath, Self.managerInterface, "GetSessionByPID") { message in
+                    sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &pidArgument)
+                }
+            let guess = pid == nil ? nil : self.lastSessionPath[uid]
+            let guessed = guess.flatMap { self.sendGetAll(bus, path: $0, interface: Self.sessionInterface) }
+            let lidCall =
                 lid
-                ? self.boolProperty(bus, path: Self.managerPath, interface: Self.managerInterface, name: "LidClosed")
+                ? self.send(bus, Self.managerPath, "org.freedesktop.DBus.Properties", "Get") { message in
+                    var r = Self.managerInterface.withCString {
+                        sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0)
+                    }
+                    if r >= 0 {
+                        r = "LidClosed".withCString {
+                            sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0)
+                        }
+                    }
+                    return r
+                }
                 : nil
+            self.wait(for: [byPID, guessed, lidCall].compactMap { $0 }, bus: bus)
+            defer { [byPID, guessed, lidCall].forEach { $0?.release() } }
+
+            var session: SessionAnswer? = nil
+            if let byPID {
+                if let reply = byPID.reply {
+                    var value: UnsafePointer<CChar>?
+                    if sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "o")), &value) >= 0, let value {
+                        let path = String(cString: value)
+                        if self.lastSessionPath.count >= 256 { self.lastSessionPath.removeAll() }
+                        self.lastSessionPath[uid] = path
+                        let found =
+                            path == guess
+                            ? guessed?.reply.flatMap { Self.readSession($0, path: path) }
+                            : self.sessionProperties(bus, path: path)
+                        session = found.map { SessionAnswer.found($0) } ?? SessionAnswer.unknown
+                    } else {
+                        session = SessionAnswer.unknown
+                    }
+                } else {
+                    if let name = byPID.errorName { self.log.debug("logind GetSessionByPID: \(name)") }
+                    // `SessionAnswer.none`, spelled out: a bare `.none` here would be the optional's nil.
+                    session =
+                        byPID.errorName == "org.freedesktop.login1.NoSessionForPID" ? SessionAnswer.none : .unknown
+                }
+            }
+            let closed = lidCall?.reply.flatMap { reply -> Bool? in
+                guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "v")), "b") > 0 else { return nil }
+                return Self.readBool(reply)
+            }
             return (session, closed)
+        }
+    }
+
+    /// A method call sent without waiting (`sd_bus_call_async`); `wait(for:bus:)` collects the answers.
+    final class PendingCall {
+        var slot: OpaquePointer?
+        var done = false
+        /// The answer (referenced until `release`), or nil with `errorName` (a D-Bus error, a timeout).
+        var reply: OpaquePointer?
+        var errorName: String?
+
+        /// Cancels the call if it is still pending and drops the answer.
+        func release() {
+            if let slot { sd_bus_slot_unref(slot) }
+            slot = nil
+            if let reply { sd_bus_message_unref(reply) }
+            reply = nil
+        }
+    }
+
+    private static let onReply: sd_bus_message_handler_t = { message, userdata, _ in
+        guard let userdata else { return 0 }
+        let call = Unmanaged<PendingCall>.fromOpaque(userdata).takeUnretainedValue()
+        call.done = true
+        guard let message else { return 0 }
+        if sd_bus_message_is_method_error(message, nil) > 0 {
+            if let error = sd_bus_message_get_error(message), let name = error.pointee.name {
+                call.errorName = String(cString: name)
+            } else {
+                call.errorName = "error"
+            }
+        } else {
+            call.reply = sd_bus_message_ref(message)
+        }
+        return 0
+    }
+
+    /// Sends a method call to logind and returns at once; nil when it could not be sent.
+    private func send(
+        _ bus: OpaquePointer, _ path: String, _ interface: String, _ member: String,
+        append: (OpaquePointer) -> Int32
+    ) -> PendingCall? {
+        guard let message = methodCall(bus, path, interface, member, append: append) else { return nil }
+        defer { sd_bus_message_unref(message) }
+        let call = PendingCall()
+        var slot: OpaquePointer?
+        // The timeout is the connection's (`callTimeoutUsec`); `release` cancels a call still pending,
+        // so the callback never outlives `call`.
+        guard
+            sd_bus_call_async(bus, &slot, message, Self.onReply, Unmanaged.passUnretained(call).toOpaque(), 0) >= 0
+        else { return nil }
+        call.slot = slot
+        return call
+    }
+
+    private func sendGetAll(_ bus: OpaquePointer, path: String, interface: String) -> PendingCall? {
+        send(bus, path, "org.freedesktop.DBus.Properties", "GetAll") { message in
+            interface.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
+        }
+    }
+
+    /// Runs the connection until every call has its answer (or its timeout, which sd-bus answers
+    /// with an error), or the connection fails.
+    private func wait(for calls: [PendingCall], bus: OpaquePointer) {
+        while calls.contains(where: { !$0.done }) {
+            let r = sd_bus_process(bus, nil)
+            if r < 0 { return }
+            if r > 0 { continue }
+            if sd_bus_wait(bus, UInt64.max) < 0 { return }
         }
     }
 
@@ -190,74 +318,61 @@ public final class Logind: @unchecked Sendable {
         return paths
     }
 
-    private func lookUpSession(_ pid: Int32) -> SessionAnswer {
-        guard let bus = connected() else { return .unknown }
-        defer { process() }
-        var pidArgument = UInt32(bitPattern: pid)
-        var noSession = false
-        let path: String? = call(bus, Self.managerPath, Self.managerInterface, "GetSessionByPID") { message in
-            sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &pidArgument)
-        } read: { reply in
-            var value: UnsafePointer<CChar>?
-            guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "o")), &value) >= 0, let value else { return nil }
-            return String(cString: value)
-        } failed: { errorName in
-            noSession = errorName == "org.freedesktop.login1.NoSessionForPID"
-        }
-        guard let path else { return noSession ? .none : .unknown }
-        return sessionProperties(bus, path: path).map { .found($0) } ?? .unknown
-    }
-
     /// A session's properties in one `GetAll` call.
     private func sessionProperties(_ bus: OpaquePointer, path: String) -> LoginSession? {
         let interface = Self.sessionInterface
         return call(bus, path, "org.freedesktop.DBus.Properties", "GetAll") { message in
             interface.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
         } read: { reply in
-            var id = String(path.split(separator: "/").last ?? "")
-            var owner: UInt32?
-            var sessionClass = ""
-            var seat: String?
-            var active: Bool?
-            var remote: Bool?
-            guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "a")), "{sv}") > 0 else { return nil }
-            while sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "e")), "sv") > 0 {
-                var key: UnsafePointer<CChar>?
-                guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "s")), &key) >= 0, let key else { return nil }
-                let name = String(cString: key)
-                var contents: UnsafePointer<CChar>?
-                var type: CChar = 0
-                guard sd_bus_message_peek_type(reply, &type, &contents) >= 0, let contents else { return nil }
-                let signature = String(cString: contents)
-                guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "v")), contents) > 0 else { return nil }
-                switch (name, signature) {
-                case ("Id", "s"): id = Self.readString(reply) ?? id
-                case ("Class", "s"): sessionClass = Self.readString(reply) ?? ""
-                case ("Active", "b"): active = Self.readBool(reply)
-                case ("Remote", "b"): remote = Self.readBool(reply)
-                case ("User", "(uo)"):
-                    if sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "r")), "uo") > 0 {
-                        owner = Self.readUInt32(reply)
-                        sd_bus_message_skip(reply, "o")
-                        sd_bus_message_exit_container(reply)
-                    }
-                case ("Seat", "(so)"):
-                    if sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "r")), "so") > 0 {
-                        seat = Self.readString(reply).flatMap { $0.isEmpty ? nil : $0 }
-                        sd_bus_message_skip(reply, "o")
-                        sd_bus_message_exit_container(reply)
-                    }
-                default:
-                    sd_bus_message_skip(reply, contents)
-                }
-                guard sd_bus_message_exit_container(reply) >= 0, sd_bus_message_exit_container(reply) >= 0 else {
-                    return nil
-                }
-            }
-            guard let owner, let active, let remote else { return nil }
-            return LoginSession(
-                id: id, ownerUID: owner, sessionClass: sessionClass, seat: seat, isActive: active, isRemote: remote)
+            Self.readSession(reply, path: path)
         }
+    }
+
+    /// A session from the answer to its `GetAll`.
+    private static func readSession(_ reply: OpaquePointer, path: String) -> LoginSession? {
+        var id = String(path.split(separator: "/").last ?? "")
+        var owner: UInt32?
+        var sessionClass = ""
+        var seat: String?
+        var active: Bool?
+        var remote: Bool?
+        guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "a")), "{sv}") > 0 else { return nil }
+        while sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "e")), "sv") > 0 {
+            var key: UnsafePointer<CChar>?
+            guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "s")), &key) >= 0, let key else { return nil }
+            let name = String(cString: key)
+            var contents: UnsafePointer<CChar>?
+            var type: CChar = 0
+            guard sd_bus_message_peek_type(reply, &type, &contents) >= 0, let contents else { return nil }
+            let signature = String(cString: contents)
+            guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "v")), contents) > 0 else { return nil }
+            switch (name, signature) {
+            case ("Id", "s"): id = Self.readString(reply) ?? id
+            case ("Class", "s"): sessionClass = Self.readString(reply) ?? ""
+            case ("Active", "b"): active = Self.readBool(reply)
+            case ("Remote", "b"): remote = Self.readBool(reply)
+            case ("User", "(uo)"):
+                if sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "r")), "uo") > 0 {
+                    owner = Self.readUInt32(reply)
+                    sd_bus_message_skip(reply, "o")
+                    sd_bus_message_exit_container(reply)
+                }
+            case ("Seat", "(so)"):
+                if sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "r")), "so") > 0 {
+                    seat = Self.readString(reply).flatMap { $0.isEmpty ? nil : $0 }
+                    sd_bus_message_skip(reply, "o")
+                    sd_bus_message_exit_container(reply)
+                }
+            default:
+                sd_bus_message_skip(reply, contents)
+            }
+            guard sd_bus_message_exit_container(reply) >= 0, sd_bus_message_exit_container(reply) >= 0 else {
+                return nil
+            }
+        }
+        guard let owner, let active, let remote else { return nil }
+        return LoginSession(
+            id: id, ownerUID: owner, sessionClass: sessionClass, seat: seat, isActive: active, isRemote: remote)
     }
 
     private static func readBool(_ message: OpaquePointer) -> Bool? {
@@ -286,17 +401,29 @@ public final class Logind: @unchecked Sendable {
         return r >= 0 ? value != 0 : nil
     }
 
+    /// A method call to logind with its arguments (`append`), for the caller to send and unref.
+    private func methodCall(
+        _ bus: OpaquePointer, _ path: String, _ interface: String, _ member: String,
+        append: (OpaquePointer) -> Int32
+    ) -> OpaquePointer? {
+        var message: OpaquePointer?
+        guard sd_bus_message_new_method_call(bus, &message, Self.destination, path, interface, member) >= 0,
+            let message
+        else { return nil }
+        guard append(message) >= 0 else {
+            sd_bus_message_unref(message)
+            return nil
+        }
+        return message
+    }
+
     /// One method call to logind: `append` writes the arguments, `read` takes the answer.
     private func call<T>(
         _ bus: OpaquePointer, _ path: String, _ interface: String, _ member: String,
         append: (OpaquePointer) -> Int32, read: (OpaquePointer) -> T?, failed: (String) -> Void = { _ in }
     ) -> T? {
-        var message: OpaquePointer?
-        guard sd_bus_message_new_method_call(bus, &message, Self.destination, path, interface, member) >= 0,
-            let message
-        else { return nil }
+        guard let message = methodCall(bus, path, interface, member, append: append) else { return nil }
         defer { sd_bus_message_unref(message) }
-        guard append(message) >= 0 else { return nil }
         var error = sd_bus_error()
         defer { sd_bus_error_free(&error) }
         var reply: OpaquePointer?

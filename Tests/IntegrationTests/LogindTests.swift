@@ -133,6 +133,47 @@ struct LogindTests {
         #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
     }
 
+    /// Issue 18: an evaluation asks logind each question once — the caller's session by pid, that
+    /// session's properties, the lid — and all of them in the same visit. The properties are sent
+    /// with the question on a guess (the path logind gave last time) that is never taken as an
+    /// answer: when the session changes between requests, the next request sees it.
+    @Test func evaluation_asksLogindEachQuestionOnce_andTakesNothingFromTheLastRequest() async throws {
+        let logind = try MockLogind()
+        let d = try Self.daemon(logind)
+        try await d.enroll(user: "alice", printID: "alice-1")
+        try d.simulate("touch", "alice-1")
+        #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
+
+        let mark = logind.messageCount()
+        try d.simulate("touch", "alice-1")
+        #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
+        usleep(300_000)  // dbus-monitor writes each message as the bus routes it; let it catch up
+        let (asked, roundTrips) = logind.visits(since: mark)
+        #expect(
+            asked.sorted() == [
+                "Get /org/freedesktop/login1",  // LidClosed: the virtual reader counts as built in
+                "GetAll /org/freedesktop/login1/session/c1",
+                "GetSessionByPID /org/freedesktop/login1",
+            ], "\(asked)")
+        #expect(roundTrips == 1, "\(asked)")
+
+        // The guessed session turns remote: its properties are asked afresh and refuse the finger.
+        try logind.send("session remote")
+        let (remote, events) = try d.perform(.evaluate(Self.biometrics()))
+        #expect(
+            remote.resultCode == .biometryNotAvailable && remote.message.contains("remote session"), "\(remote.message)"
+        )
+        #expect(events.isEmpty)
+        // The caller leaves every session: the guess's answer (a local greeter) is not used.
+        try logind.send("session none")
+        let (none, noEvents) = try d.perform(.evaluate(Self.biometrics()))
+        #expect(none.resultCode == .biometryNotAvailable, "\(none.message)")
+        #expect(noEvents.isEmpty)
+        try logind.send("session local")
+        try d.simulate("touch", "alice-1")
+        #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
+    }
+
     @Test func noInteraction_whenTheCallerCannotShowAPrompt_answersNotInteractiveAtOnce() async throws {
         let logind = try MockLogind()
         let d = try Self.daemon(logind)

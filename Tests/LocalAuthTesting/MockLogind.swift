@@ -50,6 +50,38 @@ package final class MockLogind: @unchecked Sendable {
         return answer
     }
 
+    /// The bus's messages so far (`monitor.log`, dbus-monitor's profile lines): a mark for
+    /// `visits(since:)`.
+    package func messageCount() -> Int { monitorLines().count }
+
+    /// What clients asked logind since `mark`: each question (`member path`, e.g. `GetSessionByPID
+    /// /org/freedesktop/login1`) and the round trips they waited for — a question sent before the
+    /// answers to the ones before it came back goes in the same round trip.
+    package func visits(since mark: Int) -> (questions: [String], roundTrips: Int) {
+        var questions: [String] = []
+        var roundTrips = 0
+        var answered = true
+        var callers: Set<Substring> = []
+        for line in monitorLines().dropFirst(mark) {
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard f.count >= 5 else { continue }
+            if f[0] == "mc", f[4] == "org.freedesktop.login1", f.count >= 8 {
+                if answered { roundTrips += 1 }
+                answered = false
+                callers.insert(f[3])
+                questions.append("\(f[7]) \(f[5])")
+            } else if f[0] == "mr" || f[0] == "err", callers.contains(f[4]) {
+                answered = true
+            }
+        }
+        return (questions, roundTrips)
+    }
+
+    private func monitorLines() -> [Substring] {
+        let text = (try? String(contentsOfFile: directory + "/monitor.log", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n")
+    }
+
     /// Waits until logind's inhibitors are exactly `expected` (`who:what:mode`).
     package func waitForInhibitors(_ expected: [String], log d: DaemonHarness) throws {
         let deadline = Date().addingTimeInterval(10)

@@ -23,6 +23,9 @@ where a display manager's worker (root) asks for whoever types their name. The t
 stand there (docs/security.md: who may be asked for a finger).
 
 The template has no GetSessionByPID or LidClosed; both are added here, as logind has them.
+Every message on the bus is logged as it is routed, one line each, in DIRECTORY/monitor.log
+(`dbus-monitor --profile`), so that tests can count the questions a client asks and the round trips
+it waits for.
 """
 import json
 import os
@@ -111,6 +114,13 @@ def main():
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=address)
     mock_server = subprocess.Popen([sys.executable, "-m", "dbusmock", "--system", "--template", "logind"],
                                    env=env, stdout=subprocess.DEVNULL)
+    # Every message on the bus as it is routed, a line each (dbus-monitor --profile: type, time,
+    # serial, sender, destination, path, interface, member), in DIRECTORY/monitor.log: tests count
+    # the round trips a client waits for with it (a call sent before the answer to the last one
+    # is in the same round trip).
+    monitor = subprocess.Popen(["dbus-monitor", "--address", address, "--profile"],
+                               stdout=open(os.path.join(directory, "monitor.log"), "w"),
+                               stderr=subprocess.DEVNULL)
     try:
         bus = dbus.bus.BusConnection(address)
         deadline = time.monotonic() + 20
@@ -175,6 +185,8 @@ def main():
                 continue
             print("ok", flush=True)
     finally:
+        monitor.kill()
+        monitor.wait()
         mock_server.kill()
         mock_server.wait()
         if bus_daemon:
