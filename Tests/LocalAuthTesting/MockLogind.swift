@@ -21,7 +21,8 @@ package final class MockLogind: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         // The mock removes the directory itself when its input closes: the shared greeter's instance
         // is never deinitialised, so its test process's exit is the only end it sees.
-        process.arguments = [Self.script, directory, "--remove-directory"] + (greeter ? ["--greeter"] : [])
+        process.arguments =
+            [Self.script, directory, "--remove-directory", "--monitor"] + (greeter ? ["--greeter"] : [])
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """A private system bus with python-dbusmock's logind template, driven line by line on stdin.
 
-Usage: logind_mock.py DIRECTORY [--greeter] [--on-bus ADDRESS] [--remove-directory]. Prints
+Usage: logind_mock.py DIRECTORY [--greeter] [--on-bus ADDRESS] [--remove-directory] [--monitor].
+Prints
 `ready ADDRESS` once the mock owns org.freedesktop.login1 (give ADDRESS to the daemon as
 DBUS_SYSTEM_BUS_ADDRESS), then answers each command with one line. With --remove-directory it
 removes DIRECTORY when its input ends (or at `quit`):
@@ -13,6 +14,8 @@ removes DIRECTORY when its input ends (or at `quit`):
   add-session ID SEAT UID NAME CLASS active|inactive local|remote
                            a session (SEAT `-`: none, as for ssh); logind's properties as it has them
   place UID ID|none        GetSessionByPID for a process whose real uid is UID (`*`: any other)
+  slow MS                  GetSessionByPID answers MS milliseconds late (0: at once), so that
+                           a client's questions sent together are all on the bus before it answers
   set-active ID yes|no     the session's Active property (it comes to the front, or goes behind)
   sleep | wake             emit PrepareForSleep(true | false)
   inhibitors               `inhibitors WHO:WHAT:MODE …` (ListInhibitors)
@@ -23,9 +26,9 @@ where a display manager's worker (root) asks for whoever types their name. The t
 stand there (docs/security.md: who may be asked for a finger).
 
 The template has no GetSessionByPID or LidClosed; both are added here, as logind has them.
-Every message on the bus is logged as it is routed, one line each, in DIRECTORY/monitor.log
-(`dbus-monitor --profile`), so that tests can count the questions a client asks and the round trips
-it waits for.
+With --monitor, every message on the bus is logged as it is routed, one line each, in
+DIRECTORY/monitor.log (`dbus-monitor --profile`), so that tests can count the questions a client
+asks and the round trips it waits for.
 """
 import json
 import os
@@ -74,6 +77,9 @@ try:
         uid = [l.split()[1] for l in f if l.startswith('Uid:')][0]
 except OSError:
     pass
+if places.get('slow-ms'):
+    import time
+    time.sleep(float(places['slow-ms']) / 1000)
 session = places.get(uid, places.get('*'))
 if session is None:
     raise dbus.exceptions.DBusException('no session for pid %%d' %% args[0],
@@ -114,13 +120,15 @@ def main():
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=address)
     mock_server = subprocess.Popen([sys.executable, "-m", "dbusmock", "--system", "--template", "logind"],
                                    env=env, stdout=subprocess.DEVNULL)
-    # Every message on the bus as it is routed, a line each (dbus-monitor --profile: type, time,
+    # With --monitor, every message on the bus as it is routed, a line each (dbus-monitor --profile: type, time,
     # serial, sender, destination, path, interface, member), in DIRECTORY/monitor.log: tests count
     # the round trips a client waits for with it (a call sent before the answer to the last one
     # is in the same round trip).
-    monitor = subprocess.Popen(["dbus-monitor", "--address", address, "--profile"],
-                               stdout=open(os.path.join(directory, "monitor.log"), "w"),
-                               stderr=subprocess.DEVNULL)
+    monitor = None
+    if "--monitor" in sys.argv[2:]:
+        with open(os.path.join(directory, "monitor.log"), "w") as log:
+            monitor = subprocess.Popen(["dbus-monitor", "--address", address, "--profile"], stdout=log,
+                                       stderr=subprocess.DEVNULL)
     try:
         bus = dbus.bus.BusConnection(address)
         deadline = time.monotonic() + 20
@@ -173,6 +181,8 @@ def main():
                 session.Set(SESSION, "Active", words[2] == "yes", dbus_interface=dbus.PROPERTIES_IFACE)
             elif words[0] == "place" and len(words) == 3:
                 place(words[1], None if words[2] == "none" else words[2])
+            elif words[0] == "slow" and len(words) == 2 and words[1].isdigit():
+                place("slow-ms", words[1] if words[1] != "0" else None)
             elif words in (["sleep"], ["wake"]):
                 mock.EmitSignal(MANAGER, "PrepareForSleep", "b", [words[0] == "sleep"])
             elif words == ["inhibitors"]:
@@ -185,8 +195,9 @@ def main():
                 continue
             print("ok", flush=True)
     finally:
-        monitor.kill()
-        monitor.wait()
+        if monitor:
+            monitor.kill()
+            monitor.wait()
         mock_server.kill()
         mock_server.wait()
         if bus_daemon:

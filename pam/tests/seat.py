@@ -21,7 +21,7 @@ class LogindMock:
     starting its own. `start` is how the process is started (a harness's own Popen that tracks it)."""
 
     def __init__(self, directory, on_bus=None, env=None, start=subprocess.Popen):
-        self.directory = directory  # monitor.log there: every message on the bus, a line each
+        self.directory = directory
         command = ["/usr/bin/python3", MOCK, directory, "--greeter"] + (["--on-bus", on_bus] if on_bus else [])
         self.process = start(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True, env=env)
