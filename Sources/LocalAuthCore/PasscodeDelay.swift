@@ -81,7 +81,7 @@ public enum LockoutRules {
     /// True when `new` only relaxes `old`: no count, lockout or delay higher, `lastSeenMs` not
     /// earlier, the passcode and the domain state the same. Losing such a write (power loss before
     /// it reached the disk) leaves `old`, which is at least as strict: the store writes it without
-    /// syncing the directory (docs/reliability.md, "What a verify syncs"). The relation is
+    /// syncing the directory (docs/reliability.md, "Power loss"). The relation is
     /// transitive, so a run of such writes falls back to the last synced one, stricter than each.
     public static func onlyRelaxes(_ new: UserAuthState, from old: UserAuthState) -> Bool {
         new.fingerFailures <= old.fingerFailures && (!new.biometryLocked || old.biometryLocked)

@@ -108,10 +108,10 @@ public final class Logind: @unchecked Sendable {
                         let path = String(cString: value)
                         if self.lastSessionPath.count >= 256 { self.lastSessionPath.removeAll() }
                         self.lastSessionPath[uid] = path
+                        // The guess's answer when it was right and came; else the path named, asked now.
                         let found =
-                            path == guess
-                            ? guessed?.reply.flatMap { Self.readSession($0, path: path) }
-                            : self.sessionProperties(bus, path: path)
+                            (path == guess ? guessed?.reply.flatMap { Self.readSession($0, path: path) } : nil)
+                            ?? self.sessionProperties(bus, path: path)
                         session = found.map { SessionAnswer.found($0) } ?? SessionAnswer.unknown
                     } else {
                         session = SessionAnswer.unknown
