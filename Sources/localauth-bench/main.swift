@@ -20,6 +20,13 @@
 //                                       RATE all send at once (a burst); with RATE (requests per second,
 //                                       all clients together) each client waits an exponentially
 //                                       distributed pause before each request (Poisson arrivals)
+//   localauth-bench concurrent-uids CLIENTS ROUNDS USER PRINT FIRST_UID HEAVY_CONNECTIONS
+//                                       the burst of `concurrent`, each status client connecting under a uid of
+//                                       its own (FIRST_UID, FIRST_UID + 1, ...: per-thread setresuid through the
+//                                       raw syscall, no passwd entry needed), and one heavy uid (FIRST_UID - 1)
+//                                       trying HEAVY_CONNECTIONS connections that send status back to back
+//                                       until the burst is over; the verifies stay root's (the console user).
+//                                       Must run as root
 //
 // The daemon is found through LOCALAUTHD_SOCKET. Prints one JSON object: samples in nanoseconds
 // (CLOCK_MONOTONIC), request sent to its RESULT read.
@@ -131,7 +138,12 @@ final class Collector: @unchecked Sendable {
 }
 
 /// One verify: a simulated touch of `print` queued on the virtual reader, then EVALUATE to its RESULT.
-func verify(_ connection: DaemonConnection, control: DaemonConnection, user: String, print: String) -> Int64 {
+/// `prompt`, when given, is told how long the daemon took to its placeFinger event (the request
+/// read, scheduled and decided up to the scan), so that the rest is the scan's answer reaching the client.
+func verify(
+    _ connection: DaemonConnection, control: DaemonConnection, user: String, print: String,
+    prompt: ((Int64) -> Void)? = nil
+) -> Int64 {
     do {
         let queued = try control.perform(.simulate(action: "touch", argument: print), timeoutMs: 10_000)
         guard queued.isSuccess else { fail("simulate touch: \(queued.message)") }
@@ -139,9 +151,14 @@ func verify(_ connection: DaemonConnection, control: DaemonConnection, user: Str
             policy: .deviceOwnerAuthenticationWithBiometrics, user: user, service: "localauth-bench", tries: 1,
             timeoutMs: 10_000)
         let t0 = nowNs()
-        let result = try connection.perform(.evaluate(options), timeoutMs: 15_000)
+        var promptAt: Int64?
+        let result = try connection.perform(.evaluate(options), timeoutMs: 15_000) { event in
+            if promptAt == nil, event.kind == .placeFinger { promptAt = nowNs() }
+            return nil
+        }
         let elapsed = nowNs() - t0
         guard result.isSuccess else { fail("verify: \(result.message)") }
+        if let prompt, let promptAt { prompt(promptAt - t0) }
         return elapsed
     } catch {
         fail("verify: \(error)")
@@ -170,33 +187,80 @@ func verifies(runs: Int, user: String, print: String) {
     json(["samples_ns": samples])
 }
 
-func concurrent(clients: Int, rounds: Int, user: String, print: String, rate: Double?) {
+/// `syscall(2)` with three integer arguments (variadic in C; on x86-64 and arm64 its integer
+/// arguments travel in the same registers either way).
+@_silgen_name("syscall")
+func rawSyscall(_ number: Int, _ a: Int, _ b: Int, _ c: Int) -> Int
+
+/// The calling thread alone becomes `uid` (gid `uid`, no supplementary groups), for good: the raw
+/// system calls change one thread's credentials, where glibc's wrappers change every thread's.
+/// A socket connected afterwards carries these credentials (`SO_PEERCRED`).
+func becomeOnThisThread(uid: UInt32) {
+    #if arch(x86_64)
+        let (setgroups, setresgid, setresuid) = (116, 119, 117)
+    #elseif arch(arm64)
+        let (setgroups, setresgid, setresuid) = (159, 149, 147)
+    #endif
+    let id = Int(uid)
+    guard rawSyscall(setgroups, 0, 0, 0) == 0, rawSyscall(setresgid, id, id, id) == 0,
+        rawSyscall(setresuid, id, id, id) == 0
+    else { fail("cannot become uid \(uid) on this thread (errno \(errno)): run as root") }
+}
+
+/// The many-uid burst: the settings of `concurrent-uids`.
+struct UIDPlan {
+    let first: UInt32
+    let heavyConnections: Int
+}
+
+func concurrent(clients: Int, rounds: Int, user: String, print: String, rate: Double?, uids: UIDPlan? = nil) {
     let verifier = connect("localauth-bench verify")
     let control = connect("localauth-bench control")
     // The verify's own latency with nothing else running, for comparison.
-    let idleVerifies = (0..<50).map { _ in verify(verifier, control: control, user: user, print: print) }
+    var idlePrompts: [Int64] = []
+    let idleVerifies = (0..<50).map { _ in
+        verify(verifier, control: control, user: user, print: print) { idlePrompts.append($0) }
+    }
 
-    var connections: [DaemonConnection] = []
-    for i in 0..<clients { connections.append(connect("localauth-bench status \(i)")) }
+    // As root, all opened here; under uids of their own, each by its thread once it is that uid.
+    var connections: [DaemonConnection?] = []
+    for i in 0..<clients { connections.append(uids == nil ? connect("localauth-bench status \(i)") : nil) }
     let statuses = Collector()
     let verifies = Collector()
-    let ready = Barrier(parties: clients + 1)
+    let verifyPrompts = Collector()
+    let heavy = Collector()
+    let heavyRefused = Collector()
+    let heavyDone = Finished()
+    let heavyThreads = uids?.heavyConnections ?? 0
+    let ready = Barrier(parties: clients + heavyThreads + 1)
     let done = Finished()
     let stop = Atomic(false)
+    let burstOver = Atomic(false)
 
     let verifyThread = Thread {
         ready.arriveAndWait()
         var local: [Int64] = []
-        while !stop.value { local.append(verify(verifier, control: control, user: user, print: print)) }
+        var prompts: [Int64] = []
+        while !stop.value {
+            local.append(verify(verifier, control: control, user: user, print: print) { prompts.append($0) })
+        }
         verifies.add(local)
+        verifyPrompts.add(prompts)
         done.one()
     }
     verifyThread.stackSize = 1 << 20
     verifyThread.start()
-    for connection in connections {
+    for (i, opened) in connections.enumerated() {
         let thread = Thread {
             var local: [Int64] = []
             local.reserveCapacity(rounds)
+            let connection: DaemonConnection
+            if let opened {
+                connection = opened
+            } else {
+                becomeOnThisThread(uid: uids!.first + UInt32(i))
+                connection = connect("localauth-bench status \(i)")
+            }
             ready.arriveAndWait()
             for _ in 0..<rounds {
                 if let rate {
@@ -219,18 +283,57 @@ func concurrent(clients: Int, rounds: Int, user: String, print: String, rate: Do
         thread.stackSize = 256 << 10
         thread.start()
     }
+    // The heavy uid: its connections beyond the per-uid limit are refused at HELLO; the others
+    // ask back to back until the burst is over.
+    if let uids {
+        for i in 0..<uids.heavyConnections {
+            let thread = Thread {
+                becomeOnThisThread(uid: uids.first - 1)
+                let connection = try? DaemonConnection(clientName: "localauth-bench heavy \(i)")
+                if connection == nil { heavyRefused.failed("refused") }
+                ready.arriveAndWait()
+                var local: [Int64] = []
+                while let connection, !burstOver.value {
+                    let t0 = nowNs()
+                    do {
+                        let result = try connection.perform(.status(user: nil), timeoutMs: 30_000)
+                        if !result.isSuccess { heavy.failed(result.message) }
+                    } catch {
+                        heavy.failed("\(error)")
+                        break
+                    }
+                    local.append(nowNs() - t0)
+                }
+                heavy.add(local)
+                heavyDone.one()
+            }
+            thread.stackSize = 256 << 10
+            thread.start()
+        }
+    }
     let t0 = nowNs()
     ready.arriveAndWait()
     done.wait(for: clients)
     let wall = nowNs() - t0
+    burstOver.value = true
+    heavyDone.wait(for: heavyThreads)
     stop.value = true
     done.wait(for: clients + 1)
     if !statuses.failures.isEmpty { fail("\(statuses.failures.count) status requests failed: \(statuses.failures[0])") }
-    json([
+    if !heavy.failures.isEmpty { fail("\(heavy.failures.count) heavy requests failed: \(heavy.failures[0])") }
+    var out: [String: Any] = [
         "clients": clients, "rounds": rounds, "rate": rate ?? 0, "status_ns": statuses.samples,
-        "verify_ns": verifies.samples,
-        "verify_idle_ns": idleVerifies, "wall_ns": wall,
-    ])
+        "verify_ns": verifies.samples, "verify_prompt_ns": verifyPrompts.samples,
+        "verify_idle_ns": idleVerifies, "verify_idle_prompt_ns": idlePrompts, "wall_ns": wall,
+    ]
+    if let uids {
+        out["first_uid"] = Int(uids.first)
+        out["heavy_uid"] = Int(uids.first - 1)
+        out["heavy_ns"] = heavy.samples
+        out["heavy_refused"] = heavyRefused.failures.count
+        out["heavy_connections"] = uids.heavyConnections
+    }
+    json(out)
 }
 
 /// A flag shared between threads.
@@ -326,5 +429,12 @@ case "concurrent":
     concurrent(
         clients: number(2), rounds: number(3), user: args[4], print: args[5],
         rate: args.count == 7 ? Double(number(6)) : nil)
+case "concurrent-uids":
+    guard args.count == 8, let first = UInt32(args[6]), first > 1, let heavyConnections = Int(args[7]) else {
+        fail("usage: localauth-bench concurrent-uids CLIENTS ROUNDS USER PRINT FIRST_UID HEAVY_CONNECTIONS")
+    }
+    concurrent(
+        clients: number(2), rounds: number(3), user: args[4], print: args[5], rate: nil,
+        uids: UIDPlan(first: first, heavyConnections: heavyConnections))
 default: fail("usage: localauth-bench can-evaluate RUNS | status RUNS | concurrent CLIENTS ROUNDS USER PRINT [RATE]")
 }

@@ -1,0 +1,245 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""The burst of figure 8 on its own (issue 18): where the daemon's memory goes, and the console
+user's verify during the burst, with the status clients as root or under many uids.
+
+Each burst runs on a freshly started release daemon (--virtual-reader, python-dbusmock's logind as
+in bench.py): idle after one `list`, then `localauth-bench concurrent` (or `concurrent-uids`), right
+after it and 10 s later the daemon's memory (/proc/PID/smaps per mapping kind, smaps_rollup,
+threads). Prints one JSON object; with --smaps the per-mapping differences too.
+
+Usage (as root, release build):
+  /usr/bin/python3 bench/burst.py --bin .build/release [--bursts 3] [--uids FIRST] [--heavy 40]
+      [--env NAME=VALUE ...] [--smaps]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import bench as B  # noqa: E402
+
+
+def mappings(pid):
+    """smaps per mapping kind: {kind: {"rss": kB, "private_dirty": kB, "count": n}}."""
+    kinds = {}
+    current = None
+    header = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$")
+    with open("/proc/%d/smaps" % pid) as f:
+        for line in f:
+            m = header.match(line)
+            if m:
+                size_kb = (int(m.group(2), 16) - int(m.group(1), 16)) // 1024
+                name = m.group(3).strip()
+                if not name:
+                    # Anonymous, each on its own: a malloc arena's heap (64 MB aligned), a thread's
+                    # stack, an mmap'd large allocation.
+                    name = "[anon %s %s %dk]" % (m.group(1), line.split()[1], size_kb)
+                else:
+                    name = os.path.basename(name) if name.startswith("/") else name
+                current = kinds.setdefault(name, {"rss": 0, "private_dirty": 0, "count": 0, "size": 0})
+                current["count"] += 1
+                current["size"] += size_kb
+            elif current is not None:
+                key, _, rest = line.partition(":")
+                if key in ("Rss", "Private_Dirty"):
+                    current["rss" if key == "Rss" else "private_dirty"] += int(rest.split()[0])
+    return kinds
+
+
+MALLINFO = False
+TRIM_AT_END = False
+
+
+def malloc_info(pid, log):
+    """glibc's malloc_info(3) of the daemon, through gdb (the XML goes to the daemon's stderr, its
+    log): per arena the bytes malloc holds (system) and how much of it is free (total)."""
+    with open(log) as f:
+        f.seek(0, 2)
+        start = f.tell()
+    subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "call (int)malloc_info(0, *(void**)&stderr)",
+                    "-ex", "call (int)fflush(*(void**)&stderr)"], capture_output=True, timeout=60)
+    with open(log) as f:
+        f.seek(start)
+        text = f.read()
+    total = re.findall(r'<total type="(\w+)" count="(\d+)" size="(\d+)"/>', text)
+    system = re.findall(r'<system type="(\w+)" size="(\d+)"/>', text)
+    heaps = text.count("<heap nr=")
+    # The last <total>/<system> lines are the whole process's (after every heap's own).
+    tail = text[text.rfind("</heap>"):] if "</heap>" in text else text
+    free = {t: (int(c), int(sz)) for t, c, sz in re.findall(r'<total type="(\w+)" count="(\d+)" size="(\d+)"/>', tail)}
+    sysd = {t: int(sz) for t, sz in re.findall(r'<system type="(\w+)" size="(\d+)"/>', tail)}
+    return {"arenas": heaps, "free": free, "system": sysd, "raw_lines": len(total) + len(system)}
+
+
+def snapshot(pid, log=None):
+    info = malloc_info(pid, log) if MALLINFO and log else None
+    return {
+        "malloc_info": info,
+        "rss_kb": B.rss_kb(pid), "pss_kb": B.pss_kb(pid),
+        "private_dirty_kb": B.rollup_kb(pid, "Private_Dirty"),
+        "threads": len(os.listdir("/proc/%d/task" % pid)),
+        "fds": len(os.listdir("/proc/%d/fd" % pid)),
+        "thread_names": sorted(open("/proc/%d/task/%s/comm" % (pid, t)).read().strip()
+                               for t in os.listdir("/proc/%d/task" % pid)),
+        "mappings": mappings(pid),
+    }
+
+
+class Args:
+    """What bench.Ours reads of bench.py's arguments."""
+
+    def __init__(self, bin_dir, module):
+        self.bin = bin_dir
+        self.module = module
+
+
+class Shim:
+    def __init__(self, args):
+        self.args = args
+        self.procs = B.Processes()
+
+
+def one_burst(ours, bench_bin, a, extra_env, idle=None, keep=False):
+    """A burst on a fresh daemon; with `idle` (the first burst's idle figures), on the one running."""
+    if idle is None:
+        os.environ.update(extra_env)
+        try:
+            ours.start()
+        finally:
+            for k in extra_env:
+                os.environ.pop(k, None)
+        ours.enrol()
+        subprocess.run(ours.list_cmd(), env=ours.env(), capture_output=True, check=True)
+        time.sleep(1)
+        idle = snapshot(ours.pid, ours.log)
+    if a.uids:
+        cmd = [bench_bin, "concurrent-uids", str(a.clients), str(a.rounds), B.USER, B.PRINT_ID,
+               str(a.uids), str(a.heavy)]
+    else:
+        cmd = [bench_bin, "concurrent", str(a.clients), str(a.rounds), B.USER, B.PRINT_ID]
+    load = os.getloadavg()[0]
+    _, out = B.timed(cmd, ours.env(), "concurrent")
+    after = snapshot(ours.pid, ours.log)
+    time.sleep(10)
+    later = snapshot(ours.pid, ours.log)
+    if TRIM_AT_END:
+        subprocess.run(["gdb", "-p", str(ours.pid), "-batch", "-ex", "call (int)malloc_trim(0)"],
+                       capture_output=True, timeout=60)
+        later["trimmed_again"] = snapshot(ours.pid)
+        later["trimmed_again"].pop("mappings")
+    c = json.loads(out)
+    if not keep:
+        ours.bench.procs.stop(ours.daemon, timeout=120)
+    return {"idle": idle, "after": after, "later": later, "load": load, "burst": {
+        "status_median_ms": B.ms(statistics.median(c["status_ns"])),
+        "status_p99_ms": B.ms(B.percentile(c["status_ns"], 0.99)),
+        "verify_median_ms": B.ms(statistics.median(c["verify_ns"])) if c["verify_ns"] else None,
+        "verify_max_ms": B.ms(max(c["verify_ns"])) if c["verify_ns"] else None,
+        "verify_n": len(c["verify_ns"]),
+        "verify_idle_median_ms": B.ms(statistics.median(c["verify_idle_ns"])),
+        "verify_prompt_median_ms": B.ms(statistics.median(c["verify_prompt_ns"])) if c.get("verify_prompt_ns") else None,
+        "verify_idle_prompt_median_ms": B.ms(statistics.median(c["verify_idle_prompt_ns"]))
+        if c.get("verify_idle_prompt_ns") else None,
+        "wall_ms": B.ms(c["wall_ns"]),
+        "heavy_n": len(c.get("heavy_ns", [])), "heavy_refused": c.get("heavy_refused"),
+        "heavy_median_ms": B.ms(statistics.median(c["heavy_ns"])) if c.get("heavy_ns") else None,
+    }}
+
+
+def diff(a, b):
+    out = {}
+    for name in set(a) | set(b):
+        x, y = a.get(name, {}), b.get(name, {})
+        d = {k: y.get(k, 0) - x.get(k, 0) for k in ("rss", "private_dirty", "count")}
+        if any(d.values()):
+            out[name] = d
+    return dict(sorted(out.items(), key=lambda kv: -abs(kv[1]["private_dirty"])))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.path.join(ROOT, ".build", "release"))
+    ap.add_argument("--module", default=os.path.join(ROOT, "pam", "build", "pam_localauth.so"))
+    ap.add_argument("--bursts", type=int, default=3)
+    ap.add_argument("--clients", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--uids", type=int, default=0, help="first uid of the status clients (0: all root)")
+    ap.add_argument("--heavy", type=int, default=40, help="connections the heavy uid tries")
+    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the daemon")
+    ap.add_argument("--smaps", action="store_true", help="print the per-mapping differences")
+    ap.add_argument("--same", action="store_true", help="every burst on one daemon (idle: before the first)")
+    ap.add_argument("--trim-at-end", action="store_true", help="malloc_trim(0) through gdb after 10 s")
+    ap.add_argument("--mallinfo", action="store_true", help="malloc_info(3) through gdb at each point")
+    a = ap.parse_args()
+    global MALLINFO, TRIM_AT_END
+    MALLINFO = a.mallinfo
+    TRIM_AT_END = a.trim_at_end
+    if os.geteuid() != 0:
+        sys.exit("run as root")
+    extra_env = dict(e.split("=", 1) for e in a.env)
+    shim = Shim(Args(a.bin, a.module))
+    runs = []
+    try:
+        tmp = ours = None
+        for i in range(a.bursts):
+            if ours is None or not a.same:
+                tmp = tempfile.mkdtemp(prefix="la-burst-")
+                os.chmod(tmp, 0o755)
+                ours = B.Ours(shim, os.path.join(tmp, "ours"))
+            r = one_burst(ours, os.path.join(a.bin, "localauth-bench"), a, extra_env,
+                          idle=runs[0]["idle"] if a.same and runs else None,
+                          keep=a.same and i < a.bursts - 1)
+            if not a.same or i == a.bursts - 1:
+                subprocess.run(["rm", "-rf", tmp])
+            runs.append(r)
+            mb = lambda kb: round(kb / 1024, 2)  # noqa: E731
+            line = {k: {"rss": mb(r[k]["rss_kb"]), "pss": mb(r[k]["pss_kb"]),
+                        "private_dirty": mb(r[k]["private_dirty_kb"]), "threads": r[k]["threads"],
+                        "fds": r[k]["fds"],
+                        "in_use_kb": (r[k]["malloc_info"]["system"]["current"]
+                                      - sum(sz for _, sz in r[k]["malloc_info"]["free"].values())) // 1024
+                        if r[k]["malloc_info"] else None}
+                    for k in ("idle", "after", "later")}
+            if "trimmed_again" in r["later"]:
+                t = r["later"]["trimmed_again"]
+                line["trimmed_again"] = {"rss": mb(t["rss_kb"]), "private_dirty": mb(t["private_dirty_kb"]),
+                                         "threads": t["threads"]}
+            print(json.dumps({"burst": i + 1, "load": round(r["load"], 2), **line, **r["burst"]}),
+                  flush=True)
+            if a.smaps:
+                for k in ("idle", "after", "later"):
+                    print("  threads %s: %s" % (k, r[k]["thread_names"]))
+                    if r[k]["malloc_info"]:
+                        print("  malloc_info %s: %s" % (k, r[k]["malloc_info"]))
+                for label, x, y in (("idle -> right after", "idle", "after"),
+                                    ("idle -> 10 s after", "idle", "later")):
+                    print("  %s:" % label)
+                    for name, d in list(diff(r[x]["mappings"], r[y]["mappings"]).items())[:40]:
+                        print("    %-40s rss %+7d kB  private dirty %+7d kB  mappings %+d" % (
+                            name, d["rss"], d["private_dirty"], d["count"]))
+    finally:
+        shim.procs.stop_all()
+    keys = ("rss_kb", "pss_kb", "private_dirty_kb")
+    summary = {}
+    for k in ("idle", "after", "later"):
+        summary[k] = {key: statistics.median(r[k][key] for r in runs) / 1024 for key in keys}
+    summary["later_minus_idle_rss_mb"] = statistics.median(
+        (r["later"]["rss_kb"] - r["idle"]["rss_kb"]) / 1024 for r in runs)
+    summary["verify_median_ms"] = statistics.median(
+        r["burst"]["verify_median_ms"] for r in runs if r["burst"]["verify_median_ms"] is not None)
+    summary["n"] = len(runs)
+    summary["env"] = extra_env
+    print(json.dumps({"summary": summary}))
+
+
+if __name__ == "__main__":
+    main()
