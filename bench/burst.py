@@ -186,6 +186,7 @@ def main():
     if os.geteuid() != 0:
         sys.exit("run as root")
     extra_env = dict(e.split("=", 1) for e in a.env)
+    os.sync()  # a binary linked a moment before is dirty in the page cache (smaps: private dirty)
     shim = Shim(Args(a.bin, a.module))
     runs = []
     try:
@@ -206,7 +207,8 @@ def main():
                         "private_dirty": mb(r[k]["private_dirty_kb"]), "threads": r[k]["threads"],
                         "fds": r[k]["fds"],
                         "in_use_kb": (r[k]["malloc_info"]["system"]["current"]
-                                      - sum(sz for _, sz in r[k]["malloc_info"]["free"].values())) // 1024
+                                      - sum(sz for kind, (_, sz) in r[k]["malloc_info"]["free"].items()
+                                            if kind != "mmap")) // 1024
                         if r[k]["malloc_info"] else None}
                     for k in ("idle", "after", "later")}
             if "trimmed_again" in r["later"]:
