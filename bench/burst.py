@@ -155,6 +155,29 @@ def one_burst(ours, bench_bin, a, extra_env, idle=None, keep=False):
     }}
 
 
+def named_uids_bin(bin_dir, first, count):
+    """A bin directory whose `localauthd` runs the real one in a mount namespace of its own where
+    /etc/passwd names the burst's uids (laburst<uid>) and the heavy uid: their `status` then reads
+    their (empty) account state as root's does, instead of answering the reader line alone. The
+    machine's /etc/passwd is never changed."""
+    tmp = tempfile.mkdtemp(prefix="la-burst-names-")
+    os.chmod(tmp, 0o755)
+    passwd = os.path.join(tmp, "passwd")
+    with open("/etc/passwd") as f, open(passwd, "w") as out:
+        out.write(f.read())
+        for uid in range(first - 1, first + count):
+            out.write("laburst%d:x:%d:%d::/nonexistent:/usr/sbin/nologin\n" % (uid, uid, uid))
+    os.chmod(passwd, 0o644)
+    wrapper = os.path.join(tmp, "localauthd")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\nexec unshare -m sh -c 'mount --bind %s /etc/passwd && exec %s \"$@\"' sh \"$@\"\n"
+                % (passwd, os.path.join(os.path.abspath(bin_dir), "localauthd")))
+    os.chmod(wrapper, 0o755)
+    for name in ("localauthctl", "localauth-bench"):
+        os.symlink(os.path.join(os.path.abspath(bin_dir), name), os.path.join(tmp, name))
+    return tmp
+
+
 def diff(a, b):
     out = {}
     for name in set(a) | set(b):
@@ -173,6 +196,8 @@ def main():
     ap.add_argument("--clients", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--uids", type=int, default=0, help="first uid of the status clients (0: all root)")
+    ap.add_argument("--named-uids", action="store_true",
+                    help="the uids get names (a private /etc/passwd for the daemon): status reads their accounts")
     ap.add_argument("--heavy", type=int, default=40, help="connections the heavy uid tries")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the daemon")
     ap.add_argument("--smaps", action="store_true", help="print the per-mapping differences")
@@ -186,6 +211,8 @@ def main():
     if os.geteuid() != 0:
         sys.exit("run as root")
     extra_env = dict(e.split("=", 1) for e in a.env)
+    if a.named_uids:
+        a.bin = named_uids_bin(a.bin, a.uids, a.clients)
     os.sync()  # a binary linked a moment before is dirty in the page cache (smaps: private dirty)
     shim = Shim(Args(a.bin, a.module))
     runs = []
@@ -230,6 +257,8 @@ def main():
                             name, d["rss"], d["private_dirty"], d["count"]))
     finally:
         shim.procs.stop_all()
+        if a.named_uids:
+            subprocess.run(["rm", "-rf", a.bin])
     keys = ("rss_kb", "pss_kb", "private_dirty_kb")
     summary = {}
     for k in ("idle", "after", "later"):
