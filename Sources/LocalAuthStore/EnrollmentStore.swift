@@ -44,6 +44,8 @@ public final class EnrollmentStore: Sendable {
     /// The machine's data key once `init` has opened it (nil: a store that does not seal, as in
     /// the store's own unit tests; the daemon always seals). Set once, inside `init`.
     let sealing = Mutex<(sealer: Sealer, method: SealingMethod)?>(nil)
+    /// The accounts whose directory has been swept of temporary files since the store opened.
+    let sweptUsers = Mutex<Set<String>>([])
 
     /// How the state directory is sealed; nil when this store does not seal.
     public var sealingMethod: SealingMethod? { sealing.withLock { $0?.method } }

@@ -28,11 +28,12 @@ import Testing
 
             let restarted = try EnrollmentStore(stateDirectory: tmp)
             #expect(try restarted.loadState(user: "alice") == .ok(expectNew ? new : old))
-            #expect(try names(in: tmp + "/users/alice") == ["state"], "stale temporary files are removed on open")
+            #expect(
+                try names(in: tmp + "/users/alice") == ["state"], "stale temporary files are removed at the first use")
         }
     }
 
-    @Test func saveState_whenCrashBeforeRename_leavesTempFileThatOpenRemoves() throws {
+    @Test func saveState_whenCrashBeforeRename_leavesTempFileThatTheAccountsFirstUseRemoves() throws {
         try withTemporaryDirectory { tmp in
             let crash = CrashAfter(steps: 2)
             let crashing = try EnrollmentStore(stateDirectory: tmp, onNotice: nil, writeHook: crash.hook)
@@ -40,13 +41,15 @@ import Testing
             #expect(try names(in: tmp + "/users/alice").filter { $0.hasPrefix(".tmp-state-") }.count == 1)
             let log = NoticeLog()
             let restarted = try EnrollmentStore(stateDirectory: tmp, onNotice: log.sink)
-            #expect(try names(in: tmp + "/users/alice") == [])
             #expect(try restarted.loadState(user: "alice") == .absent)
+            #expect(try names(in: tmp + "/users/alice") == [])
             #expect(log.all.contains { $0.contains("temporary files") })
         }
     }
 
-    @Test func init_removesStaleTemporaryFilesEverywhereButNothingElse() throws {
+    /// A start touches no account (issue 18: sweeping every account's directory at open made the
+    /// cold start grow with the number of accounts); each account is swept at its first use.
+    @Test func open_removesTheStoresStaleTemporaryFiles_andAnAccountsAtItsFirstUse_butNothingElse() throws {
         try withTemporaryDirectory { tmp in
             let store = try EnrollmentStore(stateDirectory: tmp)
             try store.saveState(old, user: "alice")
@@ -54,9 +57,11 @@ import Testing
             try writeRaw([1, 2], to: tmp + "/users/.tmp-y-2")
             try writeRaw(Array("torn".utf8), to: tmp + "/users/alice/.tmp-state-abcdef")
             try writeRaw([3], to: tmp + "/users/alice/state.corrupt-1")
-            _ = try EnrollmentStore(stateDirectory: tmp)
+            let reopened = try EnrollmentStore(stateDirectory: tmp)
             #expect(try names(in: tmp) == ["users"])
             #expect(try names(in: tmp + "/users") == ["alice"])
+            #expect(try names(in: tmp + "/users/alice") == [".tmp-state-abcdef", "state", "state.corrupt-1"])
+            #expect(try reopened.loadState(user: "alice") == .ok(old))
             #expect(try names(in: tmp + "/users/alice") == ["state", "state.corrupt-1"])
         }
     }
