@@ -82,19 +82,11 @@ public final class Logind: @unchecked Sendable {
                     sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &pidArgument)
                 }
             let guess = pid == nil ? nil : self.lastSessionPath[uid]
-            let guessed = guess.flatMap { self.sendGetAll(bus, path: $0, interface: Self.sessionInterface) }
+            let guessed = guess.flatMap { self.sendGetAll(bus, path: $0) }
             let lidCall =
                 lid
-                ? self.send(bus, Self.managerPath, "org.freedesktop.DBus.Properties", "Get") { message in
-                    var r = Self.managerInterface.withCString {
-                        sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0)
-                    }
-                    if r >= 0 {
-                        r = "LidClosed".withCString {
-                            sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0)
-                        }
-                    }
-                    return r
+                ? self.send(bus, Self.managerPath, "org.freedesktop.DBus.Properties", "Get") {
+                    Self.appendStrings($0, [Self.managerInterface, "LidClosed"])
                 }
                 : nil
             self.wait(for: [byPID, guessed, lidCall].compactMap { $0 }, bus: bus)
@@ -183,10 +175,18 @@ public final class Logind: @unchecked Sendable {
         return call
     }
 
-    private func sendGetAll(_ bus: OpaquePointer, path: String, interface: String) -> PendingCall? {
-        send(bus, path, "org.freedesktop.DBus.Properties", "GetAll") { message in
-            interface.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
+    /// A session's `GetAll`, sent without waiting.
+    private func sendGetAll(_ bus: OpaquePointer, path: String) -> PendingCall? {
+        send(bus, path, "org.freedesktop.DBus.Properties", "GetAll") { Self.appendStrings($0, [Self.sessionInterface]) }
+    }
+
+    /// Appends each of `strings` as a string argument: the first failure's code, else 0.
+    private static func appendStrings(_ message: OpaquePointer, _ strings: [String]) -> Int32 {
+        for string in strings {
+            let r = string.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
+            if r < 0 { return r }
         }
+        return 0
     }
 
     /// Runs the connection until every call has its answer (or its timeout, which sd-bus answers
@@ -320,9 +320,8 @@ public final class Logind: @unchecked Sendable {
 
     /// A session's properties in one `GetAll` call.
     private func sessionProperties(_ bus: OpaquePointer, path: String) -> LoginSession? {
-        let interface = Self.sessionInterface
-        return call(bus, path, "org.freedesktop.DBus.Properties", "GetAll") { message in
-            interface.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
+        call(bus, path, "org.freedesktop.DBus.Properties", "GetAll") {
+            Self.appendStrings($0, [Self.sessionInterface])
         } read: { reply in
             Self.readSession(reply, path: path)
         }
@@ -445,12 +444,8 @@ public final class Logind: @unchecked Sendable {
         let arguments = [
             "sleep", "localauthd", "Suspend the fingerprint reader and forget reuse windows", "delay",
         ]
-        let fd: Int32? = call(bus, Self.managerPath, Self.managerInterface, "Inhibit") { message in
-            for argument in arguments {
-                let r = argument.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
-                if r < 0 { return r }
-            }
-            return 0
+        let fd: Int32? = call(bus, Self.managerPath, Self.managerInterface, "Inhibit") {
+            Self.appendStrings($0, arguments)
         } read: { reply in
             var received: Int32 = -1
             guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "h")), &received) >= 0 else { return nil }
