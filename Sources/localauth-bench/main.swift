@@ -135,6 +135,20 @@ final class Collector: @unchecked Sendable {
     private(set) var failures: [String] = []
     func add(_ values: [Int64]) { lock.withLock { samples += values } }
     func failed(_ why: String) { lock.withLock { failures.append(why) } }
+
+    /// One STATUS on `connection` and how long it took; a refusal or an error is a failure here.
+    /// `connectionFailed` when the request could not be made or answered at all.
+    func timedStatus(_ connection: DaemonConnection) -> (ns: Int64, connectionFailed: Bool) {
+        let t0 = nowNs()
+        do {
+            let result = try connection.perform(.status(user: nil), timeoutMs: 30_000)
+            if !result.isSuccess { failed(result.message) }
+            return (nowNs() - t0, false)
+        } catch {
+            failed("\(error)")
+            return (nowNs() - t0, true)
+        }
+    }
 }
 
 /// One verify: a simulated touch of `print` queued on the virtual reader, then EVALUATE to its RESULT.
@@ -268,14 +282,7 @@ func concurrent(clients: Int, rounds: Int, user: String, print: String, rate: Do
                     let pause = -log(Double.random(in: Double.ulpOfOne..<1)) * Double(clients) / rate
                     usleep(UInt32(min(pause, 60) * 1_000_000))
                 }
-                let t0 = nowNs()
-                do {
-                    let result = try connection.perform(.status(user: nil), timeoutMs: 30_000)
-                    if !result.isSuccess { statuses.failed(result.message) }
-                } catch {
-                    statuses.failed("\(error)")
-                }
-                local.append(nowNs() - t0)
+                local.append(statuses.timedStatus(connection).ns)
             }
             statuses.add(local)
             done.one()
@@ -294,15 +301,9 @@ func concurrent(clients: Int, rounds: Int, user: String, print: String, rate: Do
                 ready.arriveAndWait()
                 var local: [Int64] = []
                 while let connection, !burstOver.value {
-                    let t0 = nowNs()
-                    do {
-                        let result = try connection.perform(.status(user: nil), timeoutMs: 30_000)
-                        if !result.isSuccess { heavy.failed(result.message) }
-                    } catch {
-                        heavy.failed("\(error)")
-                        break
-                    }
-                    local.append(nowNs() - t0)
+                    let status = heavy.timedStatus(connection)
+                    if status.connectionFailed { break }
+                    local.append(status.ns)
                 }
                 heavy.add(local)
                 heavyDone.one()
