@@ -41,8 +41,8 @@ from sandbox import check  # noqa: E402
 ALICE, ALICE_PW = "lapamalice", "Alice-pass 4711"
 SUDO_PROMPT = "[sudo] password for %s:" % ALICE
 FPRINTD = "/usr/libexec/fprintd"
-POLKITD = "/usr/lib/polkit-1/polkitd"
-BUS = "/run/dbus/system_bus_socket"
+POLKITD = terminal_test.POLKITD
+BUS = terminal_test.SYSTEM_BUS
 SLOW_S = 40.0  # fprintd's timeout is 10 s; a step that waits for it gets this long
 
 
@@ -144,15 +144,10 @@ class Fprintd:
                 env=self.env, stdout=subprocess.DEVNULL, stderr=log)
         sandbox.wait_until(lambda: os.path.exists(BUS), "the private system bus")
         m.spawn([POLKITD, "--no-debug"], env=self.env, stdout=subprocess.DEVNULL, stderr=log)
-        sandbox.wait_until(lambda: self.owned("org.freedesktop.PolicyKit1"), "polkitd")
+        sandbox.wait_until(lambda: terminal_test.bus_name_owned("org.freedesktop.PolicyKit1"), "polkitd")
         m.spawn([FPRINTD, "-t"], env=self.env, stdout=subprocess.DEVNULL, stderr=log)
-        sandbox.wait_until(lambda: self.owned("net.reactivated.Fprint"), "fprintd")
+        sandbox.wait_until(lambda: terminal_test.bus_name_owned("net.reactivated.Fprint"), "fprintd")
         self.enroll()
-
-    def owned(self, name):
-        r = subprocess.run(["busctl", "--address=unix:path=" + BUS, "status", name],
-                           capture_output=True, text=True)
-        return r.returncode == 0
 
     def enroll(self):
         p = subprocess.Popen(["stdbuf", "-oL", "fprintd-enroll", "-f", "right-index-finger",
