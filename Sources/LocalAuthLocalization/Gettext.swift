@@ -62,13 +62,13 @@ public struct Gettext: Translator {
     private static func isPlain(_ locale: String) -> Bool { locale == "C" || locale == "POSIX" }
 
     /// The LC_MESSAGES locale the environment names, as setlocale would read it: LC_ALL, else
-    /// LC_MESSAGES, else LANG, else "C".
-    static var environmentMessagesLocale: String {
+    /// LC_MESSAGES, else LANG, else "C". Read once, as `environmentLocale` is, not at every line.
+    static let environmentMessagesLocale: String = {
         for name in ["LC_ALL", "LC_MESSAGES", "LANG"] {
             if let value = getenv(name).map({ String(cString: $0) }), !value.isEmpty { return value }
         }
         return "C"
-    }
+    }()
 
     private struct EnvironmentLocale: @unchecked Sendable {
         /// Only ever used, never freed or changed: `uselocale` of it on any thread is safe.
