@@ -16,7 +16,7 @@ STATIC_CXX_DIR = $(CURDIR)/.build/static-cxx
 STATIC_STDLIB ?= --static-swift-stdlib -Xlinker -L$(STATIC_CXX_DIR)
 
 .PHONY: all build build-debug deps demo test check-checkout lint format clean install uninstall test-system deb \
-        test-deb
+        test-deb test-boot
 
 all: deps build pam locale
 
@@ -73,6 +73,7 @@ test: check-checkout deps lint build-debug pam pam-asan locale test-locales chec
 	$(MAKE) pam-test-death pam-test-hostile pam-test-memcheck pam-test-failinject
 	$(MAKE) test-fprintd
 	$(MAKE) test-system
+	$(MAKE) test-boot
 
 # Formatting first: a mis-formatted tree fails in seconds, not after the tests. swift-format for
 # Swift; clang-format for the C of the PAM module (pam-lint) and the C shims of the system-library
@@ -178,6 +179,18 @@ deb: pam
 
 test-deb: deb
 	Tests/system/deb.sh dist/localauth_$${DEB_VERSION:-0.1.0}_$$(dpkg --print-architecture).deb
+
+# The booted-system tier (Tests/boot, docs/reliability.md section 8): the packages `make deb` built,
+# installed with apt on a minimal Debian 12 booted with systemd-nspawn (systemd as PID 1, the
+# real logind, journald, dbus-daemon and polkitd), and a person's journeys there at its console.
+# The root is made once with mmdebstrap from this machine's apt sources and cached under
+# .build/boot-root (Tests/boot/root.sh); each run boots a copy. As root; it fails, never skips,
+# where it cannot boot.
+test-boot: deb
+	@scripts/ensure-deps.sh mmdebstrap systemd-container
+	root=$$(Tests/boot/root.sh) && Tests/boot/tier.py --root "$$root" \
+		--deb dist/localauth_$${DEB_VERSION:-0.1.0}_$$(dpkg --print-architecture).deb \
+		--compat dist/localauth-fprintd-compat_$${DEB_VERSION:-0.1.0}_all.deb $(BOOT_ARGS)
 
 # fprintd's D-Bus API served by localauthd (Tests/fprintd): the real system bus daemon with our bus
 # policy, the real polkitd with our actions and pkttyagent, Debian's fprintd-* tools, pam_fprintd.so
