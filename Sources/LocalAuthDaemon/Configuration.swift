@@ -27,6 +27,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var sealing = SealingConfiguration()
     /// Serve fprintd's D-Bus API (`net.reactivated.Fprint`) on the system bus too.
     public var fprintdCompat = false
+    /// libfprint's virtual device as the reader, driven by root's `localauthctl simulate` (as
+    /// `--virtual-reader`): for a test system, set in a drop-in rather than on the unit's command line.
+    public var virtualReader = false
     /// Where fprintd kept its prints: imported at first start and by `localauthctl import-fprintd`.
     public var fprintdStateDir = FprintdImport.defaultRoot
     /// Whether the configuration names `fprintd-state-dir` (see `DaemonMain.importsFprintdPrintsAtFirstStart`).
@@ -81,6 +84,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
             c.sealing.tpm2Device = v
         },
         "fprintd-compat": { c, v throws(ValueError) in c.fprintdCompat = try yesNo(v) },
+        "virtual-reader": { c, v throws(ValueError) in c.virtualReader = try yesNo(v) },
         "fprintd-state-dir": { c, v throws(ValueError) in
             guard v.hasPrefix("/"), !v.contains("\0") else {
                 throw ValueError(reason: "'\(v)' is not an absolute path")

@@ -47,7 +47,7 @@ public enum DaemonMain {
         }
         let audit = AuditLog(level: config.logLevel)
         var virtualReaderSocket: String?
-        if options.virtualReader {
+        if options.virtualReader || config.virtualReader {
             // The virtual driver reads these at enumeration; set before libfprint starts.
             let socket = options.stateDirectory + "/virtual-reader.socket"
             setenv("FP_VIRTUAL_DEVICE", socket, 1)

@@ -120,13 +120,14 @@ import Testing
         try Self.write(vendor + "/60-idle.conf", "idle-exit-seconds = 60\n")
         try Self.write(vendor + "/ignored.txt", "this is = not read\n")
         try Self.write(admin + "/60-idle.conf", "")  // masks the package's file of that name
-        try Self.write(admin + "/70-log.conf", "log-level = info\n")
+        try Self.write(admin + "/70-log.conf", "log-level = info\nvirtual-reader = yes\n")
         let (c, warnings) = try DaemonConfiguration.load(
             path: root + "/main.conf", required: true, dropInDirectories: [vendor, admin, root + "/absent.d"])
         #expect(warnings.isEmpty)
         #expect(c.fprintdCompat)
         #expect(c.idleExitSeconds == 30, "the masked drop-in is not read")
         #expect(c.logLevel == .info, "a later file wins")
+        #expect(c.virtualReader)
         try Self.write(admin + "/80-bad.conf", "idle-exit-seconds = soon\n")
         #expect(throws: DaemonConfiguration.Problem.self) {
             try DaemonConfiguration.load(path: root + "/main.conf", required: true, dropInDirectories: [vendor, admin])
