@@ -146,28 +146,30 @@ uninstall:
 	if [ -d $(DESTDIR)$(DOCDIR) ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(DOCDIR); fi
 
 # fprintd's D-Bus API (the localauth-fprintd-compat package): the bus policy, the D-Bus activation
-# file, fprintd's polkit actions, and the drop-in that starts localauthd with --fprintd-compat.
+# file, fprintd's polkit actions, and the configuration drop-in that turns the API on
+# (`fprintd-compat = yes`; the daemon reads /usr/lib/localauthd.conf.d whatever PREFIX is, so a
+# local ExecStart= drop-in of the unit cannot drop the mode).
 DBUSDIR ?= $(PREFIX)/share/dbus-1
 POLKITDIR ?= $(PREFIX)/share/polkit-1/actions
+CONFDROPINDIR ?= /usr/lib/localauthd.conf.d
 COMPAT_FILES := $(DESTDIR)$(DBUSDIR)/system.d/net.reactivated.Fprint.conf \
 	$(DESTDIR)$(DBUSDIR)/system-services/net.reactivated.Fprint.service \
 	$(DESTDIR)$(POLKITDIR)/net.reactivated.fprint.device.policy \
-	$(DESTDIR)$(UNITDIR)/localauthd.service.d/fprintd-compat.conf
+	$(DESTDIR)$(CONFDROPINDIR)/50-fprintd-compat.conf
 .PHONY: install-fprintd-compat uninstall-fprintd-compat
 install-fprintd-compat:
 	install -d -m 0755 $(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(POLKITDIR) \
-		$(DESTDIR)$(UNITDIR)/localauthd.service.d
+		$(DESTDIR)$(CONFDROPINDIR)
 	install -m 0644 packaging/fprintd-compat/net.reactivated.Fprint.conf $(DESTDIR)$(DBUSDIR)/system.d/
 	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/fprintd-compat/net.reactivated.Fprint.service \
 		> $(DESTDIR)$(DBUSDIR)/system-services/net.reactivated.Fprint.service
 	install -m 0644 packaging/fprintd-compat/net.reactivated.fprint.device.policy $(DESTDIR)$(POLKITDIR)/
-	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/fprintd-compat/fprintd-compat.conf \
-		> $(DESTDIR)$(UNITDIR)/localauthd.service.d/fprintd-compat.conf
+	install -m 0644 packaging/fprintd-compat/50-fprintd-compat.conf $(DESTDIR)$(CONFDROPINDIR)/
 	chmod 0644 $(COMPAT_FILES)
 
 uninstall-fprintd-compat:
 	rm -f $(COMPAT_FILES)
-	-rmdir $(DESTDIR)$(UNITDIR)/localauthd.service.d 2>/dev/null
+	-rmdir $(DESTDIR)$(CONFDROPINDIR) 2>/dev/null
 
 # A Debian package of the release build: dist/localauth_VERSION_ARCH.deb (scripts/make-deb.sh).
 # test-deb installs it with dpkg -i on this machine, checks it and removes it (Tests/system/deb.sh);

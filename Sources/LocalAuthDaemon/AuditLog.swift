@@ -93,6 +93,11 @@ public struct AuditLog: Sendable {
         logger.notice("notice: \(message)", metadata: ["MESSAGE_ID": "\(Self.messageIDs["notice"]!)"])
     }
 
+    /// The daemon cannot do its job at all (it cannot start): the one line an administrator must read.
+    public func error(_ message: String) {
+        logger.error("\(message)", metadata: ["MESSAGE_ID": "\(Self.messageIDs["lifecycle"]!)"])
+    }
+
     public func info(_ message: String) {
         logger.info("\(message)", metadata: ["MESSAGE_ID": "\(Self.messageIDs["lifecycle"]!)"])
     }

@@ -27,6 +27,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var sealing = SealingConfiguration()
     /// Serve fprintd's D-Bus API (`net.reactivated.Fprint`) on the system bus too.
     public var fprintdCompat = false
+    /// libfprint's virtual device as the reader, driven by root's `localauthctl simulate` (as
+    /// `--virtual-reader`): for a test system, set in a drop-in rather than on the unit's command line.
+    public var virtualReader = false
     /// Where fprintd kept its prints: imported at first start and by `localauthctl import-fprintd`.
     public var fprintdStateDir = FprintdImport.defaultRoot
     /// Whether the configuration names `fprintd-state-dir` (see `DaemonMain.importsFprintdPrintsAtFirstStart`).
@@ -81,6 +84,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
             c.sealing.tpm2Device = v
         },
         "fprintd-compat": { c, v throws(ValueError) in c.fprintdCompat = try yesNo(v) },
+        "virtual-reader": { c, v throws(ValueError) in c.virtualReader = try yesNo(v) },
         "fprintd-state-dir": { c, v throws(ValueError) in
             guard v.hasPrefix("/"), !v.contains("\0") else {
                 throw ValueError(reason: "'\(v)' is not an absolute path")
@@ -99,9 +103,12 @@ public struct DaemonConfiguration: Equatable, Sendable {
 
     struct ValueError: Error { var reason: String }
 
-    /// Parses a whole file's text; returns the configuration and the warnings (unknown keys).
-    public static func parse(_ text: String, file: String) throws(Problem) -> (DaemonConfiguration, [String]) {
-        var config = DaemonConfiguration()
+    /// Parses a whole file's text over `base` (a key it sets replaces the value `base` has);
+    /// returns the configuration and the warnings (unknown keys).
+    public static func parse(_ text: String, file: String, over base: DaemonConfiguration = DaemonConfiguration())
+        throws(Problem) -> (DaemonConfiguration, [String])
+    {
+        var config = base
         var warnings: [String] = []
         var seen = Set<String>()
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -130,11 +137,49 @@ public struct DaemonConfiguration: Equatable, Sendable {
         return (config, warnings)
     }
 
-    /// Reads and parses `path`. A missing file is a problem only when `required`.
-    public static func load(path: String, required: Bool) throws(Problem) -> (DaemonConfiguration, [String]) {
+    /// The drop-in directories read after the default file: the packages' (`localauth-fprintd-compat`
+    /// turns fprintd's API on there), then the administrator's, whose file of the same name masks
+    /// the packages' (an empty file, or a link to /dev/null, turns it off).
+    public static let dropInDirectories = ["/usr/lib/localauthd.conf.d", "/etc/localauthd.conf.d"]
+
+    /// Reads `path`, then every `*.conf` file of `dropInDirectories`, by file name across them, each
+    /// over what came before; a name in a later directory masks the same name in an earlier one. A
+    /// missing file or directory is a problem only for `path` when `required`.
+    public static func load(path: String, required: Bool, dropInDirectories: [String]) throws(Problem) -> (
+        DaemonConfiguration, [String]
+    ) {
+        var (config, warnings) = try load(path: path, required: required)
+        var files: [String: String] = [:]
+        for directory in dropInDirectories {
+            guard let dir = opendir(directory) else {
+                let e = errno
+                if e == ENOENT || e == ENOTDIR { continue }
+                throw Problem(file: directory, line: 0, reason: String(cString: strerror(e)))
+            }
+            defer { closedir(dir) }
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                    String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                guard name.hasSuffix(".conf"), !name.hasPrefix(".") else { continue }
+                files[name] = directory + "/" + name
+            }
+        }
+        for name in files.keys.sorted() {
+            let (next, more) = try load(path: files[name]!, required: true, over: config)
+            config = next
+            warnings += more
+        }
+        return (config, warnings)
+    }
+
+    /// Reads and parses `path` over `base`. A missing file is a problem only when `required`.
+    public static func load(path: String, required: Bool, over base: DaemonConfiguration = DaemonConfiguration())
+        throws(Problem) -> (DaemonConfiguration, [String])
+    {
         guard let file = fopen(path, "r") else {
             let e = errno
-            if e == ENOENT && !required { return (DaemonConfiguration(), []) }
+            if e == ENOENT && !required { return (base, []) }
             throw Problem(file: path, line: 0, reason: String(cString: strerror(e)))
         }
         defer { fclose(file) }
@@ -150,7 +195,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw Problem(file: path, line: 0, reason: "not UTF-8 text")
         }
-        return try parse(text, file: path)
+        return try parse(text, file: path, over: base)
     }
 
     static func integer(_ value: String, _ range: ClosedRange<Int>) throws(ValueError) -> Int {

@@ -42,13 +42,12 @@ public enum DaemonMain {
             for warning in warnings { early.notice(warning) }
             config = loaded
         } catch {
-            early.notice("refusing to start: \(error)")
-            Notify.status("Refused to start: \(error)")
-            return 2
+            return await failedStart(
+                "\(error)", status: 2, audit: early, stop: stop.continuation, stopped: stop.stream)
         }
         let audit = AuditLog(level: config.logLevel)
         var virtualReaderSocket: String?
-        if options.virtualReader {
+        if options.virtualReader || config.virtualReader {
             // The virtual driver reads these at enumeration; set before libfprint starts.
             let socket = options.stateDirectory + "/virtual-reader.socket"
             setenv("FP_VIRTUAL_DEVICE", socket, 1)
@@ -90,9 +89,9 @@ public enum DaemonMain {
                 }
             #endif
         } catch {
-            audit.notice("cannot use the state directory \(options.stateDirectory): \(error)")
-            Notify.status("Cannot use the state directory \(options.stateDirectory): \(error)")
-            return 1
+            return await failedStart(
+                "cannot use the state directory \(options.stateDirectory): \(error)", status: 1, audit: audit,
+                stop: stop.continuation, stopped: stop.stream)
         }
         Notify.status("Starting libfprint")
         let reader: FingerprintReader?
@@ -314,12 +313,15 @@ public enum DaemonMain {
         return false
     }
 
-    /// `--config FILE` (which must exist), else `/etc/localauthd.conf` when it exists.
+    /// `--config FILE` (which must exist) alone, else `/etc/localauthd.conf` when it exists and the
+    /// drop-in directories (`DaemonConfiguration.dropInDirectories`).
     public static func loadConfiguration(_ options: DaemonOptions) throws(DaemonConfiguration.Problem) -> (
         DaemonConfiguration, [String]
     ) {
-        try DaemonConfiguration.load(
-            path: options.configPath ?? DaemonConfiguration.defaultPath, required: options.configPath != nil)
+        if let path = options.configPath { return try DaemonConfiguration.load(path: path, required: true) }
+        return try DaemonConfiguration.load(
+            path: DaemonConfiguration.defaultPath, required: false,
+            dropInDirectories: DaemonConfiguration.dropInDirectories)
     }
 
     /// `--check-config`: prints the warnings and the verdict; 0 when the daemon would start with it.

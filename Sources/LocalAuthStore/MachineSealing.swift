@@ -14,7 +14,8 @@ public struct SealingConfiguration: Sendable, Equatable {
     }
 
     public var method: Method
-    /// The key file; nil: the state directory's path with `.key` appended (`/var/lib/localauthd.key`).
+    /// The key file; nil: `sealing.key` in the key directory beside the state directory
+    /// (`/var/lib/localauthd-key/sealing.key`, systemd's second `StateDirectory=`).
     public var keyFile: String?
     /// A tpm2-tss TCTI for `systemd-creds --tpm2-device=` (`device:/dev/tpmrm0`, `swtpm:path=…`);
     /// nil: systemd's default.
@@ -32,7 +33,19 @@ public struct SealingConfiguration: Sendable, Equatable {
         self.systemdCreds = systemdCreds
     }
 
-    func keyFilePath(stateDirectory: String) -> String { keyFile ?? stateDirectory + ".key" }
+    /// The directory the default key file lives in: the state directory's path with `-key`
+    /// appended, a directory of its own so that systemd can make it writable under
+    /// `ProtectSystem=strict` while it stays outside the state directory.
+    static func keyDirectory(stateDirectory: String) -> String { stateDirectory + "-key" }
+    static let keyFileName = "sealing.key"
+
+    func keyFilePath(stateDirectory: String) -> String {
+        keyFile ?? Self.keyDirectory(stateDirectory: stateDirectory) + "/" + Self.keyFileName
+    }
+
+    /// Where versions before 0.2 kept the default key file: the state directory's path with `.key`
+    /// appended (`/var/lib/localauthd.key`), a place the shipped unit cannot write.
+    static func legacyKeyFilePath(stateDirectory: String) -> String { stateDirectory + ".key" }
 }
 
 /// How the state directory in use is sealed, for status lines and tests.

@@ -63,7 +63,7 @@ extension EnrollmentStore {
             else { throw .sealing("\(path) is missing or unreadable; the TPM2-sealed key is gone") }
             return try TPM2Credential.unseal(credential, configuration)
         case .keyFile:
-            let path = configuration.keyFilePath(stateDirectory: stateDirectory)
+            let path = try keyFileInPlace(configuration)
             switch Sys.readFile(path, limit: 4096) {
             case .missing:
                 throw .sealing(
@@ -94,7 +94,7 @@ extension EnrollmentStore {
                 notice("\(error); using a key file instead")
             }
         }
-        let path = configuration.keyFilePath(stateDirectory: stateDirectory)
+        let path = try keyFileInPlace(configuration)
         switch Sys.readFile(path, limit: 4096) {
         case .bytes(let bytes, let info):
             if let problem = trustProblem(info) { throw .sealing("the key file \(path): \(problem)") }
@@ -116,6 +116,39 @@ extension EnrollmentStore {
             try atomicWrite(
                 SealingRecord.encodeKeyFile(key), directory: directory, name: String(path[path.index(after: slash)...]))
             return (key, .keyFile)
+        }
+    }
+
+    /// The key file's path. For the default one, its directory (`<state>-key`, 0700) is made when
+    /// missing and must be ours and writable by nobody else; a key an older version kept at
+    /// `<state>.key` is moved in (copied with the usual atomic write, then the old file removed
+    /// where it can be: under the shipped unit `/var/lib` is read-only and the package's postinst
+    /// has moved it already).
+    func keyFileInPlace(_ configuration: SealingConfiguration) throws(StoreError) -> String {
+        let path = configuration.keyFilePath(stateDirectory: stateDirectory)
+        guard configuration.keyFile == nil else { return path }
+        let directory = SealingConfiguration.keyDirectory(stateDirectory: stateDirectory)
+        if let info = try Sys.lstatInfo(directory) {
+            if let problem = directoryProblem(info) { throw .sealing("the key directory \(directory): \(problem)") }
+        } else {
+            _ = try Sys.makeDirectory(directory)
+        }
+        let legacy = SealingConfiguration.legacyKeyFilePath(stateDirectory: stateDirectory)
+        guard case .missing = Sys.readFile(path, limit: 4096) else { return path }
+        switch Sys.readFile(legacy, limit: 4096) {
+        case .missing: return path
+        case .unreadable(let why): throw .sealing("the key file \(legacy): \(why)")
+        case .bytes(let bytes, let info):
+            if let problem = trustProblem(info) { throw .sealing("the key file \(legacy): \(problem)") }
+            try atomicWrite(bytes, directory: directory, name: SealingConfiguration.keyFileName)
+            if unlink(legacy) == 0 {
+                notice("moved the key file \(legacy) to \(path)")
+            } else {
+                notice(
+                    "copied the key file \(legacy) to \(path); remove the old copy (\(String(cString: strerror(errno))))"
+                )
+            }
+            return path
         }
     }
 

@@ -92,7 +92,7 @@ struct KillPointTests {
             + [copy + "/"]
         try? p.run()
         p.waitUntilExit()
-        keyFile.withLock { $0 = stateDirectory + ".key" }
+        keyFile.withLock { $0 = stateDirectory + "-key/sealing.key" }
     }
 
     /// The machine's key of the state directory the copies come from (they are sealed with it).

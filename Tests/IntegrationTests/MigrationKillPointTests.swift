@@ -72,7 +72,7 @@ struct MigrationKillPointTests {
         #expect(stops >= 16, "the key, the sealing record (twice) and three prints: \(stops) stops")
         #expect(d.daemonLog.contains("sealed 3 print file(s)"), "\(d.daemonLog)")
 
-        let sealing = SealingConfiguration(method: .keyFile, keyFile: state + ".key")
+        let sealing = SealingConfiguration(method: .keyFile, keyFile: state + "-key/sealing.key")
         for copy in 1...stops {
             let path = "\(work)/copies/\(copy)"
             let store = try EnrollmentStore(stateDirectory: path, sealing: sealing)

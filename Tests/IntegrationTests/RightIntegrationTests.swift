@@ -88,12 +88,33 @@ struct RightIntegrationTests {
         try await Self.ownerWithRight(d)
         #expect(d.stop() == 0)
         // "Another machine": the state directory without this machine's key file beside it.
-        #expect(rename(d.stateDirectory + ".key", d.directory + "/kept.key") == 0)
+        let key = d.stateDirectory + "-key/sealing.key"
+        #expect(rename(key, d.directory + "/kept.key") == 0)
         #expect(throws: HarnessError.self) { try d.start() }
         #expect(d.daemonLog.contains("moved from another machine"), "\(d.daemonLog)")
         // Back on its machine, everything is there.
-        #expect(rename(d.directory + "/kept.key", d.stateDirectory + ".key") == 0)
+        #expect(rename(d.directory + "/kept.key", key) == 0)
         try d.start()
+        try d.simulate("touch", "owner-1")
+        #expect(try d.ctl(["right", "secret", "vault"], asUser: Self.ownerUID).out == Self.secret)
+    }
+
+    /// Versions before 0.2 kept the default key at `<state>.key`, which the shipped unit cannot
+    /// write (`/var/lib` is read-only under `ProtectSystem=strict`): the key moves into the key
+    /// directory beside the state directory, and everything sealed with it still opens.
+    @Test func daemon_whenTheKeyIsWhereAnOlderVersionKeptIt_movesItIntoTheKeyDirectoryAndOpens() async throws {
+        let d = try DaemonHarness()
+        try await Self.ownerWithRight(d)
+        #expect(d.stop() == 0)
+        let key = d.stateDirectory + "-key/sealing.key"
+        #expect(rename(key, d.stateDirectory + ".key") == 0)
+        #expect(rmdir(d.stateDirectory + "-key") == 0)
+        try d.start()
+        #expect(access(key, F_OK) == 0, "the key moved into the key directory")
+        #expect(access(d.stateDirectory + ".key", F_OK) != 0, "no second copy left behind")
+        var st = stat()
+        #expect(stat(d.stateDirectory + "-key", &st) == 0 && st.st_mode & 0o7777 == 0o700)
+        #expect(d.daemonLog.contains("moved the key file"), "\(d.daemonLog)")
         try d.simulate("touch", "owner-1")
         #expect(try d.ctl(["right", "secret", "vault"], asUser: Self.ownerUID).out == Self.secret)
     }

@@ -107,6 +107,62 @@ struct SystemdActivationTests {
         #expect(supervisor.exits.allSatisfy { $0 == 0 }, "\(supervisor.exits)")
     }
 
+    /// A daemon that cannot start does not exit into systemd's restart loop (five failures and the
+    /// socket gives up, removing its file): it answers every client with the reason, stays up while
+    /// asked, and leaves when idle, so the first request after the fix starts a working daemon.
+    @Test func startFailure_answersEveryClientWithTheReason_staysUp_andTheFirstRequestAfterTheFixIsServed() throws {
+        let env = try ActivationEnvironment()
+        let state = env.directory + "/state"
+        #expect(FileManager.default.createFile(atPath: state, contents: Data("not a directory".utf8)))
+        let notify = try NotifyListener(path: env.directory + "/notify")
+        let supervisor = try SocketSupervisor(
+            env: env, notifySocket: notify.path, extraEnvironment: ["LOCALAUTHD_DEBUG_START_FAILURE_IDLE_SECONDS=2"])
+        defer { supervisor.stop() }
+
+        func ask(_ request: Request) throws -> RequestResult {
+            let c = try DaemonConnection(socketPath: env.socketPath, clientName: "failed", timeoutMs: 15_000)
+            return try c.perform(request, timeoutMs: 15_000) { _ in nil }
+        }
+        for _ in 0..<8 {
+            let status = try ask(.status(user: nil))
+            #expect(status.resultCode == .internalError)
+            #expect(status.message.contains("localauthd cannot start: cannot use the state directory \(state)"))
+            #expect(status.message.contains("not a directory"), "\(status.message)")
+        }
+        // LAContext's requests fail as Apple's API does without usable biometry.
+        #expect(
+            try ask(.canEvaluate(policy: .deviceOwnerAuthenticationWithBiometrics, user: nil)).resultCode
+                == .biometryNotAvailable)
+        #expect(supervisor.starts == 1, "one start for nine clients: \(env.log)")
+        #expect(supervisor.exits.isEmpty)
+        #expect(
+            notify.messages().contains { $0.hasPrefix("READY=1\nSTATUS=Cannot start: cannot use the state directory") })
+        // What a person runs says why, and where to read more.
+        let ctl = Process()
+        ctl.executableURL = URL(fileURLWithPath: DaemonHarness.binDirectory + "/localauthctl")
+        ctl.arguments = ["status"]
+        ctl.environment = ["LOCALAUTHD_SOCKET": env.socketPath, "PATH": "/usr/bin:/bin"]
+        let err = Pipe()
+        ctl.standardError = err
+        ctl.standardOutput = FileHandle.nullDevice
+        try ctl.run()
+        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        ctl.waitUntilExit()
+        #expect(ctl.terminationStatus == 5)
+        #expect(said.contains("localauthd cannot start: cannot use the state directory"), "\(said)")
+        #expect(said.contains("journalctl -u localauthd"), "\(said)")
+        // One line in the log, not one per client.
+        #expect(env.log.components(separatedBy: "refusing to start").count == 2, "\(env.log)")
+
+        // Idle: it exits cleanly (no restart by systemd, the socket stays); fixed, the next request works.
+        let deadline = Date().addingTimeInterval(10)
+        while supervisor.exits.isEmpty && Date() < deadline { usleep(20_000) }
+        #expect(supervisor.exits == [0], "\(env.log)")
+        try FileManager.default.removeItem(atPath: state)
+        #expect(try ask(.status(user: nil)).isSuccess, "\(env.log)")
+        #expect(supervisor.starts == 2)
+    }
+
     @Test func idleExitZero_neverExits() throws {
         let env = try ActivationEnvironment(config: "idle-exit-seconds = 0\n")
         let notify = try NotifyListener(path: env.directory + "/notify")
@@ -244,19 +300,19 @@ final class SocketSupervisor: @unchecked Sendable {
     var currentPID: pid_t? { lock.withLock { child?.pid } }
     var exits: [Int32] { lock.withLock { _exits } }
 
-    init(env: ActivationEnvironment, notifySocket: String) throws {
+    init(env: ActivationEnvironment, notifySocket: String, extraEnvironment: [String] = []) throws {
         self.env = env
         guard let listener = UnixSocket.bind(env.socketPath, type: Int32(SOCK_STREAM.rawValue)) else {
             throw HarnessError.setup("cannot listen")
         }
         self.listener = listener
         chmod(env.socketPath, 0o666)
-        let t = Thread { [self] in loop(notifySocket: notifySocket) }
+        let t = Thread { [self] in loop(notifySocket: notifySocket, extraEnvironment: extraEnvironment) }
         thread = t
         t.start()
     }
 
-    private func loop(notifySocket: String) {
+    private func loop(notifySocket: String, extraEnvironment: [String]) {
         while lock.withLock({ running }) {
             if let c = lock.withLock({ child }) {
                 if let status = c.poll() {
@@ -270,7 +326,10 @@ final class SocketSupervisor: @unchecked Sendable {
             }
             var pfd = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
             guard Glibc.poll(&pfd, 1, 20) > 0 else { continue }
-            if let c = try? env.spawn(listenOn: nil, notifySocket: notifySocket, inheritedListener: listener) {
+            if let c = try? env.spawn(
+                listenOn: nil, notifySocket: notifySocket, extraEnvironment: extraEnvironment,
+                inheritedListener: listener)
+            {
                 lock.withLock {
                     child = c
                     _starts += 1

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+import Glibc
 import LocalAuthCore
+import LocalAuthTesting
 import Testing
 
 @testable import LocalAuthDaemon
@@ -102,6 +104,52 @@ import Testing
     @Test func load_whenDefaultFileIsMissing_givesDefaults() throws {
         let (c, _) = try DaemonConfiguration.load(path: "/nonexistent/localauthd.conf", required: false)
         #expect(c == DaemonConfiguration())
+    }
+
+    /// Drop-ins are read after the file, by name across the directories, each over what came before;
+    /// the administrator's directory masks a package's file of the same name.
+    @Test func load_withDropIns_appliesThemByNameAndLetsTheLaterDirectoryMask() throws {
+        let root = try TemporaryDirectory.make("la-conf")
+        defer { TemporaryDirectory.remove(root) }
+        let vendor = root + "/vendor.d"
+        let admin = root + "/admin.d"
+        mkdir(vendor, 0o755)
+        mkdir(admin, 0o755)
+        try Self.write(root + "/main.conf", "idle-exit-seconds = 30\nlog-level = notice\n")
+        try Self.write(vendor + "/50-fprintd-compat.conf", "fprintd-compat = yes\n")
+        try Self.write(vendor + "/60-idle.conf", "idle-exit-seconds = 60\n")
+        try Self.write(vendor + "/ignored.txt", "this is = not read\n")
+        try Self.write(admin + "/60-idle.conf", "")  // masks the package's file of that name
+        try Self.write(admin + "/70-log.conf", "log-level = info\nvirtual-reader = yes\n")
+        let (c, warnings) = try DaemonConfiguration.load(
+            path: root + "/main.conf", required: true, dropInDirectories: [vendor, admin, root + "/absent.d"])
+        #expect(warnings.isEmpty)
+        #expect(c.fprintdCompat)
+        #expect(c.idleExitSeconds == 30, "the masked drop-in is not read")
+        #expect(c.logLevel == .info, "a later file wins")
+        #expect(c.virtualReader)
+        try Self.write(admin + "/80-bad.conf", "idle-exit-seconds = soon\n")
+        #expect(throws: DaemonConfiguration.Problem.self) {
+            try DaemonConfiguration.load(path: root + "/main.conf", required: true, dropInDirectories: [vendor, admin])
+        }
+    }
+
+    /// The compat package's drop-in (packaging/fprintd-compat) turns on fprintd's API and nothing else.
+    @Test func shippedFprintdCompatDropIn_turnsOnFprintdsAPIOnly() throws {
+        let path =
+            String(#filePath.dropLast("Tests/LocalAuthDaemonTests/ConfigurationTests.swift".count))
+            + "packaging/fprintd-compat/50-fprintd-compat.conf"
+        let (c, warnings) = try DaemonConfiguration.load(path: path, required: true)
+        #expect(warnings.isEmpty)
+        var expected = DaemonConfiguration()
+        expected.fprintdCompat = true
+        #expect(c == expected)
+    }
+
+    static func write(_ path: String, _ text: String) throws {
+        guard let file = fopen(path, "w") else { throw HarnessError.setup("cannot write \(path)") }
+        fputs(text, file)
+        fclose(file)
     }
 
     /// The example installed as /etc/localauthd.conf states the defaults, and must stay valid.

@@ -73,7 +73,7 @@ if [ -f "$compat" ]; then
     for f in usr/share/dbus-1/system.d/net.reactivated.Fprint.conf \
         usr/share/dbus-1/system-services/net.reactivated.Fprint.service \
         usr/share/polkit-1/actions/net.reactivated.fprint.device.policy \
-        usr/lib/systemd/system/localauthd.service.d/fprintd-compat.conf; do
+        usr/lib/localauthd.conf.d/50-fprintd-compat.conf; do
         grep -q " ./$f\$" <<< "$contents" && ok "compat package has /$f" || fail "compat package lacks /$f"
     done
     if dpkg-query -W -f='${Status}' fprintd 2>/dev/null | grep -q 'install ok installed'; then
