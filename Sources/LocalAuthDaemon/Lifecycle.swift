@@ -93,6 +93,9 @@ public enum DaemonMain {
                 "cannot use the state directory \(options.stateDirectory): \(error)", status: 1, audit: audit,
                 stop: stop.continuation, stopped: stop.stream)
         }
+        if store.madeMachineKey, let method = store.sealingMethod {
+            audit.info("sealed \(options.stateDirectory) to this machine (\(method.rawValue))")
+        }
         Notify.status("Starting libfprint")
         let reader: FingerprintReader?
         do {

@@ -266,7 +266,8 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
 
     private func armIdleTimer(_ context: ChannelHandlerContext) {
         idleTimer?.cancel()
-        idleTimer = context.eventLoop.scheduleTask(in: .milliseconds(limits.idleTimeoutMs)) { [weak self] in
+        idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(limits.idleTimeoutMs)) {
+            [weak self] in
             guard let self, !self.isClosed else { return }
             if case .busy = self.state { return }
             self.fail(context, .timeout, "no request for \(self.limits.idleTimeoutMs / 1000) s")
@@ -295,9 +296,8 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
                 kind: "connections closed (bad frames or idle)", loop: context.eventLoop)
         }
         let frame = ServerMessage.error(code: code.rawValue, message: message).encodedForWire()
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: frame))).whenComplete { _ in
-            context.close(promise: nil)
-        }
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: frame))).assumeIsolated()
+            .whenComplete { _ in context.close(promise: nil) }
     }
 
     /// A line a client can cause by connecting, through the throttle: when the first line of a
@@ -327,15 +327,16 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         typealias UCred = (pid: Int32, uid: UInt32, gid: UInt32)  // layout of struct ucred
         let future: EventLoopFuture<UCred> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
-        // On the channel's own loop the option is read at once and the future is already complete.
+        // On the channel's own loop the option is read at once and the future is already complete:
+        // its callbacks run here, before `whenSuccess` returns.
         var credentials: UCred?
-        future.whenSuccess { credentials = $0 }
+        future.assumeIsolated().whenSuccess { credentials = $0 }
         guard let cred = credentials else { return nil }
         // SO_PEERPIDFD (Linux 6.5+): the very process that connected; older kernels refuse it.
         var pidfd: Int32 = -1
         let peerPIDFD: EventLoopFuture<Int32> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(Self.soPeerPIDFD))
-        peerPIDFD.whenSuccess { pidfd = $0 }
+        peerPIDFD.assumeIsolated().whenSuccess { pidfd = $0 }
         return PeerCredentials(
             pid: cred.pid, uid: cred.uid, gid: cred.gid, userName: PeerCredentials.userName(of: cred.uid),
             process: PeerProcess(pid: cred.pid, pidfd: pidfd))

@@ -40,7 +40,7 @@ extension EnrollmentStore {
             sealer = Sealer(key: key)!
             record = SealingRecord(method: method, check: sealer.checkValue, migrated: false)
             try atomicWrite(record.encode(), directory: stateDirectory, name: SealingRecord.fileName)
-            notice("sealed \(stateDirectory) to this machine (\(method.rawValue))")
+            madeKey.withLock { $0 = true }
         }
         sealing.withLock { $0 = (sealer, record.method) }
         if !record.migrated {
