@@ -195,13 +195,9 @@ def journey_a(m, args):
           fatal=False)
     notices = m.out("journalctl -b -q --no-pager -p notice -o cat _SYSTEMD_UNIT=localauthd.service", check=False)
     show("the daemon's lines at notice or above", notices or "(none)")
-    # The first start seals the new state directory, once in its life: that notice is expected.
-    first_start = [l for l in notices.splitlines() if re.match(r"notice: sealed /var/lib/localauthd to this machine", l)]
-    others = [l for l in notices.splitlines() if l not in first_start
-              and not (not m.can("CAP_NET_ADMIN") and "Failed to configure loopback network device" in l)]
-    check(len(first_start) == 1 and not others,
-          "a clean start logs nothing at notice or above but the first start's sealing", "\n".join(others),
-          fatal=False)
+    others = [l for l in notices.splitlines()
+              if not (not m.can("CAP_NET_ADMIN") and "Failed to configure loopback network device" in l)]
+    check(not others, "a clean start logs nothing at notice or above", "\n".join(others), fatal=False)
     r = m.sh("systemd-analyze security --no-pager localauthd.service", check=False)
     show("systemd-analyze security localauthd.service", "\n".join(
         l for l in r.stdout.splitlines() if not l.startswith("✓")))
@@ -227,7 +223,6 @@ def journey_b(m, args):
     sess = session_of(m, ALICE)
     check(sess is not None and sess.get("Seat") == "seat0" and sess.get("Active") == "yes"
           and sess.get("Class") == "user", "logind: alice's console session is active on seat0", sess)
-    m.alice_shell = int(sess["Leader"])
 
     # Enrolment: sudo asks for the password (the module is not in the stack yet).
     mark, s, _ = run_at_console(m, "sudo localauthctl enroll --user %s" % ALICE, SUDO_PROMPT)
@@ -317,14 +312,14 @@ def journey_b(m, args):
 def journey_pkexec(m):
     """pkexec through polkit's own text agent, registered for alice's shell from a second
     terminal in her session (a tmux inside the container, started from her login shell)."""
-    mark, s, _ = run_at_console(m, "tmux new-session -d -s agent -x 150 -y 30 'pkttyagent --process %d'" % m.alice_shell)
+    mark, s, _ = run_at_console(m, 'tmux new-session -d -s agent -x 150 -y 30 "pkttyagent --process $$"')
     check(rc_of(s) == 0, "a second terminal in alice's session runs pkttyagent --process <her shell>", s)
     uid = int(m.out("id -u %s" % ALICE))
 
     def agent():
         return m.out("tmux -S /tmp/tmux-%d/default capture-pane -p -J -t agent" % uid, user=ALICE, check=False)
     time.sleep(0.5)
-    mark, s, _ = run_at_console(m, "pkexec whoami")
+    mark, s, _ = run_at_console(m, "pkexec whoami", lambda s: True)
     a, took = m.wait_for(lambda a: re.search(r"(?i)(finger|place|touch)", a), "the agent's finger message",
                          screen=agent, timeout=30)
     t0 = time.monotonic()
@@ -366,11 +361,13 @@ def journey_login(m):
         m.type_line(ALICE_PW)
         s, _ = m.wait_for(lambda s: re.search(r"%s@\S+:~\$ *$" % ALICE, s), "logged in", since=mark)
         show("/bin/login at the console with pam/examples/login", s)
-        check(PROMPT not in s, "login at a console that is not the VT in front: no finger offered", s)
+        check(PROMPT not in s and "not from the terminal in front" in s,
+              "login at a console that is not the VT in front: no finger offered, the reason shown", s)
+        # The example has the module's line before `@include common-auth`; with the profile
+        # enabled common-auth has it too, and the reason comes twice.
+        check(s.count("Fingerprint not available") == 1, "login: the reason in one line", s, fatal=False)
         m.type_line("PS1='$ '")
         m.wait_for(lambda s: s.rstrip().endswith("\n$"), "the short prompt", since=mark)
-        sess = session_of(m, ALICE)
-        m.alice_shell = int(sess["Leader"])
     finally:
         with open(m.root + "/etc/pam.d/login", "wb") as f:
             f.write(saved)
@@ -387,9 +384,11 @@ def evaluations_after(m, cursor, expect=1, timeout=5):
     import json
     t0 = time.monotonic()
     while True:
-        out = m.out("journalctl -o json --no-pager --after-cursor='%s' -u localauthd.service "
-                    "LOCALAUTH_OPERATION=evaluate" % cursor, check=False)
-        recs = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+        # Every entry after the cursor, filtered here: journalctl 252 with --after-cursor and a
+        # match skips the first matching entry when the cursor's own entry does not match.
+        out = m.out("journalctl -o json --no-pager --after-cursor='%s'" % cursor, check=False)
+        recs = [r for r in (json.loads(l) for l in out.splitlines() if l.startswith("{"))
+                if r.get("_SYSTEMD_UNIT") == "localauthd.service" and r.get("LOCALAUTH_OPERATION") == "evaluate"]
         if len(recs) >= expect or time.monotonic() - t0 > timeout:
             return recs
         time.sleep(0.1)
@@ -501,7 +500,6 @@ def journey_c(m, args):
     s, _ = console_login(m, ALICE, ALICE_PW)
     show("the console after the reboot: alice logs in", s)
     check(PROMPT not in s, "after a reboot the console login asks the password, no finger", s)
-    m.alice_shell = int(session_of(m, ALICE)["Leader"])
     mark, s, _ = run_at_console(m, "sudo -k; sudo whoami", PROMPT, "the finger prompt")
     m.touch(FINGER)
     s, _ = prompt_back(m, mark)
@@ -626,7 +624,7 @@ def main():
     work = tempfile.mkdtemp(prefix="run-", dir=base)
     m = Machine(args.root, work)
     m.compat_installed = False
-    figure("copy of the cached root", m.copy_s)
+    figure("the cached root %s" % ("under an overlay" if m.overlay else "copied"), m.copy_s)
     failed = []
     try:
         try:
