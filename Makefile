@@ -60,7 +60,8 @@ check-checkout:
 # Everything the project checks. Unit and integration tests of the Swift targets (the
 # integration tests start the real daemon on a temporary socket with libfprint's virtual
 # devices), the PAM module's C tests and its tests through real libpam, the installed tree and
-# units (Tests/system/install.sh). The linters run first.
+# units (Tests/system/install.sh), and last the packages on a booted Debian 12 (make test-boot).
+# The linters run first.
 test: check-checkout deps lint build-debug pam pam-asan locale test-locales check-translations check-catalogued
 	rm -f .build/swift-test.log
 	LOCALAUTH_BIN=$(CURDIR)/$(BIN_DEBUG) scripts/swift-tests.sh .build/swift-test.log \
