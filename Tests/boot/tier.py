@@ -92,7 +92,7 @@ def run_at_console(m, command, expect=None, what=None, timeout=30):
 
 
 def rc_of(s):
-    found = re.findall(r"^rc=(\d+)$", s, re.M)
+    found = re.findall(r"rc=(\d+)$", s, re.M)  # at a line's end: output without a newline comes before
     return int(found[-1]) if found else None
 
 
@@ -595,6 +595,83 @@ def journey_e(m, args):
     check(m.sh("grep -qx localauth /var/lib/pam/seen", check=False).returncode != 0, "the profile is unregistered")
 
 
+FIXTURE = os.path.join(REPO, "Tests/Fixtures/state/localauthd-0.1.0.tar")
+
+
+def put_fixture(m, user_state_header=None):
+    """The fixture's state directory and key in place, the key where version 0.1.0 kept it
+    (/var/lib/localauthd.key, beside the state directory). user_state_header: alice's record
+    rewritten with this version line (and its checksum made right again)."""
+    import tarfile
+    import zlib
+    with tarfile.open(FIXTURE) as t:
+        t.extractall(m.root, numeric_owner=True)
+    os.rename(m.root + "/var/lib/localauthd-key/sealing.key", m.root + "/var/lib/localauthd.key")
+    os.rmdir(m.root + "/var/lib/localauthd-key")
+    if user_state_header:
+        path = m.root + "/var/lib/localauthd/users/alice/state"
+        body = open(path, "rb").read().split(b"\n")
+        body = b"\n".join([user_state_header.encode()] + body[1:-2]) + b"\n"
+        with open(path, "wb") as f:
+            f.write(body + b"crc32=%08x\n" % (zlib.crc32(body) & 0xffffffff))
+
+
+def journey_f(m, args):
+    """(f) an upgrade over a state directory an earlier package wrote (Tests/Fixtures/state:
+    alice's finger, two failed fingers, a passcode, a right; the key where 0.1.0 kept it); and a
+    state from a newer format, refused and never rewritten."""
+    import hashlib
+    put_fixture(m)
+    deb = os.path.basename(args.deb)
+    r = m.sh("cd /root/debs && DEBIAN_FRONTEND=noninteractive apt-get install -y ./%s" % deb, check=False)
+    check(r.returncode == 0, "apt-get install over the earlier state", r.stdout + r.stderr)
+    check(m.exists("/var/lib/localauthd-key/sealing.key") and not m.exists("/var/lib/localauthd.key"),
+          "postinst moved the sealing key from /var/lib/localauthd.key into /var/lib/localauthd-key")
+    state = open(m.root + "/var/lib/localauthd/users/alice/state").read()
+    m.write(READER_DROPIN, "virtual-reader = yes\n")
+    r = m.sh("localauthctl status --user %s" % ALICE, check=False)
+    show("localauthctl status --user alice, after the upgrade", r.stdout + r.stderr)
+    check(r.returncode == 0 and "fingers enrolled: 1" in r.stdout and "passcode set: yes" in r.stdout,
+          "the finger and the passcode survive", r.stdout + r.stderr)
+    state = open(m.root + "/var/lib/localauthd/users/alice/state").read()
+    check("fingerFailures=2" in state, "the failed-finger count survives (2)", state)
+    r = m.sh("localauthctl right show com.example.vault", user=ALICE, check=False)
+    check(r.returncode == 0 and "public key" in r.stdout, "the right survives", r.stdout + r.stderr)
+    # The finger itself: the password first (this is a new boot for the fixture's record), then
+    # the finger releases the right's secret.
+    mark, s, _ = run_at_console(m, "sudo -k; sudo whoami", lambda s: re.search(r"(Password or finger|password) for %s" % ALICE, s),
+                                "a password prompt")
+    m.type_line(ALICE_PW)
+    s, _ = prompt_back(m, mark)
+    check(has_line(s, r"^root$"), "sudo by password after the upgrade", s)
+    mark, s, _ = run_at_console(m, "localauthctl right secret com.example.vault", lambda s: "Place" in s, "the finger prompt")
+    m.touch(FINGER)
+    s, _ = prompt_back(m, mark)
+    show("localauthctl right secret com.example.vault, a finger", s)
+    check(rc_of(s) == 0 and "vault secret 42" in s, "the earlier finger releases the earlier right's secret", s)
+    m.sh("systemctl stop localauthd.service && dpkg -P localauth")
+
+    # A newer format than this daemon knows: refused with a reason, never rewritten.
+    put_fixture(m, user_state_header="localauthd-user-state 2")
+    before = hashlib.sha256(open(m.root + "/var/lib/localauthd/users/alice/state", "rb").read()).hexdigest()
+    r = m.sh("cd /root/debs && DEBIAN_FRONTEND=noninteractive apt-get install -y ./%s" % deb, check=False)
+    check(r.returncode == 0, "apt-get install over a newer state", r.stdout + r.stderr)
+    m.write(READER_DROPIN, "virtual-reader = yes\n")
+    r = m.sh("localauthctl status --user %s" % ALICE, check=False)
+    mark, s, _ = run_at_console(m, "localauthctl verify", lambda s: "rc=" in s, "verify's answer")
+    s, _ = prompt_back(m, mark)
+    show("a state record of version 2: localauthctl status --user alice (root), then alice's verify", r.stdout + r.stderr + "\n" + s)
+    notices = m.out("journalctl -b -q --no-pager -o cat -u localauthd.service -g 'users/alice/state'", check=False)
+    show("the journal about it", notices)
+    after = hashlib.sha256(open(m.root + "/var/lib/localauthd/users/alice/state", "rb").read()).hexdigest()
+    check(rc_of(s) != 0 and "unknown format or version" in (r.stdout + r.stderr + s + notices),
+          "a newer record is refused, and the reason says its format or version is unknown", (r.stdout, r.stderr, s, notices))
+    check(before == after, "the newer record is never rewritten")
+    m.sh("systemctl stop localauthd.service && dpkg -P localauth")
+    os.remove(m.root + READER_DROPIN)
+    os.rmdir(os.path.dirname(m.root + READER_DROPIN))
+
+
 def diff_pam(before, after):
     out = []
     for k in sorted(set(before) | set(after)):
@@ -604,7 +681,7 @@ def diff_pam(before, after):
 
 
 JOURNEYS = [("a", journey_a), ("b", journey_b), ("c", journey_c), ("d", journey_d), ("4", journey_desktop),
-            ("e", journey_e)]
+            ("e", journey_e), ("f", journey_f)]
 
 
 def main():
