@@ -618,6 +618,9 @@ class ListDeleteTests(DoorTest):
 
     def test_list_ofAnotherUser_byOrdinaryUser_isPermissionDenied(self):
         self.assertError(self.client("ladbus4").call("ListEnrolledFingers", "ladbus1"), "PermissionDenied")
+        # The record the socket writes for the same refusal (issue 26: before, only a notice).
+        self.assertRegex(WORLD.log(), r'audit op=list user="ladbus1" caller_uid=64204 [^\n]*via="dbus" '
+                                      r'result=notAuthorized')
 
     def test_list_whenNoneEnrolled_isNoEnrolledPrints(self):
         self.assertError(self.client().call("ListEnrolledFingers", "ladbus3"), "NoEnrolledPrints")
