@@ -19,7 +19,8 @@ a JSON command; each answer is one JSON line:
                                                   -> that many calls, `window` in flight at a time:
                                                      {"ok": {"<error name: message>" or "ok": count, ...},
                                                       "seconds": t}
-  {"send": "Claim", "args": [""]}                 -> the call sent, its answer never read: {"ok": []}
+  {"send": "Claim", "args": [""]}                 -> the call sent (on the wire), its answer never read:
+                                                     {"ok": []}
   {"quit": true}
 
 Signals are collected from the moment the client starts: VerifyStatus, VerifyFingerSelected,
@@ -140,12 +141,9 @@ def main():
                          command.get("window", 100)))
         elif "send" in command:
             args = command.get("args", [])
-
-            def send_once(method=command["send"], params=GLib.Variant("(" + "s" * len(args) + ")", tuple(args))):
-                bus.call(BUS, device_path, DEVICE, method, params, None, Gio.DBusCallFlags.NONE, 60000, None, None)
-                return False
-
-            GLib.idle_add(send_once)
+            bus.call(BUS, device_path, DEVICE, command["send"], GLib.Variant("(" + "s" * len(args) + ")", tuple(args)),
+                     None, Gio.DBusCallFlags.NONE, 60000, None, None)
+            bus.flush_sync(None)  # on the wire before the answer
             answer({"ok": []})
         elif "signals" in command:
             with lock:

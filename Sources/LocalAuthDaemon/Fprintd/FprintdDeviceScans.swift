@@ -269,9 +269,11 @@ extension FprintdDevice {
         // The reader's own word comes before libfprint's hot-plug event: the claim ends as unplugged.
         if Fprintd.says(result, .removed) { unplugged = true }
         guard session != nil else {
-            // Its claimer left the bus (the device was released then): nobody to tell; the Claims
-            // that waited for this request to end go on.
+            // Its claimer left the bus (the device was released then): no status, to nobody; a Stop
+            // or Release it sent before it left is answered, and the Claims that waited for this
+            // request to end go on.
             if unplugged { gone?() }
+            answerStops()
             return resumeClaims()
         }
         if !statusReported {
