@@ -227,6 +227,7 @@ class World:
         os.chmod(self.tmp, 0o755)  # the test users reach the daemon's socket in it
         self.procs = []
         self.daemon = None
+        self.mounts = []
 
     # --- the machine ---------------------------------------------------------------------------
 
@@ -282,6 +283,7 @@ class World:
 
     def bind(self, source, target):
         subprocess.run(["mount", "--bind", source, target], check=True)
+        self.mounts.append(target)
 
     def env(self):
         env = dict(os.environ)
@@ -382,4 +384,8 @@ class World:
                     proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+        # The binds under the private /etc are mount points inside self.tmp: gone first, so that
+        # nothing of the run is left behind.
+        for target in reversed(self.mounts):
+            subprocess.run(["umount", "--lazy", target], check=False)
         shutil.rmtree(self.tmp, ignore_errors=True)
