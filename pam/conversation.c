@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <langinfo.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -17,6 +18,8 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
+#include <wctype.h>
 
 #define PAM_SM_AUTH
 #include <security/pam_ext.h>
@@ -31,11 +34,78 @@
 #include "terminal.h"
 #include "wire.h"
 
+/* The length of the well-formed UTF-8 sequence at s (1 to 4), and its code point in cp; 0 when
+ * none starts there. */
+static size_t utf8_sequence(const unsigned char *s, uint32_t *cp)
+{
+    size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+    static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (n == 0 || s[0] > 0xf4)
+        return 0;
+    uint32_t c = s[0] & (0x7f >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) /* the NUL ends it too */
+            return 0;
+        c = c << 6 | (s[i] & 0x3f);
+    }
+    if (c < least[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    *cp = c;
+    return n;
+}
+
+/* How the application's locale (LC_CTYPE, its setlocale) encodes text: the C1 controls
+ * U+0080-U+009F are written C2 80-C2 9F in UTF-8, but as the bytes 80-9F in ISO 8859 and
+ * other single-byte sets, where a terminal takes 9B for CSI; in a multibyte set such as GBK or
+ * Big5 those bytes can be part of a character. The C locale (ASCII) is read as UTF-8: most
+ * terminals are, and the module's own English lines are UTF-8 ("—"). */
+enum la_charset { LA_CHARSET_UTF8, LA_CHARSET_SINGLE_BYTE, LA_CHARSET_MULTIBYTE };
+
+static enum la_charset charset(void)
+{
+    const char *codeset = nl_langinfo(CODESET);
+    if (strcmp(codeset, "UTF-8") == 0 || strcmp(codeset, "ANSI_X3.4-1968") == 0)
+        return LA_CHARSET_UTF8;
+    return MB_CUR_MAX == 1 ? LA_CHARSET_SINGLE_BYTE : LA_CHARSET_MULTIBYTE;
+}
+
 void la_replace_controls(char *text)
 {
-    for (; *text != '\0'; text++)
-        if ((unsigned char)*text < 0x20 || *text == 0x7f)
-            *text = '?';
+    enum la_charset set = charset();
+    unsigned char *in = (unsigned char *)text, *out = in;
+    mbstate_t state;
+    memset(&state, 0, sizeof state);
+    while (*in != '\0') {
+        uint32_t cp = 0;
+        size_t n = 1;
+        int control = *in < 0x20 || *in == 0x7f; /* C0 and DEL */
+        if (*in >= 0x80 && set == LA_CHARSET_UTF8) {
+            n = utf8_sequence(in, &cp);
+            control = n == 0 ? *in <= 0x9f : cp <= 0x9f; /* C1, or its raw byte */
+            n = n == 0 ? 1 : n;
+        } else if (*in >= 0x80 && set == LA_CHARSET_MULTIBYTE) {
+            wchar_t wc;
+            size_t len =
+                mbrtowc(&wc, (const char *)in, strnlen((const char *)in, MB_CUR_MAX), &state);
+            if (len == (size_t)-1 || len == (size_t)-2 || len == 0) {
+                memset(&state, 0, sizeof state);
+                control = *in <= 0x9f;
+            } else {
+                n = len;
+                control = iswcntrl((wint_t)wc) != 0;
+            }
+        } else if (*in >= 0x80) {
+            control = *in <= 0x9f;
+        }
+        if (control) {
+            *out++ = '?'; /* one for the whole character */
+        } else {
+            memmove(out, in, n);
+            out += n;
+        }
+        in += n;
+    }
+    *out = '\0';
 }
 
 /* Shows one line to the person: at the terminal the module owns, else through the

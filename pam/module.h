@@ -75,6 +75,9 @@ void la_refused_or_silent(struct session *s, struct why *why);
 int la_run(struct session *s, int pam_silent);
 
 /* conversation.c */
+/* Replaces each control character of text, in place, by one '?': C0, DEL and C1 (U+0080-U+009F,
+ * or the bytes 80-9F where the application's locale is a single-byte one), as the locale
+ * encodes them. */
 void la_replace_controls(char *text);
 void la_show(struct session *s, int style, const char *msg);
 void la_skipped_because(struct session *s, const char *user, const struct why *why, int shown);

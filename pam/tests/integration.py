@@ -508,6 +508,67 @@ def events_become_conversation_messages(ctx):
 
 
 @case()
+def c1_controls_from_the_daemon_are_replaced_as_c0_are(ctx):
+    """Issue 26: U+0080-U+009F are control characters too (U+009B is CSI, U+009D OSC, U+0085
+    NEL): each is shown as one "?", as C0 ones are; other characters stay as they are."""
+    fake = FakeDaemon(ctx, [
+        event(lawire.EV_INFO, "csi\u009b2J osc\u009d0;PWN\u009c nel\u0085 pad\u0080 caf\u00e9 \u2014 \u00a0ok"),
+        result(0, "Authenticated"),
+    ])
+    res = ctx.conv(ctx.service("socket=%s" % fake.sock), "nobody")
+    expect_code(res, PAM_SUCCESS)
+    check(res["info"] == [PROBE, "csi?2J osc?0;PWN? nel? pad? caf\u00e9 \u2014 \u00a0ok"],
+          "info %r" % res["info"])
+
+
+@case()
+def c1_control_bytes_are_replaced_in_a_single_byte_locale(ctx):
+    """Issue 26: in ISO 8859-1 (the application's locale: a Latin-1 terminal) C1 controls are the
+    bytes 80-9F, so U+201B, sent as E2 80 9B, would reach the terminal as a CSI: each byte
+    80-9F is replaced there, other bytes stay."""
+    locales = ctx.mkdir("locales")
+    r = subprocess.run(["localedef", "-i", "en_US", "-f", "ISO-8859-1",
+                        os.path.join(locales, "en_US.ISO-8859-1")], capture_output=True, text=True)
+    check(r.returncode == 0, "localedef: %s" % r.stderr)
+    fake = FakeDaemon(ctx, [event(lawire.EV_INFO, "quote\u201b2J caf\u00e9 nel\u0085"),
+                            result(0, "Authenticated")])
+    res = ctx.conv(ctx.service("socket=%s" % fake.sock), "nobody",
+                   env={"LOCPATH": locales, "LC_ALL": "en_US.ISO-8859-1"})
+    expect_code(res, PAM_SUCCESS)
+    # E2 kept, 80 and 9B replaced; C3 A9 kept; C2 kept, 85 replaced (bytes, not characters).
+    check(res["info"] == [PROBE, "quote\udce2??2J caf\u00e9 nel\udcc2?"], "info %r" % res["info"])
+
+
+@case()
+def bytes_of_a_multibyte_locales_characters_are_kept(ctx):
+    """In a multibyte locale other than UTF-8 (GBK), the bytes 80-9F are part of characters
+    (C2 85 is one GBK character, not NEL on a GBK terminal): the line is read as the locale's
+    characters, and only those that are controls are replaced."""
+    locales = ctx.mkdir("locales")
+    r = subprocess.run(["localedef", "-i", "zh_CN", "-f", "GBK",
+                        os.path.join(locales, "zh_CN.GBK")], capture_output=True, text=True)
+    check(r.returncode == 0, "localedef: %s" % r.stderr)
+    fake = FakeDaemon(ctx, [event(lawire.EV_INFO, "gbk\u0085 tab\t del\x7f"),
+                            result(0, "Authenticated")])
+    res = ctx.conv(ctx.service("socket=%s" % fake.sock), "nobody",
+                   env={"LOCPATH": locales, "LC_ALL": "zh_CN.GBK"})
+    expect_code(res, PAM_SUCCESS)
+    check(res["info"][1:] == ["gbk\u0085 tab? del?"], "info %r" % res["info"])
+
+
+@case()
+def c1_control_bytes_in_a_user_name_that_is_not_utf8_are_replaced_in_syslog(ctx):
+    """Issue 26: a user name that is not UTF-8 is logged ("fingerprint not used for …"); its
+    bytes 80-9F (a raw CSI, 9B) are replaced as C0 ones are."""
+    svc = ctx.service("socket=%s" % ctx.path("no-daemon"))
+    res = ctx.conv(svc, "nob\udc9bdy\udc85", syslog=True)  # the bytes 9B and 85
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    lines = [l for l in res["syslog"] if "fingerprint not used for" in l]
+    check(len(lines) == 1 and "fingerprint not used for nob?dy?: the user name is not valid UTF-8"
+          in lines[0], "syslog: %r" % res["syslog"])
+
+
+@case()
 def pam_silent_shows_nothing(ctx):
     fake = FakeDaemon(ctx, [event(lawire.EV_PLACE, "Place your finger"),
                             event(lawire.EV_NOMATCH, "No match", triesLeft=0),
@@ -979,6 +1040,19 @@ def terminal_a_finger_ends_the_prompt_and_leaves_the_terminal_as_it_was(ctx):
     expect_code(res, PAM_SUCCESS)
     check(res["kept"], "terminal settings restored: %s" % res["out"])
     check("Place your" not in res["out"], "the prompt replaces the daemon's line: %s" % res)
+
+
+@case()
+def terminal_prompt_shows_c1_controls_in_the_user_name_replaced(ctx):
+    """Issue 26: the user name in "Password or finger for …" with U+009B (CSI) and U+0085 (NEL):
+    each replaced by one "?" on the terminal."""
+    fake = FakeDaemon(ctx, place_then({"sleep": 0.5}, result(0, "Authenticated")))
+    res = ctx.at_terminal(ctx.service("socket=%s" % fake.sock), "no\u009b2Jbo\u0085dy",
+                          [("wait", "Password or finger for no?2Jbo?dy: ")])
+    expect_code(res, PAM_SUCCESS)
+    shown = [l for l in res["out"].splitlines() if l.startswith("Password or finger")]
+    check(shown == ["Password or finger for no?2Jbo?dy: "], repr(res["out"]))  # (pamtester
+    # itself echoes the name raw in its own "invoking pam_start" line)
 
 
 @case()
