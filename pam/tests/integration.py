@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
@@ -34,9 +35,15 @@ import ptyterm  # noqa: E402
 import seat  # noqa: E402
 from lawire import EVENT, RESULT  # noqa: E402
 
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import crypt  # noqa: E402 — Debian 12's Python 3.11 still has it; only for test hashes
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
 WRAPPER_MODULES = "/usr/lib/x86_64-linux-gnu/pam_wrapper"
+# libpam's own modules (pam_unix, pam_permit), named by absolute path as pam_wrapper needs.
+PAM_MODULES = os.path.join(os.path.dirname(WRAPPER_MODULES), "security")
 
 PAM_SUCCESS, PAM_CONV_ERR, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL = 0, 19, 7, 9
 PAM_USER_UNKNOWN, PAM_MAXTRIES, PAM_SILENT, PAM_INCOMPLETE = 10, 11, 0x8000, 31
@@ -217,12 +224,47 @@ class Ctx:
         os.chmod(os.path.join(self.services, name), 0o644)
         return name
 
+    def with_passwords(self, passwords):
+        """An argv prefix that runs a command in a private mount namespace whose /etc is an
+        overlay in which the accounts of passwords ({name: password}) have those passwords in
+        /etc/shadow, so that the real pam_unix (and its unix_chkpwd) checks them; the machine's
+        /etc is untouched. An overlay, not a file bound over /etc/shadow: a bound file is
+        detached when something on the machine (useradd) renames a new /etc/shadow in."""
+        upper, work = self.mkdir("etc-upper"), self.mkdir("etc-work")
+        lines = []
+        for line in open("/etc/shadow"):
+            name = line.split(":", 1)[0]
+            if name in passwords:
+                fields = line.rstrip("\n").split(":")
+                fields[1] = crypt.crypt(passwords[name], crypt.mksalt(crypt.METHOD_SHA512))
+                line = ":".join(fields) + "\n"
+            lines.append(line)
+        shadow = os.path.join(upper, "shadow")
+        with open(shadow, "w") as f:
+            f.write("".join(lines))
+        st = os.stat("/etc/shadow")
+        os.chown(shadow, st.st_uid, st.st_gid)
+        os.chmod(shadow, st.st_mode & 0o7777)
+        # Shadow entries from the files alone: nss-systemd answers getspnam for the accounts it
+        # synthesises (nobody: "!*") to a caller that cannot read /etc/shadow, and pam_unix then
+        # refuses without asking its helper (unix_chkpwd), which reads the file.
+        with open("/etc/nsswitch.conf") as f:
+            nss = [("shadow: files" if l.split(":", 1)[0].strip() == "shadow" else l.rstrip("\n"))
+                   for l in f]
+        with open(os.path.join(upper, "nsswitch.conf"), "w") as f:
+            f.write("\n".join(nss) + "\n")
+        os.chmod(os.path.join(upper, "nsswitch.conf"), 0o644)
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc '
+                '&& shift 2 && exec "$@"', "sh", upper, work]
+
     def conv(self, service, user, answers=(), fail=(), items=None, flags=0, env=None,
-             syslog=False, ops=None, as_user=None):
+             syslog=False, ops=None, as_user=None, passwords=None):
         """One pam_authenticate (or the PAM calls in ops, see pamconv.py) through pamconv.py: a
         conversation that fails on the message styles in fail; returns {code, codes, prompts,
         info, errors, env, start, end}, and with syslog=True also "syslog": the lines the
-        process sent to /dev/log. as_user: the caller runs as that account."""
+        process sent to /dev/log. as_user: the caller runs as that account. passwords: the
+        accounts' passwords pam_unix sees ({name: password}, with_passwords)."""
         spec = {"answers": list(answers), "fail": list(fail), "items": items or {}}
         if ops is not None:
             spec["ops"] = list(ops)
@@ -251,6 +293,8 @@ class Ctx:
             run_env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=87"
         # A private /tmp for pam_wrapper's copy of the services (privtmp.py).
         private, run_env = privtmp.wrap(run_env, self.root)
+        if passwords:
+            wrap = self.with_passwords(passwords) + wrap
         r = subprocess.run(wrap + private + setpriv(as_user) +
                            [PYTHON, os.path.join(HERE, "pamconv.py"), service, user, str(flags),
                             json.dumps(spec)], env=run_env,
@@ -1280,25 +1324,38 @@ def reported_uses(daemon):
     return names, os.path.exists(os.path.join(daemon.state, "password-reported"))
 
 
-def password_stack(ctx, d, name="la-test"):
-    """The module as a screen locker has it, and pam_permit standing for the password module
-    that accepted the typed password (pam_unix: pam/tests/keyring_test.py)."""
+NOBODY_PW = "Nobody-pass 4711"
+PASSWORDS = {"nobody": NOBODY_PW}  # what pam_unix sees in the cases' private /etc/shadow
+UNIX_LINE = "auth required %s/pam_unix.so try_first_pass" % PAM_MODULES
+
+
+def password_stack(ctx, d, name="la-test", after=None):
+    """The module as a screen locker has it (password_first), then the real pam_unix checking
+    the typed password with try_first_pass, as pam-auth-update writes it (the calls give nobody
+    a password: Ctx.with_passwords), or the lines in after. pam_wrapper reads only the service
+    file from its directory (an @include would read the machine's /etc/pam.d), so the password
+    lines are written here."""
     return ctx.service("socket=%s password_first" % d.sock, name=name,
                        control="[success=done default=ignore]",
-                       after=["auth required %s" % os.path.join(os.path.dirname(WRAPPER_MODULES),
-                                                                "security", "pam_permit.so")])
+                       after=[UNIX_LINE] if after is None else after)
+
+
+def nothing_reported(ctx, d, what):
+    check(reported_uses(d) == ([], False), "%s: recorded %s" % (what, reported_uses(d)))
+    check("op=passwordUsed" not in open(ctx.path("localauthd.log")).read(),
+          "%s: no report reached the daemon" % what)
 
 
 @case(needs_daemon=True)
 def real_password_through_the_stack_is_reported_at_setcred(ctx):
     d = RealDaemon(ctx)
     svc = password_stack(ctx, d)
-    res = ctx.conv(svc, "nobody", answers=["a typed password"], ops=["authenticate"])
+    res = ctx.conv(svc, "nobody", answers=[NOBODY_PW], ops=["authenticate"], passwords=PASSWORDS)
     expect_code(res, PAM_SUCCESS)
     check(reported_uses(d) == ([], False), "nothing before pam_setcred: %s" % (reported_uses(d),))
     for op in ("setcred", "reinitialize_cred", "refresh_cred"):
-        res = ctx.conv(svc, "nobody", answers=["a typed password"], ops=["authenticate", op],
-                       syslog=True)
+        res = ctx.conv(svc, "nobody", answers=[NOBODY_PW], ops=["authenticate", op],
+                       syslog=True, passwords=PASSWORDS)
         check(res["codes"] == {"authenticate": 0, op: 0}, "%s: %s" % (op, res))
         check(any("password use of nobody reported to localauthd" in l for l in res["syslog"]),
               "said in syslog: %s" % res["syslog"])
@@ -1312,20 +1369,77 @@ def real_password_used_line_after_the_password_module_reports_during_authenticat
     d = RealDaemon(ctx)
     with open(os.path.join(ctx.services, password_stack(ctx, d)), "a") as f:
         f.write("auth optional %s socket=%s password_used\n" % (ARGS.module, d.sock))
-    res = ctx.conv("la-test", "nobody", answers=["a typed password"], syslog=True)
+    res = ctx.conv("la-test", "nobody", answers=[NOBODY_PW], syslog=True, passwords=PASSWORDS)
     expect_code(res, PAM_SUCCESS)
     check(reported_uses(d) == (["nobody"], True), "recorded: %s" % (reported_uses(d),))
     # pam_setcred does not report it again.
-    res = ctx.conv("la-test", "nobody", answers=["a typed password"], ops=["authenticate", "setcred"],
-                   syslog=True)
+    res = ctx.conv("la-test", "nobody", answers=[NOBODY_PW], ops=["authenticate", "setcred"],
+                   syslog=True, passwords=PASSWORDS)
     check(len([l for l in res["syslog"] if "password use of nobody reported" in l]) == 1,
           "reported once: %s" % res["syslog"])
 
 
 @case(needs_daemon=True)
+def real_password_used_line_after_pam_unix_refused_the_password_reports_nothing(ctx):
+    """Issue 26 (a): `auth optional pam_localauth.so password_used` after `auth required
+    pam_unix.so` runs also when pam_unix refused the password (a required line lets the stack go
+    on), with the wrong password in PAM_AUTHTOK. It must not lift "password required": only
+    pam_unix's verdict (its unix_setcred_return data) says the password was right."""
+    d = RealDaemon(ctx)
+    with open(os.path.join(ctx.services, password_stack(ctx, d)), "a") as f:
+        f.write("auth optional %s socket=%s password_used\n" % (ARGS.module, d.sock))
+    # try_first_pass asks again after the typed text failed: both answers wrong.
+    res = ctx.conv("la-test", "nobody", answers=["not the password"] * 2, syslog=True,
+                   passwords=PASSWORDS)
+    expect_code(res, PAM_AUTH_ERR)
+    nothing_reported(ctx, d, "a wrong password")
+    check(not any("password use of nobody reported" in l for l in res["syslog"]), res["syslog"])
+    # The same stack with the right password reports it: the line itself works.
+    res = ctx.conv("la-test", "nobody", answers=[NOBODY_PW], passwords=PASSWORDS)
+    expect_code(res, PAM_SUCCESS)
+    check(reported_uses(d) == (["nobody"], True), "recorded: %s" % (reported_uses(d),))
+
+
+@case(needs_daemon=True)
+def real_typed_password_pam_unix_refused_is_not_reported_when_another_module_passes(ctx):
+    """Issue 26 (b): text typed at the module's question, refused by pam_unix, and another
+    method lets the stack through (a token, a `sufficient` second module: pam_permit stands
+    for it). pam_setcred must not report the password."""
+    d = RealDaemon(ctx)
+    svc = password_stack(ctx, d, after=["auth sufficient %s/pam_unix.so try_first_pass" % PAM_MODULES,
+                                        "auth sufficient %s/pam_permit.so" % PAM_MODULES])
+    res = ctx.conv(svc, "nobody", answers=["not the password"] * 2, ops=["authenticate", "setcred"],
+                   syslog=True, passwords=PASSWORDS)
+    check(res["codes"].get("authenticate") == 0 and "setcred" in res["codes"],
+          "the second method let the stack through: %s" % res)
+    nothing_reported(ctx, d, "a wrong password, then another method")
+    check(not any("password use of nobody reported" in l for l in res["syslog"]), res["syslog"])
+    # The right password through the same stack is reported.
+    res = ctx.conv(svc, "nobody", answers=[NOBODY_PW], ops=["authenticate", "setcred"],
+                   passwords=PASSWORDS)
+    check(res["codes"] == {"authenticate": 0, "setcred": 0}, str(res))
+    check(reported_uses(d) == (["nobody"], True), "recorded: %s" % (reported_uses(d),))
+
+
+@case(needs_daemon=True)
+def real_password_checked_by_another_module_than_pam_unix_is_never_reported(ctx):
+    """Issue 26: only pam_unix leaves a verdict the module can read. With another password
+    module (pam_permit stands for it: it accepts anything) a typed password is not reported,
+    at pam_setcred or by a password_used line, as pam_localauth(8) says."""
+    d = RealDaemon(ctx)
+    permit = "auth required %s/pam_permit.so" % PAM_MODULES
+    svc = password_stack(ctx, d, after=[permit, "auth optional %s socket=%s password_used" % (
+        ARGS.module, d.sock)])
+    for op in ("setcred", "refresh_cred"):
+        res = ctx.conv(svc, "nobody", answers=["anything at all"], ops=["authenticate", op])
+        check(res["codes"] == {"authenticate": 0, op: 0}, "%s: %s" % (op, res))
+    nothing_reported(ctx, d, "pam_permit as the password module")
+
+
+@case(needs_daemon=True)
 def real_report_from_the_users_own_process_outside_its_session_is_not_recorded(ctx):
     """Code running as the user picks its own stack (pam_wrapper's service directory: the module,
-    then pam_permit accepting any "password") and calls pam_setcred: the module sends
+    then pam_unix accepting the user's own password) and calls pam_setcred: the module sends
     PASSWORD_USED from the user's uid, and the daemon refuses it, in no login session (row U4 of
     docs/policy.md: a cron job, a user service) and in a session not the user's own (U5: here
     the greeter's, where seat.py places every process), so no report of the user's own making
@@ -1338,8 +1452,8 @@ def real_report_from_the_users_own_process_outside_its_session_is_not_recorded(c
         if logind:
             seat.say(logind)
         try:
-            res = ctx.conv(svc, "nobody", answers=["anything at all"], ops=["authenticate", "setcred"],
-                           as_user="nobody")
+            res = ctx.conv(svc, "nobody", answers=[NOBODY_PW], ops=["authenticate", "setcred"],
+                           as_user="nobody", passwords=PASSWORDS)
         finally:
             if logind:
                 seat.say("session local")  # back to the greeter's session c1
@@ -1378,8 +1492,8 @@ def real_finger_or_no_authentication_or_remote_is_never_reported(ctx):
     res = ctx.conv(svc, "nobody", ops=["setcred"], env={"PAM_AUTHTOK": "not checked by anyone"})
     check(res["codes"] == {"setcred": 0}, str(res))
     # A password typed in a remote session.
-    res = ctx.conv(svc, "nobody", answers=["a typed password"], ops=["authenticate", "setcred"],
-                   env={"PAM_RHOST": "far.example"})
+    res = ctx.conv(svc, "nobody", answers=[NOBODY_PW], ops=["authenticate", "setcred"],
+                   env={"PAM_RHOST": "far.example"}, passwords=PASSWORDS)
     check(res["codes"] == {"authenticate": 0, "setcred": 0}, str(res))
     # (The accepted finger is recorded in users/nobody/password; only a report sets the marker.)
     check(not reported_uses(d)[1], "reported: %s" % (reported_uses(d),))
