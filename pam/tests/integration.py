@@ -288,7 +288,9 @@ class Ctx:
         if syslog:
             run_env["PAM_WRAPPER_USE_SYSLOG"] = "1"  # else pam_wrapper keeps pam_syslog's lines
         if ARGS.asan:
-            run_env["LD_PRELOAD"] = ARGS.libasan + " libpam_wrapper.so"
+            # libcrypt from the start: ASan intercepts crypt_r, and finds no real one to call
+            # when pam_unix brings libcrypt in only at dlopen (a jump to address 0).
+            run_env["LD_PRELOAD"] = ARGS.libasan + " libcrypt.so.1 libpam_wrapper.so"
             run_env["ASAN_OPTIONS"] = "detect_leaks=0:exitcode=86"  # Python's own leaks
             run_env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=87"
         # A private /tmp for pam_wrapper's copy of the services (privtmp.py).
