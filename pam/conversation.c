@@ -120,11 +120,31 @@ void la_show(struct session *s, int style, const char *msg)
     memcpy(line, msg, n);
     line[n] = '\0';
     la_replace_controls(line);
+    snprintf(s->shown, sizeof s->shown, "%s", line);
     if (s->term.fd >= 0)
         la_term_say(&s->term, line);
     else if (!s->silent)
         /* A failing conversation for a message is harmless: the request goes on. */
         (void)pam_prompt(s->pamh, style, NULL, "%s", line);
+}
+
+/* The daemon's biometryLocked event and its biometryLockout RESULT carry one message ("Too many
+ * attempts: use your password"): said once (issue 26). */
+void la_show_pending(struct session *s, int drop)
+{
+    if (s->pending[0] != '\0' && !drop)
+        la_show(s, PAM_ERROR_MSG, s->pending);
+    s->pending[0] = '\0';
+}
+
+void la_show_result(struct session *s, const char *msg)
+{
+    char line[LA_WIRE_MAX_FIELD + 1];
+    snprintf(line, sizeof line, "%s", msg);
+    la_replace_controls(line);
+    if (s->shown[0] != '\0' && strcmp(line, s->shown) == 0)
+        return;
+    la_show(s, PAM_ERROR_MSG, msg);
 }
 
 /* Logs in one line why the finger was not used (English), and tells the person (in the
@@ -279,6 +299,9 @@ int la_on_event(struct session *s)
     const struct la_reply *r = &s->reply;
     const char *text = la_reply_text(s);
     la_debug(s, "event %lld: %s", (long long)r->event, r->message);
+    /* After the last miss, the lockout's line says it all: one line, then the caller's own
+     * password prompt (issue 26). */
+    la_show_pending(s, r->event == LA_EVENT_BIOMETRY_LOCKED);
     switch (r->event) {
     case LA_EVENT_PLACE_FINGER:
         if (s->term.mode == LA_TERM_OWN && s->term.fd >= 0 && s->place_finger[0] == '\0')
@@ -288,9 +311,18 @@ int la_on_event(struct session *s)
         return 0;
     case LA_EVENT_NO_MATCH:
         s->seen.tries_exhausted = r->present & LA_HAS_TRIES_LEFT && r->tries_left <= 0;
-        la_show(s, PAM_ERROR_MSG, text);
+        /* The last finger this request takes: the prompt does not come back under its line
+         * (the caller's own password prompt follows; issue 26), and the line waits for what
+         * follows (la_show_pending). */
+        if (s->seen.tries_exhausted) {
+            la_term_end_prompt(&s->term, 1);
+            snprintf(s->pending, sizeof s->pending, "%s", text);
+        } else {
+            la_show(s, PAM_ERROR_MSG, text);
+        }
         return 0;
     case LA_EVENT_BIOMETRY_LOCKED:
+        la_term_end_prompt(&s->term, 1); /* no finger is taken any more */
         la_show(s, PAM_ERROR_MSG, text);
         return 0;
     case LA_EVENT_PASSCODE_WRONG:

@@ -59,7 +59,9 @@ struct session {
     struct la_writer w;
     uint8_t body[LA_WIRE_MAX_BODY];
     struct la_reply reply;
-    char line[2 * LA_WIRE_MAX_FIELD]; /* the reply's phrase in the application's language */
+    char line[2 * LA_WIRE_MAX_FIELD];    /* the reply's phrase in the application's language */
+    char shown[LA_WIRE_MAX_FIELD + 1];   /* the last line la_show showed, as shown */
+    char pending[2 * LA_WIRE_MAX_FIELD]; /* the last miss's line, until what follows is known */
 };
 
 int64_t la_now_ms(void);
@@ -80,6 +82,11 @@ int la_run(struct session *s, int pam_silent);
  * encodes them. */
 void la_replace_controls(char *text);
 void la_show(struct session *s, int style, const char *msg);
+/* The RESULT's line: shown unless the line just shown says the same. */
+void la_show_result(struct session *s, const char *msg);
+/* Shows the last miss's line, held back in case the lockout's line follows (then only that one
+ * is shown); drop: forget it instead. */
+void la_show_pending(struct session *s, int drop);
 void la_skipped_because(struct session *s, const char *user, const struct why *why, int shown);
 void la_skipped(struct session *s, const char *user, const char *msgid);
 int la_interactive(struct session *s, const char *tty, int answered);

@@ -224,6 +224,7 @@ LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const
     s.deadline = la_now_ms() + (int64_t)opt.timeout * 1000;
 
     int rc = la_run(&s, (flags & PAM_SILENT) != 0);
+    la_show_pending(&s, 0); /* a last miss's line not shown yet (the daemon went away) */
     keep_user(pamh);
     if (rc == PAM_SUCCESS)
         mark_finger(pamh, LA_FINGER_ACCEPTED);

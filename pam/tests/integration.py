@@ -721,6 +721,41 @@ def lockout_result_is_unavail_with_its_message(ctx):
                             "Biometry is locked out"], str(res))
 
 
+LOCKED_LINE = "Too many attempts: use your password"
+
+
+def last_miss_then_lockout():
+    """What the daemon sends when the second finger of a request is the fifth miss in a row."""
+    return place_then(
+        {"sleep": 0.3}, event(lawire.EV_NOMATCH, "Not recognised, try again (1 left)", triesLeft=1),
+        {"sleep": 0.3}, event(lawire.EV_NOMATCH, "Fingerprint not recognised", triesLeft=0),
+        event(lawire.EV_LOCKED, LOCKED_LINE), result(-8, LOCKED_LINE))
+
+
+@case()
+def the_last_miss_and_the_lockout_are_said_in_one_line(ctx):
+    """Issue 26: after the last finger, one line, then the password module: the lockout's line
+    stands for the miss that caused it, and the RESULT repeating the event's words is not said
+    again."""
+    fake = FakeDaemon(ctx, last_miss_then_lockout())
+    res = ctx.pam(ctx.service("socket=%s" % fake.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    check(res["errors"] == ["Not recognised, try again (1 left)", LOCKED_LINE], str(res))
+
+
+@case()
+def terminal_after_the_last_miss_the_prompt_does_not_come_back(ctx):
+    """Issue 26: at a terminal, the module's prompt comes back under a miss with tries left, but
+    not under the last one: one line, then the caller's own prompt."""
+    fake = FakeDaemon(ctx, last_miss_then_lockout())
+    res = ctx.at_terminal(ctx.service("socket=%s" % fake.sock), "nobody", [("wait", LOCKED_LINE)])
+    expect_code(res, PAM_AUTHINFO_UNAVAIL)
+    out = res["out"]
+    check(out.count(TERM_PROMPT.strip()) == 2 and out.count(LOCKED_LINE) == 1 and
+          "Fingerprint not recognised" not in out and
+          out.index(LOCKED_LINE) > out.rindex(TERM_PROMPT.strip()), repr(out))
+
+
 def passcode_daemon(ctx, policy="owner"):
     right = [result(0, "Authenticated")]
     wrong = [event(lawire.EV_PASSCODE_WRONG, "Wrong passcode"), result(-1, "Wrong passcode")]
