@@ -114,6 +114,22 @@ final class RequestGate: Sendable {
         }
     }
 
+    /// A turn now, when `uid` may start a request at once (within its pace and its running limit,
+    /// none of its requests waiting): true once it is ours (give it back with `leave`); false takes
+    /// nothing. For a door that must keep its calls in order (the D-Bus door).
+    func tryEnter(uid: UInt32) -> Bool {
+        guard uid != 0 else { return true }
+        let now = clock.now
+        return state.withLock { s in
+            let earliest = now - interval * burst
+            let slot = max(s.nextSlot[uid] ?? earliest, earliest)
+            guard slot <= now, s.running[uid, default: 0] < limit, s.waiting[uid] == nil else { return false }
+            s.nextSlot[uid] = slot + interval
+            s.running[uid, default: 0] += 1
+            return true
+        }
+    }
+
     func leave(uid: UInt32) {
         guard uid != 0 else { return }
         let next: Waiter? = state.withLock { s in

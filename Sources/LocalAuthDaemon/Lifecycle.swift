@@ -167,7 +167,7 @@ public enum DaemonMain {
         var fprintd: FprintdService?
         if fprintdCompat {
             do {
-                fprintd = try await FprintdService(daemon: daemon, reader: reader, audit: audit)
+                fprintd = try await FprintdService(daemon: daemon, reader: reader, audit: audit, server: server)
             } catch {
                 audit.notice("cannot serve fprintd's D-Bus API: \(error); serving the socket only")
             }

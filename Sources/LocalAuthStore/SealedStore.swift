@@ -30,6 +30,23 @@ extension EnrollmentStore {
                         + "was the state directory moved from another machine?")
             }
             sealer = opened
+            if record.mac != nil {
+                guard record.isAuthentic(under: opened) else {
+                    throw .sealing(
+                        "\(sealingRecordPath) was changed: its HMAC does not hold under this machine's key")
+                }
+            } else {
+                // Written before issue 26, or rewritten offline: its `migrated` flag proves nothing,
+                // so plain prints are never sealed on its word.
+                if !record.migrated {
+                    notice(
+                        "\(sealingRecordPath) is not authenticated (an older version's, or changed offline): "
+                            + "plain print files are left as they are and not used; enrol those fingers again")
+                    record.migrated = true
+                }
+                record = record.authenticated(by: opened)
+                try atomicWrite(record.encode(), directory: stateDirectory, name: SealingRecord.fileName)
+            }
         case .missing:
             if let sealed = try firstSealedFile() {
                 throw .sealing(
@@ -38,7 +55,7 @@ extension EnrollmentStore {
             }
             let (key, method) = try makeMachineKey(configuration)
             sealer = Sealer(key: key)!
-            record = SealingRecord(method: method, check: sealer.checkValue, migrated: false)
+            record = SealingRecord(method: method, check: sealer.checkValue, migrated: false).authenticated(by: sealer)
             try atomicWrite(record.encode(), directory: stateDirectory, name: SealingRecord.fileName)
             madeKey.withLock { $0 = true }
         }
@@ -47,6 +64,7 @@ extension EnrollmentStore {
             let count = try sealPlainPrints(sealer)
             if count > 0 { notice("sealed \(count) print file(s) that an older version kept in plain form") }
             record.migrated = true
+            record = record.authenticated(by: sealer)
             try atomicWrite(record.encode(), directory: stateDirectory, name: SealingRecord.fileName)
         }
     }
