@@ -22,6 +22,7 @@ import argparse
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -373,6 +374,20 @@ def journey_login(m):
             f.write(saved)
 
 
+def read_until(proc, text, timeout):
+    """What proc wrote until text appeared (or it ended, or timeout)."""
+    import select
+    out, fd, t0 = "", proc.stdout.fileno(), time.monotonic()
+    while text not in out and time.monotonic() - t0 < timeout:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            chunk = os.read(fd, 4096).decode(errors="replace")
+            if not chunk:
+                break
+            out += chunk
+    return out
+
+
 def last_cursor(m):
     recs = m.journal("-n", "1")
     return recs[-1]["__CURSOR"] if recs else ""
@@ -563,6 +578,58 @@ def journey_desktop(m, args):
     show("sudo pamtester gdm-fingerprint alice authenticate (pam/examples/gdm-fingerprint), in alice's session", s)
     check(rc_of(s) == 0 and "successfully authenticated" in s,
           "pam/examples/gdm-fingerprint: a finger authenticates alice from her own session", s)
+
+    # A locker's stack (pam/examples/swaylock, password_first), run by alice in her session as a
+    # locker runs: Enter alone asks for the finger.
+    shutil.copy(os.path.join(REPO, "pam/examples/swaylock"), m.root + "/etc/pam.d/swaylock")
+    mark, s, _ = run_at_console(m, "pamtester swaylock %s authenticate" % ALICE, lambda s: re.search(r"(?i)password.*: *$", s),
+                                "the locker stack's first question")
+    m.keys("Enter")
+    m.wait_for(lambda s: re.search(r"(?i)place", s), "the locker stack asks for the finger", since=mark)
+    m.touch(FINGER)
+    s, _ = prompt_back(m, mark)
+    show("pamtester swaylock alice authenticate (pam/examples/swaylock, as alice): Enter, a finger", s)
+    check(rc_of(s) == 0 and "successfully authenticated" in s, "the locker's stack: Enter, then a finger unlocks", s)
+    os.remove(m.root + "/etc/pam.d/swaylock")
+
+    # The login screen: a greeter-class session in front on seat0 (as GDM's greeter has), and
+    # root's worker in it (pam/examples/gdm-fingerprint for the name typed there, alice).
+    m.sh("useradd --system -M -s /usr/sbin/nologin greeter")
+    m.sh("XDG_SESSION_CLASS=greeter setsid su -s /bin/sh -c 'exec sleep 600' greeter </dev/null >/dev/null 2>&1 &")
+    greeter = None
+    for _ in range(50):
+        # The session exists once su opened it; its process (su's child) a moment later.
+        greeter = session_of(m, "greeter")
+        if greeter and m.sh("pgrep -u greeter -x sleep", check=False).returncode == 0:
+            break
+        time.sleep(0.1)
+    check(greeter is not None and greeter.get("Class") == "greeter" and greeter.get("Active") == "yes"
+          and greeter.get("Seat") == "seat0", "logind: a greeter-class session is in front on seat0", greeter)
+    # The session's own process (su's child; su itself was started from outside the container's
+    # cgroups, and its path reads as "/.." from in there).
+    scope = [l for l in m.out("cat /proc/$(pgrep -u greeter -x sleep)/cgroup").splitlines()
+             if l.startswith("0::")][0].split("::", 1)[1].strip()
+    check(scope.endswith(".scope"), "the greeter session's scope: %s" % scope)
+    worker = subprocess.Popen(
+        ["nsenter", "-t", str(m.leader), "-a", "-r", "-w", "--", "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "sh", "-c",
+         "for h in systemd unified; do [ -d /sys/fs/cgroup/$h%s ] && echo $$ > /sys/fs/cgroup/$h%s/cgroup.procs; done; "
+         "grep -q session- /proc/$$/cgroup || { echo not in the greeter session: $(cat /proc/$$/cgroup); exit 9; }; "
+         "exec stdbuf -o0 -e0 pamtester gdm-fingerprint %s authenticate" % (scope, scope, ALICE)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cursor = last_cursor(m)
+    out = read_until(worker, "Place", 20)
+    m.touch(FINGER)
+    rest, _ = worker.communicate(timeout=30)
+    out += rest
+    show("pamtester gdm-fingerprint alice authenticate, root in the greeter's session", out)
+    recs = evaluations_after(m, cursor)
+    check(worker.returncode == 0 and "successfully authenticated" in out and recs
+          and recs[-1].get("LOCALAUTH_RESULT") == "success",
+          "pam/examples/gdm-fingerprint from a greeter-class session: alice's finger logs her in", (out, recs))
+    m.sh("pkill -u greeter sleep", check=False)
+    sess = [l.split()[0] for l in m.out("loginctl list-sessions --no-legend").splitlines() if " %s " % ALICE in l]
+    m.sh("loginctl activate %s" % sess[0])
+    check(session_of(m, ALICE).get("Active") == "yes", "alice's session is in front again")
     os.remove(m.root + "/etc/pam.d/gdm-fingerprint")
 
 
