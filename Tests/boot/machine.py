@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A booted Debian 12 for the booted-system tier (make test-boot): a copy of the cached root
-(Tests/boot/root.sh) booted with systemd-nspawn as PID 1, its console a pseudo-terminal in a tmux
-server on this machine, commands run inside it with nsenter, and libfprint's virtual reader
-touched through its control socket. Nothing here is a mock: systemd, logind, journald, the bus,
+"""A booted Debian 12 for the booted-system tier (make test-boot): the cached root
+(Tests/boot/root.sh) under an overlay (a copy where overlayfs cannot be mounted), booted with
+systemd-nspawn, systemd as PID 1, its console a pseudo-terminal in a tmux server on this machine,
+commands run inside it with nsenter, and libfprint's virtual reader touched with root's
+`localauthctl simulate`. Nothing here is a mock: systemd, logind, journald, the bus,
 polkitd, sudo, su and login are the root's own."""
 import os
 import re

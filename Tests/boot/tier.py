@@ -2,21 +2,25 @@
 # SPDX-License-Identifier: Apache-2.0
 """make test-boot: the booted-system tier (issue 25).
 
-A copy of a minimal Debian 12 root (Tests/boot/root.sh, cached) is booted with systemd-nspawn,
-systemd as PID 1; the packages `make deb` built are installed with apt as a person would, and
-the journeys below run against the real systemd, systemd-logind, journald, dbus-daemon and
-polkitd of that system: nothing is mocked. The person's terminal is the container's console (a
-pseudo-terminal in a tmux server); what they see is printed from it. The test reader is
-libfprint's virtual device, set by an `Environment=` drop-in (the shipped `ExecStart=` is never
-replaced), touched through its control socket.
+The cached minimal Debian 12 root (Tests/boot/root.sh) is booted under an overlay with
+systemd-nspawn, systemd as PID 1; the packages `make deb` built are installed with apt as a person
+would, and the journeys below run against the real systemd, systemd-logind, journald, dbus-daemon
+and polkitd of that system: nothing is mocked. The person's terminal is the container's console (a
+pseudo-terminal in a tmux server); what they see is printed from it. The test reader is libfprint's
+virtual device, set by a configuration drop-in (`virtual-reader = yes` in /etc/localauthd.conf.d;
+the shipped unit is never changed), touched with root's `localauthctl simulate touch`.
 
-Journeys (issue 25, item 3): (a) install, socket, first request, hardening, a clean journal;
-(b) a console login with a seat by password, enrolment, pam-auth-update, sudo and su by finger,
-wrong fingers, Ctrl-C, another user's su, login, pkexec through pkttyagent, the audit records;
-(e) dpkg -r and -P. A journey that cannot run fails; nothing is skipped.
+Journeys (issue 25, items 3 and 4): (a) install, socket, first request, hardening, a clean
+journal; (b) a console login with a seat by password, enrolment, pam-auth-update, sudo and su by
+finger, wrong fingers, Ctrl-C, another user's su, pkexec through pkttyagent, the audit records,
+/bin/login; (c) idle exit, restart during a verify, kill -9, the watchdog, a reboot; (d) the
+fprintd-compat package with Debian's fprintd tools and polkitd; (4) GDM's fingerprint service and a
+locker's stack through the real libpam, from the user's and from a greeter-class session; (e)
+dpkg -r and -P; (f) an upgrade over an earlier package's state, and a newer format refused. A
+journey that cannot run fails; nothing is skipped. docs/reliability.md section 8 lists each check.
 
 Usage: tier.py --root CACHED_ROOT --deb dist/localauth_*.deb --compat dist/localauth-fprintd-compat_*.deb
-       [--keep] [-k JOURNEY]   (as root). Exit status non-zero on any failure.
+       [--keep] [-k JOURNEYS]   (as root). Exit status non-zero on any failure.
 """
 import argparse
 import os
@@ -29,7 +33,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine import BootFailure, Machine, has_line, lines  # noqa: E402
+from machine import BootFailure, Machine, has_line  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
