@@ -155,6 +155,7 @@ def journey_a(m, args):
     under the shipped unit; systemd-analyze security; no warning in the journal."""
     m.pam_before = pam_snapshot(m)
     m.files_before = set(walk(m.root))
+    m.packages_before = installed_packages(m)
     os.makedirs(m.root + "/root/debs", exist_ok=True)
     for deb in (args.deb, args.compat):
         shutil.copy(deb, m.root + "/root/debs/")
@@ -164,6 +165,17 @@ def journey_a(m, args):
     figure("apt-get install ./localauth.deb", time.monotonic() - t0)
     show("apt-get install -y ./%s (last lines)" % deb, "\n".join(r.stdout.splitlines()[-6:]) + r.stderr)
     check(r.returncode == 0, "apt-get install ./%s" % deb, r.stdout + r.stderr)
+    control = open(os.path.join(REPO, "packaging/deb/control.in")).read()
+    recommends = re.search(r"^Recommends: (.*)$", control, re.M).group(1).replace(" ", "").split(",")
+    missing = [p for p in recommends if m.sh("dpkg-query -W -f='${Status}' %s | grep -q 'ok installed'" % p,
+                                              check=False).returncode != 0]
+    check(not missing, "apt pulled in what the package recommends (%s)" % ", ".join(recommends), missing)
+    # No TPM in the container: sealing to one fails, but for want of the device, no longer for want
+    # of the libraries ("TPM2 support not installed", issue 25).
+    r = m.sh("echo x | systemd-creds encrypt --with-key=tpm2 --name=t - -", check=False)
+    show("systemd-creds encrypt --with-key=tpm2 (no TPM in the container)", r.stdout + r.stderr)
+    check(r.returncode != 0 and "not installed" not in r.stderr and re.search(r"TCTI|tpmrm0", r.stderr),
+          "systemd-creds has the TPM2 libraries (it fails only for want of a TPM here)", r.stdout + r.stderr)
     check(m.out("systemctl is-enabled localauthd.socket", check=False).strip() == "enabled",
           "localauthd.socket is enabled")
     check(m.out("systemctl is-active localauthd.socket", check=False).strip() == "active"
@@ -670,6 +682,31 @@ def journey_e(m, args):
                                                   "/etc/group", "/etc/gshadow", "/etc/subuid", "/etc/subgid",
                                                   "/var/lib/pam/", "/var/lib/sudo", "/var/lib/polkit-1",
                                                   "/etc/security/pam_env.conf"))]
+    # What apt pulled in for the Recommends (the TPM libraries, tpm-udev, udev) stays installed,
+    # as apt leaves it (systemd suggests those libraries, so autoremove keeps them): their files
+    # are theirs, and so is what their maintainer scripts made.
+    added = sorted(set(installed_packages(m)) - set(m.packages_before))
+    def names(p):
+        """Where dpkg knows p: merged /usr (dpkg lists /lib/…, /bin/…), and an init script's
+        rc?.d links (update-rc.d's) by the script."""
+        rc = re.match(r"/etc/rc[0-6S]\.d/[SK]\d\d(.+)$", p)
+        if rc:
+            return ["/etc/init.d/" + rc.group(1)]
+        for usr, top in (("/usr/lib/", "/lib/"), ("/usr/bin/", "/bin/"), ("/usr/sbin/", "/sbin/")):
+            if p.startswith(usr):
+                return [p, top + p[len(usr):]]
+        return [p]
+    owners = {}
+    queried = sorted({n for p in left for n in names(p)})
+    for line in m.out("dpkg-query -S %s 2>/dev/null" % " ".join("'%s'" % n for n in queried), check=False).splitlines():
+        pkgs_of, _, path = line.partition(": ")
+        owners[path] = [o.split(":")[0] for o in pkgs_of.split(", ")]
+    theirs = [p for p in left if any(o in added for n in names(p) for o in owners.get(n, []))
+              or (p == "/var/lib/tpm" and "tpm-udev" in added)  # the tss account's home
+              or (p == "/usr/lib/udev/hwdb.bin" and "udev" in added)]  # udev's postinst builds it
+    show("left by the packages apt added for the Recommends, which stay installed (%s)" % ", ".join(added),
+         "%d paths" % len(theirs))
+    left = [p for p in left if p not in theirs]
     check(not left, "nothing is left that the packages or the daemon made", "\n".join(left))
     run_left = [p for p in ("/run/localauthd", "/var/lib/localauthd", "/var/lib/localauthd.key",
                             "/var/lib/private/localauthd") if m.exists(p)]
@@ -752,6 +789,11 @@ def journey_f(m, args):
     m.sh("systemctl stop localauthd.service && dpkg -P localauth")
     os.remove(m.root + READER_DROPIN)
     os.rmdir(os.path.dirname(m.root + READER_DROPIN))
+
+
+def installed_packages(m):
+    return m.out("dpkg-query -W -f='${Package} ${db:Status-Status}\\n' | awk '$2 == \"installed\" {print $1}'"
+                 ).split()
 
 
 def diff_pam(before, after):
