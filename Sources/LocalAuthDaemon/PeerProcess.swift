@@ -23,8 +23,13 @@ public final class PeerProcess: Sendable {
     /// The real uid of the process, read at accept through `procfd` (`/proc/<pid>/status`).
     public let realUID: UInt32?
     /// The program's name as the kernel keeps it (`/proc/<pid>/comm`, 15 bytes at most), read at
-    /// accept: it names whose request a prompt is ("sudo for alice").
+    /// accept. The process chooses it (`prctl(PR_SET_NAME)`, or the name of a link it runs through):
+    /// never shown to a person as whose request it is.
     public let command: String?
+    /// The program's executable (`/proc/<pid>/exe`, the kernel's path of the file it runs), read at
+    /// accept: it names whose request a prompt is ("/usr/bin/sudo for alice"). A process cannot
+    /// choose it without running that file (issue 26: a process renamed `sudo` was shown as sudo).
+    public let executable: String?
     /// The controlling terminal (`tty_nr` of `/proc/<pid>/stat`, a device number), read at accept;
     /// nil without one.
     public let controllingTTY: UInt32?
@@ -37,6 +42,7 @@ public final class PeerProcess: Sendable {
         var uid = dir >= 0 ? Self.realUID(procfd: dir) : nil
         var command = dir >= 0 ? Self.read("comm", procfd: dir).map(Self.firstLine) : nil
         var tty = dir >= 0 ? Self.read("stat", procfd: dir).flatMap(Self.parseTTY) : nil
+        var executable = dir >= 0 ? Self.executable(procfd: dir) : nil
         // With a pidfd: what was read is the connector's only if it was still there after the read
         // (a pid is not reused while its process lives); the pidfd alone answers from then on.
         if pidfd >= 0 {
@@ -44,6 +50,7 @@ public final class PeerProcess: Sendable {
                 uid = nil
                 command = nil
                 tty = nil
+                executable = nil
             }
             if dir >= 0 { close(dir) }
             procfd = -1
@@ -52,6 +59,7 @@ public final class PeerProcess: Sendable {
         }
         realUID = uid
         self.command = command
+        self.executable = executable
         controllingTTY = tty
     }
 
@@ -84,6 +92,28 @@ public final class PeerProcess: Sendable {
         let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         guard n > 0 else { return nil }
         return String(decoding: buffer[0..<n], as: UTF8.self)
+    }
+
+    /// The file the process runs, named by its path (`readlinkat(procfd, "exe")`) when that path names
+    /// the same file here, in the daemon's mount namespace; else "a program that is not PATH". The
+    /// path is as the process's own mount namespace sees it: a user's namespace (`unshare -rm`) can
+    /// bind any file over `/usr/bin/sudo`, and its exe then reads "/usr/bin/sudo". The file itself
+    /// (`fstatat` through the link: device and inode) cannot be chosen that way. Nil once the process
+    /// is gone or for a kernel thread.
+    static func executable(procfd: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = buffer.withUnsafeMutableBufferPointer { readlinkat(procfd, "exe", $0.baseAddress!, $0.count) }
+        guard n > 0 else { return nil }
+        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var running = stat()
+        guard fstatat(procfd, "exe", &running, 0) == 0 else { return nil }
+        return sameFile(path, running) ? path : "a program that is not " + path
+    }
+
+    /// Whether `path`, here, is the file `running` describes (a removed file, " (deleted)", is not).
+    static func sameFile(_ path: String, _ running: stat) -> Bool {
+        var named = stat()
+        return stat(path, &named) == 0 && named.st_dev == running.st_dev && named.st_ino == running.st_ino
     }
 
     /// The first number of `status`'s `Uid:` line: real, effective, saved, file system.

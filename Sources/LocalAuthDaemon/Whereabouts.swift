@@ -23,7 +23,8 @@ struct Whereabouts {
     /// Asks the kernel (through the connection's pinned process) and logind, in one visit to the bus
     /// with the lid when a built-in reader is present (the evaluation may use any present reader).
     nonisolated(nonsending) static func find(
-        caller: PeerCredentials, target: String, tty: String?, service: String?, parts: DaemonParts
+        caller: PeerCredentials, target: String, tty: String?, service: String?, right: String? = nil,
+        parts: DaemonParts
     ) async -> Whereabouts {
         let builtInPresent = await (parts.reader?.devices() ?? []).contains { parts.isBuiltIn($0) }
         let place = await parts.sessions.view(of: caller.pid, uid: caller.uid, tty: tty, askLid: builtInPresent)
@@ -47,11 +48,24 @@ struct Whereabouts {
             session: session, logindPresent: place.logindPresent,
             onForegroundVT: ForegroundTerminal.isForeground(caller.process?.controllingTTY),
             requesterActiveOnASeat: activeOnASeat, connectionOrphaned: orphaned)
-        let program = caller.process?.command ?? service.map { Echo.truncated($0, maxBytes: 32) } ?? "a request"
         return Whereabouts(
             origin: origin, place: place, verdict: Presence.decide(origin, target: target),
-            label: RequestLabel(program: program, account: target),
+            label: RequestLabel(
+                program: programName(caller, service: service), account: target,
+                right: right.map { Echo.truncated($0, maxBytes: 96) }),
             reuseKey: orphaned ? "orphaned:\(caller.pid):\(parts.clock())" : place.key)
+    }
+
+    /// Whose request it is, as a person is told: the executable of the process that connected, which
+    /// it cannot choose, never its `comm` or the service it sent (a process renamed `sudo` with
+    /// `prctl` was shown as "sudo", issue 26). A client in the daemon's own process (tests) has no
+    /// process: the service it gave.
+    static func programName(_ caller: PeerCredentials, service: String?) -> String {
+        guard let process = caller.process else {
+            return service.map { Echo.truncated($0, maxBytes: 32) } ?? "a request"
+        }
+        // Cut at the end, never the start: a long path keeps the directory it really is in.
+        return process.executable.map { Echo.truncated($0, maxBytes: 160) } ?? "an unidentified program"
     }
 
     /// The refusal, as the answer to an evaluation or a canEvaluate; nil when biometrics may be offered.
