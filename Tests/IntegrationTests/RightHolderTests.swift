@@ -130,18 +130,19 @@ struct RightHolderTests {
         let holder = try RenamedHolder(d, name: "sudo")
 
         let verify = Task.detached { try d.ctl(["verify", "--timeout", "20"], asUser: Self.ownerUID) }
-        // The right's use is told to yield as the evaluation comes: it ends before anyone touches.
+        // The person, seeing the prompt of the request they made, touches.
+        usleep(500_000)
+        try d.simulate("touch", "owner-1")
+        let verified = try await verify.value
+        #expect(verified.status == 0, "\(verified.out) \(verified.err)")
+
+        // The right's use was told to yield as the evaluation came: it ended with nothing released.
         let frames = try holder.finish()
         let result = try RequestResult(frame: try #require(frames.last))
         #expect(result.resultCode == .systemCancel, "\(result.message)")
         #expect(result.fields.bytes(.data) == nil)
         #expect(
             !frames.contains { String(decoding: $0.encoded(), as: UTF8.self).contains(RightIntegrationTests.secret) })
-
-        usleep(300_000)  // the evaluation's scan starts; a touch sent earlier would wait for it anyway
-        try d.simulate("touch", "owner-1")
-        let verified = try await verify.value
-        #expect(verified.status == 0, "\(verified.out) \(verified.err)")
         #expect(!d.daemonLog.contains(RightIntegrationTests.secret))
     }
 
