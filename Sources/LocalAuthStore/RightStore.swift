@@ -29,8 +29,9 @@ public struct StoredRight: Equatable, Sendable {
 
     public static let maximumIdentifierSize = 256
     public static let maximumSecretSize = 1024
-    /// The most rights one account keeps: with the sizes above, a user's rights take at most about
-    /// 64 × 4 KiB on disk, and no process of theirs can fill the state directory's file system.
+    /// The most rights one account keeps: with the sizes above a right is one file block (1779
+    /// bytes at the largest, measured), so a user's rights take about 64 × 4 KiB on disk, and no
+    /// process of theirs can fill the state directory's file system.
     public static let maximumCount = 64
 
     public init(
