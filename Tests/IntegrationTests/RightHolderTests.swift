@@ -146,6 +146,52 @@ struct RightHolderTests {
         #expect(!d.daemonLog.contains(RightIntegrationTests.secret))
     }
 
+    /// The same through the PAM module, as sudo or a screen locker would ask (pamtester under
+    /// pam_wrapper, the module built by `make pam`): the stack's prompt is its own, naming the
+    /// program by its executable, and the touch authenticates it. Before: the module said "the reader
+    /// is in use by sudo for nobody", the stack failed, and the touch released the secret.
+    @Test func pamStack_whileAHiddenRightUseHoldsTheReader_isPromptedAndTheTouchIsItsOwn() async throws {
+        let module =
+            ProcessInfo.processInfo.environment["LOCALAUTH_PAM_MODULE"]
+            ?? String(#filePath.dropLast("Tests/IntegrationTests/RightHolderTests.swift".count))
+            + "pam/build/pam_localauth.so"
+        // Without the module this test would prove nothing about PAM: fail, not skip.
+        try #require(access(module, R_OK) == 0, "no \(module): run make pam")
+        let d = try DaemonHarness()
+        try await RightIntegrationTests.ownerWithRight(d, requirement: "biometry-current-set")
+        let services = d.directory + "/pam.d"
+        #expect(mkdir(services, 0o755) == 0)
+        let stack = "auth required \(module) socket=\(d.socketPath) timeout=10\n"
+        #expect(FileManager.default.createFile(atPath: services + "/sudo-test", contents: Data(stack.utf8)))
+        #expect(FileManager.default.createFile(atPath: services + "/other", contents: Data()))
+        let holder = try RenamedHolder(d, name: "sudo")
+
+        let pam = Process()
+        pam.executableURL = URL(fileURLWithPath: "/usr/bin/pamtester")
+        pam.arguments = ["-v", "sudo-test", Self.owner, "authenticate"]
+        pam.environment = [
+            "PATH": "/usr/bin:/bin", "LD_PRELOAD": "libpam_wrapper.so", "PAM_WRAPPER": "1",
+            "PAM_WRAPPER_SERVICE_DIR": services,
+        ]
+        let output = Pipe()
+        pam.standardOutput = output
+        pam.standardError = output
+        pam.standardInput = FileHandle.nullDevice
+        try pam.run()
+        usleep(500_000)
+        try d.simulate("touch", "owner-1")
+        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        pam.waitUntilExit()
+        #expect(pam.terminationStatus == 0, "\(said)")
+        #expect(said.contains("(/usr/bin/pamtester for nobody)"), "\(said)")
+        #expect(!said.contains("in use by"), "\(said)")
+
+        let frames = try holder.finish()
+        let result = try RequestResult(frame: try #require(frames.last))
+        #expect(result.resultCode == .systemCancel, "\(result.message)")
+        #expect(result.fields.bytes(.data) == nil)
+    }
+
     /// What `localauthctl` prints of the daemon's text has no control character, whatever name the
     /// other process gave itself or its file: `\e]0;PWN\a\e[2K` set the window title and erased the
     /// line. Before: printed raw (the `comm` the process chose).
