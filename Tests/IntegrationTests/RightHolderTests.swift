@@ -4,10 +4,6 @@ import LocalAuthProtocol
 import LocalAuthTesting
 import Testing
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Issue 26: a touch must go where the person thinks. A process of the user renamed `sudo` with
 /// `prctl(PR_SET_NAME)` asked to use a right a moment before the user's own request; the person was
 /// told "the reader is in use by sudo for …", touched, and the process got the secret. Through the
