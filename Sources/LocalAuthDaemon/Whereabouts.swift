@@ -56,16 +56,30 @@ struct Whereabouts {
             reuseKey: orphaned ? "orphaned:\(caller.pid):\(parts.clock())" : place.key)
     }
 
-    /// Whose request it is, as a person is told: the executable of the process that connected, which
-    /// it cannot choose, never its `comm` or the service it sent (a process renamed `sudo` with
-    /// `prctl` was shown as "sudo", issue 26). A client in the daemon's own process (tests) has no
-    /// process: the service it gave.
+    /// Whose request it is, as a person is told, from what the process cannot choose, never from a
+    /// name it gave itself or the service it sent (a process renamed `sudo` with `prctl` was shown as
+    /// "sudo", issue 26):
+    /// - a setuid-root program the user started (root's credentials, the user's real uid: sudo, su,
+    ///   pkexec): the kernel's name of it, which is the name of the file the kernel ran, since no
+    ///   process of the user can rename a process that runs as root;
+    /// - any other: its executable's path ("a program that is not PATH" when a namespace of the
+    ///   user's put another file there); where the daemon may not read it (another uid's, under
+    ///   the shipped unit without `CAP_SYS_PTRACE`), the name it gives itself, said to be that.
+    /// A client in the daemon's own process (tests) has no process: the service it gave.
     static func programName(_ caller: PeerCredentials, service: String?) -> String {
         guard let process = caller.process else {
             return service.map { Echo.truncated($0, maxBytes: 32) } ?? "a request"
         }
-        // Cut at the end, never the start: a long path keeps the directory it really is in.
-        return process.executable.map { Echo.truncated($0, maxBytes: 160) } ?? "an unidentified program"
+        if caller.uid == 0, let real = process.realUID, real != 0, let command = process.command {
+            return command
+        }
+        if let path = process.executable {
+            // Cut at the end, never the start: a long path keeps the directory it really is in.
+            let shown = Echo.truncated(path, maxBytes: 160)
+            return process.executableIsAtItsPath ? shown : "a program that is not " + shown
+        }
+        if let command = process.command { return "a program calling itself " + Echo.quoted(command) }
+        return "an unidentified program"
     }
 
     /// The refusal, as the answer to an evaluation or a canEvaluate; nil when biometrics may be offered.

@@ -149,9 +149,9 @@ public enum ReaderUnavailable: Equatable, Sendable {
 /// Whose request a prompt or a busy reader belongs to: the program that asked, the account, and
 /// for a right's use the right it would release.
 public struct RequestLabel: Equatable, Sendable {
-    /// The calling program's executable (`/proc/<pid>/exe` through the pinned process: what the
-    /// process cannot name itself, unlike `comm`), else the service a client in the daemon's own
-    /// process gave.
+    /// The calling program by what it cannot choose (`Whereabouts.programName`: a setuid-root
+    /// program's kernel name, another's executable, or "a program calling itself 'x'"), else the
+    /// service a client in the daemon's own process gave.
     public var program: String
     public var account: String
     /// The identifier of the right a RIGHT_USE would release or use; nil for every other request.
@@ -163,6 +163,6 @@ public struct RequestLabel: Equatable, Sendable {
         self.right = right
     }
 
-    /// "/usr/bin/sudo for alice", "/usr/bin/python3.11 for alice, asking to release com.example.vault"
+    /// "sudo for alice", "/usr/bin/python3.11 for alice, asking to release com.example.vault"
     public var english: String { text(EnglishText()) }
 }

@@ -220,7 +220,7 @@ extension ReaderUnavailable {
 extension RequestLabel {
     public func text(_ t: some Translator) -> String {
         guard let right else {
-            // TRANSLATORS: whose request: %1$s is the program (/usr/bin/sudo), %2$s the account (alice).
+            // TRANSLATORS: whose request: %1$s is the program (sudo), %2$s the account (alice).
             return t.tr("%1$s for %2$s", .text(program), .text(account))
         }
         // TRANSLATORS: whose request: %1$s is the program (/usr/bin/python3), %2$s the account (alice),

@@ -242,6 +242,34 @@ struct RightHolderTests {
         _ = try holder.finish()
     }
 
+    /// Under the shipped unit the daemon has no capabilities (`CapabilityBoundingSet=`), and may not
+    /// read another uid's exe. Then the renamed process is said to be what is known of it, a program
+    /// calling itself 'sudo', never "sudo"; and a setuid-root program the user started (root's
+    /// credentials, the user's real uid: su, sudo) by the kernel's name of it, which no process of the
+    /// user can set.
+    @Test func withoutCapabilities_aRenamedProcessIsSaidToCallItselfSudo_andASetuidProgramIsNamed() async throws {
+        let d = try DaemonHarness(launcher: ["/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all"])
+        try await RightIntegrationTests.ownerWithRight(d)
+        let holder = try RenamedHolder(d, name: "sudo")
+        let told = try d.ctl(["right", "secret", "vault", "--timeout", "5"], asUser: Self.ownerUID)
+        #expect(
+            told.err.contains(
+                "the reader is in use by a program calling itself 'sudo' for nobody, asking to release vault"),
+            "\(told.err)")
+        try d.simulate("touch", "owner-1")
+        _ = try holder.finish()
+
+        let setuid = Task.detached {
+            try d.ctl(["verify", "--timeout", "10", "--user", Self.owner], setuidBy: Self.ownerUID)
+        }
+        usleep(500_000)
+        let second = try d.ctl(["right", "secret", "vault", "--timeout", "5"], asUser: Self.ownerUID)
+        #expect(second.err.contains("the reader is in use by localauthctl for nobody;"), "\(second.err)")
+        try d.simulate("touch", "owner-1")
+        let verified = try await setuid.value
+        #expect(verified.status == 0, "\(verified.out) \(verified.err)")
+    }
+
     /// An account keeps at most 64 rights: the 65th is refused with the limit named, and removing one
     /// makes room again (before, a user's processes could save rights until the disk was full).
     @Test func saveRight_beyondSixtyFour_isRefusedWithTheLimit_andRemovingOneMakesRoom() async throws {
