@@ -67,14 +67,15 @@ public actor Daemon {
             var whereabouts: Whereabouts?
             if route.presence == .always || (route.presence == .unlessRoot && !caller.isRoot) {
                 let found = await Whereabouts.find(
-                    caller: caller, target: user, tty: route.tty, service: route.service, parts: parts)
+                    caller: caller, target: user, tty: route.tty, service: route.service, right: route.right,
+                    parts: parts)
                 whereabouts = found
                 if route.presence == .always, let refusal = found.refusal {
                     return audited(route, target: target, caller: caller, refusal.result)
                 }
             }
             result = await parts.userQueue.serialize(
-                user, wantsReader: route.wantsReader,
+                user, wantsReader: route.wantsReader, precedesRightUse: route.operation == .evaluate,
                 deadlineMs: route.deadlineMs.map { $0 - (parts.clock() - arrivedMs) }
             ) {
                 await work(self, user, whereabouts)
@@ -139,6 +140,8 @@ public actor Daemon {
         var presence = PresenceCheck.never
         var tty: String? = nil
         var service: String? = nil
+        /// The right a RIGHT_USE would release: named wherever its request is (`RequestLabel.right`).
+        var right: String? = nil
         /// Told at once when the same user's request holds the reader, instead of waiting for its turn.
         var wantsReader = false
         /// How long it may wait for the user's turn, from its arrival: an evaluation's own timeout.
@@ -267,8 +270,8 @@ public actor Daemon {
                     ("right", options.identifier), ("operation", String(options.operation.rawValue)),
                     ("service", options.service ?? "-"),
                 ],
-                presence: .always, tty: options.tty, service: options.service, wantsReader: true,
-                deadlineMs: options.timeoutMs,
+                presence: .always, tty: options.tty, service: options.service, right: options.identifier,
+                wantsReader: true, deadlineMs: options.timeoutMs,
                 work: .account { daemon, user, whereabouts in
                     await rights.use(options, user: user) { evaluation in
                         var evaluation = evaluation

@@ -41,6 +41,8 @@ struct RightRequests {
             try parts.store.saveRight(right, user: user)
         } catch .alreadyExists {
             return RequestResult(.alreadyEnrolled, RightMessages.exists)
+        } catch .limitReached {
+            return RequestResult(.invalidRequest, RightMessages.tooMany)
         } catch {
             parts.audit.notice("cannot save a right of \(user): \(error)")
             return RequestResult(.internalError, RightMessages.cannotSave)
@@ -211,6 +213,9 @@ enum RightMessages {
     static let cannotRemove = Phrase.said("The daemon could not remove the right")
     static let unreadable = Phrase.said("The right is unreadable; ask an administrator")
     static let noSecret = Phrase.said("This right was saved without a secret")
+    static let tooMany = Phrase.said(
+        "An account has at most %s rights; remove one before saving another",
+        .verbatim(String(StoredRight.maximumCount)))
 
     static func removedAll(_ count: Int) -> Phrase {
         Phrase.said("Rights removed: %s", .verbatim(String(count)))
