@@ -32,22 +32,45 @@ public let kSecKeyKeyExchangeParameterSharedInfo = "sharedInfo"
 
 /// The public half of a right's key: Apple's `LAPublicKey`. Everything here runs in the app.
 open class LAPublicKey: NSObject, @unchecked Sendable {
-    let bytes: [UInt8]
+    let raw: [UInt8]
 
     init(bytes: [UInt8]) {
-        self.bytes = bytes
+        self.raw = bytes
         super.init()
     }
 
-    /// X9.63 (0x04 ‖ x ‖ y, 65 bytes), as `SecKeyCopyExternalRepresentation` gives it.
-    open func exportBytes() async throws -> Data { Data(bytes) }
+    /// X9.63 (0x04 ‖ x ‖ y, 65 bytes), as `SecKeyCopyExternalRepresentation` gives it: Apple's async form
+    /// of `exportBytes(completion:)` (`try await key.publicKey.bytes`).
+    open var bytes: Data {
+        get async throws { Data(raw) }
+    }
+
+    /// Hands the X9.63 bytes of the key to `handler`.
+    open func exportBytes(completion handler: @escaping @Sendable (Data?, (any Error)?) -> Void) {
+        Completion.run(handler) { try await self.bytes }
+    }
+
+    /// Encrypts `data` for this key; `handler` gets the ciphertext or the error.
+    open func encrypt(
+        _ data: Data, algorithm: SecKeyAlgorithm, completion handler: @escaping @Sendable (Data?, (any Error)?) -> Void
+    ) {
+        Completion.run(handler) { try await self.encrypt(data, algorithm: algorithm) }
+    }
+
+    /// `handler` gets nil when `signature` is this key's over `signedData`, else the error.
+    open func verify(
+        _ signedData: Data, signature: Data, algorithm: SecKeyAlgorithm,
+        completion handler: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        Completion.run(handler) { try await self.verify(signedData, signature: signature, algorithm: algorithm) }
+    }
 
     open func canEncrypt(using algorithm: SecKeyAlgorithm) -> Bool { algorithm.known?.supports(.encrypt) ?? false }
 
     open func encrypt(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
         guard let known = algorithm.known, known.supports(.encrypt) else { throw KeyText.unsupported(algorithm) }
         do {
-            return Data(try RightKeys.encrypt(Array(data), publicKey: bytes, algorithm: known))
+            return Data(try RightKeys.encrypt(Array(data), publicKey: raw, algorithm: known))
         } catch {
             throw LAError(.authenticationFailed, "\(error)")
         }
@@ -61,7 +84,7 @@ open class LAPublicKey: NSObject, @unchecked Sendable {
         let valid: Bool
         do {
             valid = try RightKeys.verify(
-                Array(signedData), signature: Array(signature), publicKey: bytes, algorithm: known)
+                Array(signedData), signature: Array(signature), publicKey: raw, algorithm: known)
         } catch {
             throw LAError(.authenticationFailed, "\(error)")
         }
@@ -101,12 +124,41 @@ open class LAPrivateKey: NSObject, @unchecked Sendable {
 
     /// `parameters`: `kSecKeyKeyExchangeParameterRequestedSize` (Int) and
     /// `kSecKeyKeyExchangeParameterSharedInfo` (Data) for the X9.63 variants.
-    open func exchangeKeys(publicKey: Data, algorithm: SecKeyAlgorithm, parameters: [String: Any]) async throws
+    open func exchangeKeys(publicKey: Data, algorithm: SecKeyAlgorithm, parameters: [AnyHashable: Any]) async throws
         -> Data
     {
-        let size = (parameters[kSecKeyKeyExchangeParameterRequestedSize] as? Int).map(Int64.init)
-        let info = (parameters[kSecKeyKeyExchangeParameterSharedInfo] as? Data).map { Array($0) }
+        let size = (parameters[AnyHashable(kSecKeyKeyExchangeParameterRequestedSize)] as? Int).map(Int64.init)
+        let info = (parameters[AnyHashable(kSecKeyKeyExchangeParameterSharedInfo)] as? Data).map { Array($0) }
         return try await use(.exchangeKeys, algorithm, data: Array(publicKey), requestedSize: size, sharedInfo: info)
+    }
+
+    // Apple's completion-handler forms: each runs its async form and calls `handler` on a private queue.
+
+    open func sign(
+        _ data: Data, algorithm: SecKeyAlgorithm, completion handler: @escaping @Sendable (Data?, (any Error)?) -> Void
+    ) {
+        Completion.run(handler) { try await self.sign(data, algorithm: algorithm) }
+    }
+
+    open func decrypt(
+        _ data: Data, algorithm: SecKeyAlgorithm, completion handler: @escaping @Sendable (Data?, (any Error)?) -> Void
+    ) {
+        Completion.run(handler) { try await self.decrypt(data, algorithm: algorithm) }
+    }
+
+    open func exchangeKeys(
+        publicKey: Data, algorithm: SecKeyAlgorithm, parameters: [AnyHashable: Any],
+        completion handler: @escaping @Sendable (Data?, (any Error)?) -> Void
+    ) {
+        // `[AnyHashable: Any]` is not Sendable: the two values the exchange reads are taken here.
+        let size = parameters[AnyHashable(kSecKeyKeyExchangeParameterRequestedSize)] as? Int
+        let info = parameters[AnyHashable(kSecKeyKeyExchangeParameterSharedInfo)] as? Data
+        Completion.run(handler) {
+            var kept: [AnyHashable: Any] = [:]
+            if let size { kept[AnyHashable(kSecKeyKeyExchangeParameterRequestedSize)] = size }
+            if let info { kept[AnyHashable(kSecKeyKeyExchangeParameterSharedInfo)] = info }
+            return try await self.exchangeKeys(publicKey: publicKey, algorithm: algorithm, parameters: kept)
+        }
     }
 
     private func use(

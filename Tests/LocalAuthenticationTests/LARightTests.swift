@@ -26,7 +26,7 @@ struct LARightTests {
         try d.touch("root-1")
         try await right.authorize(localizedReason: "Open the vault")
         #expect(right.state == .authorized)
-        #expect(try await right.secret.loadData() == Data("vault key".utf8))
+        #expect(try await right.secret.rawData == Data("vault key".utf8))
         await right.deauthorize()
         #expect(right.state == .unknown)
     }
@@ -64,6 +64,79 @@ struct LARightTests {
             _ = try await right.key.sign(message, algorithm: .ecdsaSignatureMessageX962SHA256)
         }
         #expect(!d.log.contains("vault key"))
+    }
+
+    /// Apple's completion-handler forms, called as Apple-platform code calls them, against the daemon.
+    @Test func completionForms_saveFetchAuthorizeLoadSignAndRemove_asTheAsyncFormsDo() async throws {
+        let d = try Daemon()
+        try await d.enroll(printID: "root-1")
+        let store = LARightStore(socketPath: d.socketPath)
+        let saved = try await Self.handed { done in
+            store.saveRight(LARight(requirement: .biometry), identifier: "com.example.cb", secret: Data("cb".utf8)) {
+                done($0, $1)
+            }
+        }
+        let right = try await Self.handed { done in store.right(forIdentifier: "com.example.cb") { done($0, $1) } }
+        right.linuxPrompt = nil
+        #expect(try await right.key.publicKey.bytes == saved.key.publicKey.bytes)
+        let exported = try await Self.handed { done in right.key.publicKey.exportBytes { done($0, $1) } }
+        #expect(exported.count == 65 && exported.first == 0x04)
+
+        try d.touch("root-1")
+        try await Self.finished { done in right.authorize(localizedReason: "Open") { done($0) } }
+        #expect(right.state == .authorized)
+        #expect(try await Self.handed { done in right.secret.loadData { done($0, $1) } } == Data("cb".utf8))
+
+        let message = Data("transfer 10".utf8)
+        try d.touch("root-1")
+        let signature = try await Self.handed { done in
+            right.key.sign(message, algorithm: .ecdsaSignatureMessageX962SHA256) { done($0, $1) }
+        }
+        try await Self.finished { done in
+            right.key.publicKey.verify(message, signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256) {
+                done($0)
+            }
+        }
+        await #expect(throws: LAError.self) {
+            try await Self.finished { done in
+                right.key.publicKey.verify(
+                    Data("transfer 99".utf8), signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256
+                ) { done($0) }
+            }
+        }
+
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            right.deauthorize { done.resume() }
+        }
+        #expect(right.state == .unknown)
+        try await Self.finished { done in store.removeRight(forIdentifier: "com.example.cb") { done($0) } }
+        await #expect(throws: LAError.self) {
+            _ = try await Self.handed { done in store.right(forIdentifier: "com.example.cb") { done($0, $1) } }
+        }
+    }
+
+    /// A completion form's `(value?, error?)` as the async form's value or error.
+    static func handed<T: Sendable>(
+        _ call: (@escaping @Sendable (T?, (any Error)?) -> Void) -> Void
+    ) async throws -> T {
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<T, any Error>) in
+            call { value, error in
+                if let value {
+                    done.resume(returning: value)
+                } else {
+                    done.resume(throwing: error ?? LAError(.systemCancel))
+                }
+            }
+        }
+    }
+
+    /// A completion form's `error?` as the async form's return or throw.
+    static func finished(_ call: (@escaping @Sendable ((any Error)?) -> Void) -> Void) async throws {
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+            call { error in
+                if let error { done.resume(throwing: error) } else { done.resume() }
+            }
+        }
     }
 
     @Test func currentSetRight_whenAnotherFingerIsEnrolled_isGone() async throws {
