@@ -5,26 +5,80 @@ import LocalAuthLocalization
 import LocalAuthProtocol
 
 /// Apple's `SecKeyAlgorithm` (a Security framework type), declared here for the algorithms an
-/// `LAPrivateKey` offers on Linux, so `algorithm: .ecdsaSignatureMessageX962SHA256` compiles unchanged.
-/// The raw value is the Swift name, not Apple's CFString.
+/// `LAPrivateKey` (P-256) offers on Linux, so `algorithm: .ecdsaSignatureMessageX962SHA256` compiles
+/// unchanged. The raw values are Apple's (`"algid:sign:ECDSA:message-X962:SHA256"`, …), so a value
+/// Apple-platform code stored or sent names the same algorithm here. SHA-1 variants, RSA, and
+/// `ecdsaSignatureDigestX962` without a hash are not offered.
 public struct SecKeyAlgorithm: RawRepresentable, Hashable, Sendable {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
 
-    public static let ecdsaSignatureMessageX962SHA256 = SecKeyAlgorithm(rawValue: "ecdsaSignatureMessageX962SHA256")
+    public static let ecdsaSignatureMessageX962SHA224 = SecKeyAlgorithm(
+        rawValue: "algid:sign:ECDSA:message-X962:SHA224")
+    public static let ecdsaSignatureMessageX962SHA256 = SecKeyAlgorithm(
+        rawValue: "algid:sign:ECDSA:message-X962:SHA256")
+    public static let ecdsaSignatureMessageX962SHA384 = SecKeyAlgorithm(
+        rawValue: "algid:sign:ECDSA:message-X962:SHA384")
+    public static let ecdsaSignatureMessageX962SHA512 = SecKeyAlgorithm(
+        rawValue: "algid:sign:ECDSA:message-X962:SHA512")
+    public static let ecdsaSignatureDigestX962SHA224 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962:SHA224")
+    public static let ecdsaSignatureDigestX962SHA256 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962:SHA256")
+    public static let ecdsaSignatureDigestX962SHA384 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962:SHA384")
+    public static let ecdsaSignatureDigestX962SHA512 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962:SHA512")
+    public static let ecdsaSignatureMessageRFC4754SHA224 = SecKeyAlgorithm(
+        rawValue: "algid:sign:ECDSA:message-RFC4754:SHA224")
     public static let ecdsaSignatureMessageRFC4754SHA256 = SecKeyAlgorithm(
-        rawValue: "ecdsaSignatureMessageRFC4754SHA256")
+        rawValue: "algid:sign:ECDSA:message-RFC4754:SHA256")
+    public static let ecdsaSignatureMessageRFC4754SHA384 = SecKeyAlgorithm(
+        rawValue: "algid:sign:ECDSA:message-RFC4754:SHA384")
+    public static let ecdsaSignatureMessageRFC4754SHA512 = SecKeyAlgorithm(
+        rawValue: "algid:sign:ECDSA:message-RFC4754:SHA512")
+    public static let eciesEncryptionStandardVariableIVX963SHA224AESGCM = SecKeyAlgorithm(
+        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA224:AESGCM-KDFIV")
     public static let eciesEncryptionStandardVariableIVX963SHA256AESGCM = SecKeyAlgorithm(
-        rawValue: "eciesEncryptionStandardVariableIVX963SHA256AESGCM")
+        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM-KDFIV")
+    public static let eciesEncryptionStandardVariableIVX963SHA384AESGCM = SecKeyAlgorithm(
+        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA384:AESGCM-KDFIV")
+    public static let eciesEncryptionStandardVariableIVX963SHA512AESGCM = SecKeyAlgorithm(
+        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA512:AESGCM-KDFIV")
+    public static let eciesEncryptionCofactorVariableIVX963SHA224AESGCM = SecKeyAlgorithm(
+        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA224:AESGCM-KDFIV")
     public static let eciesEncryptionCofactorVariableIVX963SHA256AESGCM = SecKeyAlgorithm(
-        rawValue: "eciesEncryptionCofactorVariableIVX963SHA256AESGCM")
-    public static let ecdhKeyExchangeStandard = SecKeyAlgorithm(rawValue: "ecdhKeyExchangeStandard")
-    public static let ecdhKeyExchangeCofactor = SecKeyAlgorithm(rawValue: "ecdhKeyExchangeCofactor")
-    public static let ecdhKeyExchangeStandardX963SHA256 = SecKeyAlgorithm(rawValue: "ecdhKeyExchangeStandardX963SHA256")
-    public static let ecdhKeyExchangeCofactorX963SHA256 = SecKeyAlgorithm(rawValue: "ecdhKeyExchangeCofactorX963SHA256")
+        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM-KDFIV")
+    public static let eciesEncryptionCofactorVariableIVX963SHA384AESGCM = SecKeyAlgorithm(
+        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA384:AESGCM-KDFIV")
+    public static let eciesEncryptionCofactorVariableIVX963SHA512AESGCM = SecKeyAlgorithm(
+        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA512:AESGCM-KDFIV")
+    public static let ecdhKeyExchangeStandard = SecKeyAlgorithm(rawValue: "algid:keyexchange:ECDH")
+    public static let ecdhKeyExchangeCofactor = SecKeyAlgorithm(rawValue: "algid:keyexchange:ECDHC")
+    public static let ecdhKeyExchangeStandardX963SHA224 = SecKeyAlgorithm(
+        rawValue: "algid:keyexchange:ECDH:KDFX963:SHA224")
+    public static let ecdhKeyExchangeStandardX963SHA256 = SecKeyAlgorithm(
+        rawValue: "algid:keyexchange:ECDH:KDFX963:SHA256")
+    public static let ecdhKeyExchangeStandardX963SHA384 = SecKeyAlgorithm(
+        rawValue: "algid:keyexchange:ECDH:KDFX963:SHA384")
+    public static let ecdhKeyExchangeStandardX963SHA512 = SecKeyAlgorithm(
+        rawValue: "algid:keyexchange:ECDH:KDFX963:SHA512")
+    public static let ecdhKeyExchangeCofactorX963SHA224 = SecKeyAlgorithm(
+        rawValue: "algid:keyexchange:ECDHC:KDFX963:SHA224")
+    public static let ecdhKeyExchangeCofactorX963SHA256 = SecKeyAlgorithm(
+        rawValue: "algid:keyexchange:ECDHC:KDFX963:SHA256")
+    public static let ecdhKeyExchangeCofactorX963SHA384 = SecKeyAlgorithm(
+        rawValue: "algid:keyexchange:ECDHC:KDFX963:SHA384")
+    public static let ecdhKeyExchangeCofactorX963SHA512 = SecKeyAlgorithm(
+        rawValue: "algid:keyexchange:ECDHC:KDFX963:SHA512")
 
-    var known: KeyAlgorithm? { KeyAlgorithm(rawValue: rawValue) }
+    var known: KeyAlgorithm? { KeyAlgorithm(appleName: rawValue) }
 }
+
+/// Security's `OSStatus`, the code of an error of `NSOSStatusErrorDomain`.
+public typealias OSStatus = Int32
+/// Security's codes for what `LAPublicKey.verify` and `encrypt` report, as `SecKeyVerifySignature` and
+/// `SecKeyCreateEncryptedData` do: an error of `NSOSStatusErrorDomain` with this code.
+/// A signature that is not the key's over the data (or not a signature at all).
+public let errSecVerifyFailed: OSStatus = -67808
+/// An algorithm the key does not offer, or input it cannot take (a digest of the wrong length).
+public let errSecParam: OSStatus = -50
 
 /// Apple's `SecKeyKeyExchangeParameter` keys, for `exchangeKeys(publicKey:algorithm:parameters:)`.
 public let kSecKeyKeyExchangeParameterRequestedSize = "requestedSize"
@@ -72,7 +126,7 @@ open class LAPublicKey: NSObject, @unchecked Sendable {
         do {
             return Data(try RightKeys.encrypt(Array(data), publicKey: raw, algorithm: known))
         } catch {
-            throw LAError(.authenticationFailed, "\(error)")
+            throw KeyText.error(errSecParam, KeyText.unusable)
         }
     }
 
@@ -86,9 +140,10 @@ open class LAPublicKey: NSObject, @unchecked Sendable {
             valid = try RightKeys.verify(
                 Array(signedData), signature: Array(signature), publicKey: raw, algorithm: known)
         } catch {
-            throw LAError(.authenticationFailed, "\(error)")
+            // A digest of the wrong length for a `…DigestX962…` algorithm.
+            throw KeyText.error(errSecParam, KeyText.unusable)
         }
-        guard valid else { throw LAError(.authenticationFailed, KeyText.badSignature) }
+        guard valid else { throw KeyText.error(errSecVerifyFailed, KeyText.badSignature) }
     }
 }
 
@@ -167,15 +222,24 @@ open class LAPrivateKey: NSObject, @unchecked Sendable {
     ) async throws -> Data {
         guard let owner else { throw LAError(.invalidContext, RightText.rightGone) }
         let options = RightUseOptions(
-            identifier: identifier, operation: operation, algorithm: algorithm.rawValue, data: data,
+            identifier: identifier, operation: operation, algorithm: algorithm.known?.rawValue ?? algorithm.rawValue,
+            data: data,
             requestedSize: requestedSize, sharedInfo: sharedInfo)
         return Data(try await channel.use(options, right: owner, reason: RightText.useKeyReason))
     }
 }
 
+/// The errors of the public-key operations: Security's, as Apple's `LAPublicKey` (over `SecKey`) reports
+/// them — `NSOSStatusErrorDomain` with an `OSStatus` code a program can test — and a line in the
+/// person's language as `localizedDescription`.
 enum KeyText {
     static var badSignature: String { tr("The signature does not verify") }
-    static func unsupported(_ algorithm: SecKeyAlgorithm) -> LAError {
-        LAError(.invalidContext, tr("%s is not an algorithm of this key", .text(algorithm.rawValue)))
+    // TRANSLATORS: an LAPublicKey operation given data it cannot take (a digest of the wrong length).
+    static var unusable: String { tr("The public key cannot be used with this data") }
+    static func unsupported(_ algorithm: SecKeyAlgorithm) -> NSError {
+        error(errSecParam, tr("%s is not an algorithm of this key", .text(algorithm.rawValue)))
+    }
+    static func error(_ code: OSStatus, _ message: String) -> NSError {
+        NSError(domain: NSOSStatusErrorDomain, code: Int(code), userInfo: [NSLocalizedDescriptionKey: message])
     }
 }

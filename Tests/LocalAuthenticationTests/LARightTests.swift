@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import LocalAuthCrypto
 import LocalAuthProtocol
 import Testing
 
@@ -46,7 +47,7 @@ struct LARightTests {
         try d.touch("root-1")
         let signature = try await right.key.sign(message, algorithm: .ecdsaSignatureMessageX962SHA256)
         try await right.key.publicKey.verify(message, signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256)
-        await #expect(throws: LAError.self) {
+        await Self.expectSecurityError(errSecVerifyFailed) {
             try await right.key.publicKey.verify(
                 Data("transfer 99".utf8), signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256)
         }
@@ -97,7 +98,7 @@ struct LARightTests {
                 done($0)
             }
         }
-        await #expect(throws: LAError.self) {
+        await Self.expectSecurityError(errSecVerifyFailed) {
             try await Self.finished { done in
                 right.key.publicKey.verify(
                     Data("transfer 99".utf8), signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256
@@ -112,6 +113,64 @@ struct LARightTests {
         try await Self.finished { done in store.removeRight(forIdentifier: "com.example.cb") { done($0) } }
         await #expect(throws: LAError.self) {
             _ = try await Self.handed { done in store.right(forIdentifier: "com.example.cb") { done($0, $1) } }
+        }
+    }
+
+    /// Every signing algorithm of Apple's for P-256 keys: the daemon signs (one finger each), the public key
+    /// verifies; a `…DigestX962…` algorithm signs the caller's digest. Verification failures and
+    /// algorithms a key does not offer are Security's typed errors, not text.
+    @Test func privateKey_signsWithEveryApplesP256Algorithm_andVerifyReportsSecuritysCodes() async throws {
+        let d = try Daemon()
+        let right = try await Self.saved(d)
+        let message = Data("transfer 10".utf8)
+        let signing: [(SecKeyAlgorithm, Data)] = [
+            (.ecdsaSignatureMessageX962SHA224, message), (.ecdsaSignatureMessageX962SHA256, message),
+            (.ecdsaSignatureMessageX962SHA384, message), (.ecdsaSignatureMessageX962SHA512, message),
+            (.ecdsaSignatureMessageRFC4754SHA256, message),
+            (.ecdsaSignatureDigestX962SHA224, Data(KeyAlgorithm.Hash.sha224.digest(Array(message)))),
+            (.ecdsaSignatureDigestX962SHA256, Data(KeyAlgorithm.Hash.sha256.digest(Array(message)))),
+            (.ecdsaSignatureDigestX962SHA384, Data(KeyAlgorithm.Hash.sha384.digest(Array(message)))),
+            (.ecdsaSignatureDigestX962SHA512, Data(KeyAlgorithm.Hash.sha512.digest(Array(message)))),
+        ]
+        for (algorithm, input) in signing {
+            #expect(right.key.canSign(using: algorithm) && right.key.publicKey.canVerify(using: algorithm))
+            try d.touch("root-1")
+            let signature = try await right.key.sign(input, algorithm: algorithm)
+            try await right.key.publicKey.verify(input, signature: signature, algorithm: algorithm)
+            var changed = input
+            changed[changed.startIndex] ^= 1
+            await Self.expectSecurityError(errSecVerifyFailed) {
+                try await right.key.publicKey.verify(changed, signature: signature, algorithm: algorithm)
+            }
+        }
+        #expect(SecKeyAlgorithm.ecdsaSignatureMessageX962SHA384.rawValue == "algid:sign:ECDSA:message-X962:SHA384")
+        let notOffered = SecKeyAlgorithm(rawValue: "algid:sign:RSA:message-PSS:SHA256")
+        #expect(!right.key.publicKey.canVerify(using: notOffered))
+        await Self.expectSecurityError(errSecParam) {
+            try await right.key.publicKey.verify(message, signature: Data([0]), algorithm: notOffered)
+        }
+        await Self.expectSecurityError(errSecParam) {
+            _ = try await right.key.publicKey.encrypt(message, algorithm: .ecdsaSignatureMessageX962SHA256)
+        }
+        // A digest of the wrong length for its algorithm.
+        await Self.expectSecurityError(errSecParam) {
+            try await right.key.publicKey.verify(
+                message, signature: Data([0]), algorithm: .ecdsaSignatureDigestX962SHA256)
+        }
+    }
+
+    /// `body` throws Security's error of `code` (`NSOSStatusErrorDomain`), with a line to show.
+    static func expectSecurityError(
+        _ code: OSStatus, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void
+    ) async {
+        do {
+            try await body()
+            Issue.record("no error", sourceLocation: sourceLocation)
+        } catch {
+            let error = error as NSError
+            #expect(error.domain == NSOSStatusErrorDomain, sourceLocation: sourceLocation)
+            #expect(error.code == Int(code), sourceLocation: sourceLocation)
+            #expect(!error.localizedDescription.isEmpty, sourceLocation: sourceLocation)
         }
     }
 
