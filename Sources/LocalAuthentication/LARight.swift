@@ -194,15 +194,17 @@ open class LASecret: NSObject, @unchecked Sendable {
         Completion.run(handler) { try await self.load() }
     }
 
-    /// The secret. Released by the right's `authorize`; when the right is not authorized, this asks
-    /// the person itself (the daemon releases a secret only in a request that evaluated the requirement).
+    /// The secret, as Apple's: available only while the owning right is authorized. The right's
+    /// `authorize` released it (one request: the daemon evaluates the requirement and returns the
+    /// secret); reading it asks no one. Not authorized (never, denied, or after `deauthorize`): an
+    /// `LAError` `notInteractive`, as reading a secret never asks the person.
     func load() async throws -> Data {
-        if owner?.state == .authorized, let data = lock.withLock({ released }), !data.isEmpty { return Data(data) }
         guard let owner else { throw LAError(.invalidContext, RightText.rightGone) }
-        return Data(
-            try await channel.use(
-                RightUseOptions(identifier: identifier, operation: .loadSecret), right: owner,
-                reason: RightText.loadSecretReason))
+        guard owner.state == .authorized, let data = lock.withLock({ released }) else {
+            throw LAError(.notInteractive, RightText.notAuthorized)
+        }
+        guard !data.isEmpty else { throw LAError(.invalidContext, RightText.noSecret) }
+        return Data(data)
     }
 }
 
@@ -385,8 +387,10 @@ enum Completion {
 /// The library's own lines about rights, in one place.
 enum RightText {
     static var rightGone: String { tr("The right this belongs to no longer exists") }
-    // TRANSLATORS: the reason shown when an app reads an LARight's secret without giving one.
-    static var loadSecretReason: String { tr("Release a secret") }
+    // TRANSLATORS: an app read an LARight's secret (LASecret) before authorizing the right.
+    static var notAuthorized: String { tr("The right is not authorized: authorize it before reading its secret") }
+    // TRANSLATORS: an app read the secret (LASecret) of an LARight saved without one.
+    static var noSecret: String { tr("This right was saved without a secret") }
     // TRANSLATORS: the reason shown when an app uses an LARight's key without giving one.
     static var useKeyReason: String { tr("Use a private key") }
 }

@@ -32,6 +32,38 @@ struct LARightTests {
         #expect(right.state == .unknown)
     }
 
+    /// Apple's secret is available only after `authorize`: reading it asks no one. A finger waiting at
+    /// the reader would release it if reading asked the daemon.
+    @Test func secret_beforeAuthorizeOrAfterDeauthorize_isNotReleased_andReadingAsksNoOne() async throws {
+        let d = try Daemon()
+        let right = try await Self.saved(d)
+        try d.touch("root-1")
+        await Self.expectNotInteractive { _ = try await right.secret.rawData }
+        await Self.expectNotInteractive {
+            _ = try await Self.handed { done in right.secret.loadData { done($0, $1) } }
+        }
+        try await right.authorize(localizedReason: "Open the vault")  // the waiting finger
+        #expect(try await right.secret.rawData == Data("vault key".utf8))
+        await right.deauthorize()
+        await Self.expectNotInteractive { _ = try await right.secret.rawData }
+        for _ in 0..<3 { try d.touch("mallory-1") }
+        await #expect(throws: LAError.self) { try await right.authorize(localizedReason: "Open the vault") }
+        await Self.expectNotInteractive { _ = try await right.secret.rawData }
+    }
+
+    static func expectNotInteractive(
+        sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void
+    ) async {
+        do {
+            try await body()
+            Issue.record("the secret was released", sourceLocation: sourceLocation)
+        } catch let error as LAError {
+            #expect(error.code == .notInteractive, sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("not an LAError: \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
     @Test func authorize_withAnotherFinger_failsAndReleasesNothing() async throws {
         let d = try Daemon()
         let right = try await Self.saved(d)
