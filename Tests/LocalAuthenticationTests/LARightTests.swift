@@ -64,6 +64,71 @@ struct LARightTests {
         }
     }
 
+    /// docs/apple-api.md's notes on `LARight` that Linux can show: `state` starts unknown and is
+    /// `authorizing` while the person is asked; `tag` is the app's (0, never touched); `checkCanAuthorize`
+    /// answers without asking (no finger taken), nil when it could, the `LAError` when it could not.
+    @Test func right_stateTagAndCheckCanAuthorize_behaveAsAppleDocuments() async throws {
+        let d = try Daemon()
+        let right = LARight(requirement: .biometry)
+        right.socketPath = d.socketPath
+        right.linuxPrompt = nil
+        #expect(right.state == .unknown && right.tag == 0)
+        right.tag = 42
+        do {
+            try await right.checkCanAuthorize()
+            Issue.record("no finger enrolled, yet it could authorize")
+        } catch let error as LAError {
+            #expect(error.code == .biometryNotEnrolled)
+        }
+        try await d.enroll(printID: "root-1")
+        try d.touch("root-1")
+        try await right.checkCanAuthorize()
+        try await Self.finished { done in right.checkCanAuthorize { done($0) } }
+        #expect(right.state == .unknown)
+        // The finger is still there for authorize: checkCanAuthorize asked no one.
+        let started = Date()
+        try await right.authorize(localizedReason: "Confirm")
+        #expect(right.state == .authorized && right.tag == 42)
+        #expect(Date().timeIntervalSince(started) < 10)
+
+        let asking = Task { try await right.authorize(localizedReason: "Confirm again") }
+        let deadline = Date().addingTimeInterval(10)
+        while right.state != .authorizing && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(right.state == .authorizing)
+        try d.touch("root-1")
+        try await asking.value
+        #expect(right.state == .authorized)
+    }
+
+    /// The public key needs no authorization (Apple: "public-key operations always work"); a right saved
+    /// without a secret has none to read once authorized; `removeAllRights` removes every right of the
+    /// caller (here the account), key and secret.
+    @Test func publicKeyWithoutAuthorization_noSecret_andRemoveAllRights() async throws {
+        let d = try Daemon()
+        let withSecret = try await Self.saved(d)  // "com.example.vault"
+        let store = LARightStore(socketPath: d.socketPath)
+        let bare = try await store.saveRight(LARight(requirement: .biometry), identifier: "com.example.bare")
+        bare.linuxPrompt = nil
+        let bytes = try await bare.key.publicKey.bytes
+        #expect(bytes.count == 65 && bytes.first == 0x04)
+        let algorithm = SecKeyAlgorithm.eciesEncryptionStandardVariableIVX963SHA256AESGCM
+        _ = try await bare.key.publicKey.encrypt(Data("x".utf8), algorithm: algorithm)
+        #expect(bare.state == .unknown)
+        try d.touch("root-1")
+        try await bare.authorize(localizedReason: "Open")
+        do {
+            _ = try await bare.secret.rawData
+            Issue.record("a secret of a right saved without one")
+        } catch let error as LAError {
+            #expect(error.code == .invalidContext)
+        }
+        try await store.removeAllRights()
+        for identifier in ["com.example.vault", "com.example.bare"] {
+            await #expect(throws: LAError.self) { _ = try await store.right(forIdentifier: identifier) }
+        }
+        _ = withSecret
+    }
+
     @Test func authorize_withAnotherFinger_failsAndReleasesNothing() async throws {
         let d = try Daemon()
         let right = try await Self.saved(d)
