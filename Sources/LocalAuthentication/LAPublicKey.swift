@@ -147,8 +147,9 @@ open class LAPublicKey: NSObject, @unchecked Sendable {
     }
 }
 
-/// The private half of a right's key, kept by the daemon: Apple's `LAPrivateKey`. Each operation is
-/// one request in which the daemon evaluates the right's requirement first.
+/// The private half of a right's key, kept by the daemon: Apple's `LAPrivateKey`. Its operations work
+/// while the right is authorized, without asking again: the daemon holds the authorization for this
+/// process from the right's `authorize` until `deauthorize`.
 open class LAPrivateKey: NSObject, @unchecked Sendable {
     let identifier: String
     let channel: RightChannel
@@ -221,10 +222,13 @@ open class LAPrivateKey: NSObject, @unchecked Sendable {
         sharedInfo: [UInt8]? = nil
     ) async throws -> Data {
         guard let owner else { throw LAError(.invalidContext, RightText.rightGone) }
+        // As Apple's: the private key works only while its right is authorized, and never asks.
+        guard owner.state == .authorized else { throw LAError(.notInteractive, RightText.keyNotAuthorized) }
+        // The daemon runs it under this process's authorization (`RightGrants`); should it hold none
+        // (restarted since), the evaluation it would need fails instead of asking.
         let options = RightUseOptions(
             identifier: identifier, operation: operation, algorithm: algorithm.known?.rawValue ?? algorithm.rawValue,
-            data: data,
-            requestedSize: requestedSize, sharedInfo: sharedInfo)
+            data: data, requestedSize: requestedSize, sharedInfo: sharedInfo, flags: [.interactionNotAllowed])
         return Data(try await channel.use(options, right: owner, reason: RightText.useKeyReason))
     }
 }

@@ -162,9 +162,21 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
         secret.remember(data)
     }
 
+    /// Forgets the secret and tells the daemon this process no longer holds the authorization (its
+    /// key operations would otherwise run without asking again, `RightGrants`).
     open override func deauthorize() async {
         secret.remember(nil)
         await super.deauthorize()
+        _ = try? await secret.channel.perform(
+            .rightUse(RightUseOptions(identifier: identifier, operation: .deauthorize)))
+    }
+
+    /// A right released while authorized drops its authorization, as on Apple's systems.
+    deinit {
+        guard state == .authorized else { return }
+        let channel = secret.channel
+        let options = RightUseOptions(identifier: identifier, operation: .deauthorize)
+        Task.detached { _ = try? await channel.perform(.rightUse(options)) }
     }
 }
 
@@ -389,6 +401,10 @@ enum RightText {
     static var rightGone: String { tr("The right this belongs to no longer exists") }
     // TRANSLATORS: an app read an LARight's secret (LASecret) before authorizing the right.
     static var notAuthorized: String { tr("The right is not authorized: authorize it before reading its secret") }
+    // TRANSLATORS: an app used an LARight's private key (LAPrivateKey) before authorizing the right.
+    static var keyNotAuthorized: String {
+        tr("The right is not authorized: authorize it before using its private key")
+    }
     // TRANSLATORS: an app read the secret (LASecret) of an LARight saved without one.
     static var noSecret: String { tr("This right was saved without a secret") }
     // TRANSLATORS: the reason shown when an app uses an LARight's key without giving one.

@@ -137,31 +137,76 @@ struct LARightTests {
         #expect(right.state == .notAuthorized)
     }
 
-    @Test func privateKey_signsDecryptsAndExchanges_eachAfterAFinger_andNeverLeavesTheDaemon() async throws {
+    /// Apple's authorize-then-use: one finger for `authorize`, then the private key signs, decrypts and
+    /// exchanges without asking again, until `deauthorize`. Before `authorize` and after `deauthorize`
+    /// the key refuses without asking (a finger waiting at the reader stays there). The private key and
+    /// the secret never reach the daemon's log.
+    @Test func privateKey_afterOneAuthorize_signsDecryptsAndExchangesWithoutAsking_untilDeauthorize() async throws {
         let d = try Daemon()
         let right = try await Self.saved(d)
         let message = Data("transfer 10".utf8)
         try d.touch("root-1")
+        await Self.expectNotInteractive {
+            _ = try await right.key.sign(message, algorithm: .ecdsaSignatureMessageX962SHA256)
+        }
+        try await right.authorize(localizedReason: "Sign the transfer")  // takes the waiting finger
         let signature = try await right.key.sign(message, algorithm: .ecdsaSignatureMessageX962SHA256)
         try await right.key.publicKey.verify(message, signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256)
         await Self.expectSecurityError(errSecVerifyFailed) {
             try await right.key.publicKey.verify(
                 Data("transfer 99".utf8), signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256)
         }
-
         let algorithm = SecKeyAlgorithm.eciesEncryptionStandardVariableIVX963SHA256AESGCM
         #expect(right.key.canDecrypt(using: algorithm) && right.key.publicKey.canEncrypt(using: algorithm))
         let ciphertext = try await right.key.publicKey.encrypt(Data("wrapped".utf8), algorithm: algorithm)
-        try d.touch("root-1")
         #expect(try await right.key.decrypt(ciphertext, algorithm: algorithm) == Data("wrapped".utf8))
+        let peer = try await LARightStore(socketPath: d.socketPath).saveRight(LARight(), identifier: "com.example.peer")
+        let shared = try await right.key.exchangeKeys(
+            publicKey: try await peer.key.publicKey.bytes, algorithm: .ecdhKeyExchangeStandard, parameters: [:])
+        #expect(shared.count == 32)
 
-        // Without a finger the key does nothing.
-        try d.touch("mallory-1")
-        for _ in 0..<2 { try d.touch("mallory-1") }
-        await #expect(throws: LAError.self) {
+        await right.deauthorize()
+        try d.touch("root-1")
+        await Self.expectNotInteractive {
             _ = try await right.key.sign(message, algorithm: .ecdsaSignatureMessageX962SHA256)
         }
+        // The daemon dropped the authorization too: a use that skipped the library's check is
+        // evaluated, and (interaction not allowed) refused without taking the waiting finger.
+        right.setState(.authorized)
+        await Self.expectNotInteractive {
+            _ = try await right.key.sign(message, algorithm: .ecdsaSignatureMessageX962SHA256)
+        }
+        try await right.authorize(localizedReason: "Sign again")  // the finger was still there
         #expect(!d.log.contains("vault key"))
+    }
+
+    /// The authorization belongs to the process that obtained it: `localauthctl right sign`, another
+    /// process of the same account, is asked for a finger (and, with none, times out) while this one
+    /// signs without.
+    @Test func authorization_isThisProcesses_anotherProcessIsAskedAgain() async throws {
+        let d = try Daemon()
+        let right = try await Self.saved(d)
+        try d.touch("root-1")
+        try await right.authorize(localizedReason: "Sign")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Daemon.binDirectory + "/localauthctl")
+        p.arguments = ["right", "sign", "com.example.vault", "--timeout", "2", "--socket", d.socketPath]
+        let out = Pipe()
+        let input = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        p.standardInput = input
+        try p.run()
+        input.fileHandleForWriting.write(Data("transfer".utf8))
+        try input.fileHandleForWriting.close()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus != 0, "another process signed under this one's authorization: \(text)")
+        // It was asked for a finger, and timed out: evaluated, not run under this process's grant.
+        #expect(
+            d.log.contains(#"operation="3" service="localauthctl right" result=systemCancel"#),
+            "the other process's sign was not evaluated: \(text)")
+        _ = try await right.key.sign(Data("transfer".utf8), algorithm: .ecdsaSignatureMessageX962SHA256)
     }
 
     /// Apple's completion-handler forms, called as Apple-platform code calls them, against the daemon.
@@ -186,7 +231,6 @@ struct LARightTests {
         #expect(try await Self.handed { done in right.secret.loadData { done($0, $1) } } == Data("cb".utf8))
 
         let message = Data("transfer 10".utf8)
-        try d.touch("root-1")
         let signature = try await Self.handed { done in
             right.key.sign(message, algorithm: .ecdsaSignatureMessageX962SHA256) { done($0, $1) }
         }
@@ -213,7 +257,7 @@ struct LARightTests {
         }
     }
 
-    /// Every signing algorithm of Apple's for P-256 keys: the daemon signs (one finger each), the public key
+    /// Every signing algorithm of Apple's for P-256 keys: after one `authorize` the daemon signs with each, the key
     /// verifies; a `…DigestX962…` algorithm signs the caller's digest. Verification failures and
     /// algorithms a key does not offer are Security's typed errors, not text.
     @Test func privateKey_signsWithEveryApplesP256Algorithm_andVerifyReportsSecuritysCodes() async throws {
@@ -229,9 +273,10 @@ struct LARightTests {
             (.ecdsaSignatureDigestX962SHA384, Data(KeyAlgorithm.Hash.sha384.digest(Array(message)))),
             (.ecdsaSignatureDigestX962SHA512, Data(KeyAlgorithm.Hash.sha512.digest(Array(message)))),
         ]
+        try d.touch("root-1")
+        try await right.authorize(localizedReason: "Sign")  // one finger for all of them
         for (algorithm, input) in signing {
             #expect(right.key.canSign(using: algorithm) && right.key.publicKey.canVerify(using: algorithm))
-            try d.touch("root-1")
             let signature = try await right.key.sign(input, algorithm: algorithm)
             try await right.key.publicKey.verify(input, signature: signature, algorithm: algorithm)
             var changed = input
