@@ -191,10 +191,13 @@ test-deb: deb
 # fprintd's D-Bus API served by localauthd (Tests/fprintd): the real system bus daemon with our bus
 # policy, the real polkitd with our actions and pkttyagent, Debian's fprintd-* tools, pam_fprintd.so
 # and a listening client, in a private mount and pid namespace (root). fprintd's own suite is not
-# here (it is not ours; Tests/fprintd/upstream-suite.sh runs it from outside).
+# here (it is not ours; Tests/fprintd/upstream-suite.sh runs it from outside). Then two classes again
+# while useradd replaces the (stand-in) host's /etc/passwd every 0.1 s (host-passwd-churn.sh).
 .PHONY: test-fprintd
 test-fprintd: build-debug pam
 	LOCALAUTH_PAM_MODULE=$(abspath $(PAM_MODULE)) Tests/fprintd/run.sh $(BIN_DEBUG)
+	LOCALAUTH_PAM_MODULE=$(abspath $(PAM_MODULE)) Tests/fprintd/host-passwd-churn.sh $(BIN_DEBUG) \
+		ClaimTests FirstFingerTests
 
 # The installed tree, the units under systemd-analyze, the man pages, the promised config errors.
 test-system: build-debug pam

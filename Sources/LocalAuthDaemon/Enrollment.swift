@@ -173,7 +173,7 @@ struct Enrollment {
                 case .retry(let r):
                     let hint = RetryHint(r)
                     io.send(Event(.retry, hint.message, hint: hint, phrase: .retry(hint)))
-                case .fingerNeeded, .matched:
+                case .fingerNeeded, .fingerPresent, .matched:
                     break
                 }
             }

@@ -273,6 +273,8 @@ struct EvaluationRun {
             let progress: @Sendable (ReaderProgress) -> Void = { p in
                 switch p {
                 case .retry(let r): report(.fingerRetry(RetryHint(r)))
+                // The touch: counted on disk while the reader captures and matches.
+                case .fingerPresent: report(.fingerPresent)
                 case .matched(let index) where index.map({ prints.indices.contains($0) }) ?? true: answer(index)
                 default: break
                 }

@@ -78,6 +78,15 @@ public final class Server: Sendable {
     /// Open connections now, and connections accepted since start.
     var connectionCounts: (open: Int, accepted: Int) { counter.openAndAccepted }
 
+    /// Waits, at most `limit`, until every request started has had its RESULT written: on the way
+    /// out, after the daemon ended its evaluations as `systemCancel`, so that a client is told that
+    /// rather than finding its connection closed (issue 25).
+    public func drain(within limit: Duration) async {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while counter.requestsInFlight > 0 && clock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+    }
+
     /// Stops accepting, closes every connection (their requests end as systemCancel).
     public func shutdown() async {
         try? await channel.close()
@@ -225,15 +234,21 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         }
         let daemon = self.daemon
         let gate = self.gate
+        let counter = self.counter
         let bound = NIOLoopBound((self, context), eventLoop: loop)
+        counter.requestStarted()
         let task = Task(priority: Self.priority(of: request)) {
             // Cancelled while waiting: the connection is gone and nobody reads the answer.
-            guard await gate.enter(uid: caller.accountUID) else { return }
+            guard await gate.enter(uid: caller.accountUID) else {
+                counter.requestEnded()
+                return
+            }
             let result = await daemon.handle(request, caller: caller, io: RequestIO(send: send, signals: signals))
             gate.leave(uid: caller.accountUID)
             loop.execute {
                 let (connection, context) = bound.value
                 connection.finish(result, context: context)
+                counter.requestEnded()
             }
         }
         state = .busy(task, signals)
@@ -266,7 +281,8 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
 
     private func armIdleTimer(_ context: ChannelHandlerContext) {
         idleTimer?.cancel()
-        idleTimer = context.eventLoop.scheduleTask(in: .milliseconds(limits.idleTimeoutMs)) { [weak self] in
+        idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(limits.idleTimeoutMs)) {
+            [weak self] in
             guard let self, !self.isClosed else { return }
             if case .busy = self.state { return }
             self.fail(context, .timeout, "no request for \(self.limits.idleTimeoutMs / 1000) s")
@@ -295,9 +311,8 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
                 kind: "connections closed (bad frames or idle)", loop: context.eventLoop)
         }
         let frame = ServerMessage.error(code: code.rawValue, message: message).encodedForWire()
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: frame))).whenComplete { _ in
-            context.close(promise: nil)
-        }
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: frame))).assumeIsolated()
+            .whenComplete { _ in context.close(promise: nil) }
     }
 
     /// A line a client can cause by connecting, through the throttle: when the first line of a
@@ -327,15 +342,16 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         typealias UCred = (pid: Int32, uid: UInt32, gid: UInt32)  // layout of struct ucred
         let future: EventLoopFuture<UCred> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
-        // On the channel's own loop the option is read at once and the future is already complete.
+        // On the channel's own loop the option is read at once and the future is already complete:
+        // its callbacks run here, before `whenSuccess` returns.
         var credentials: UCred?
-        future.whenSuccess { credentials = $0 }
+        future.assumeIsolated().whenSuccess { credentials = $0 }
         guard let cred = credentials else { return nil }
         // SO_PEERPIDFD (Linux 6.5+): the very process that connected; older kernels refuse it.
         var pidfd: Int32 = -1
         let peerPIDFD: EventLoopFuture<Int32> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(Self.soPeerPIDFD))
-        peerPIDFD.whenSuccess { pidfd = $0 }
+        peerPIDFD.assumeIsolated().whenSuccess { pidfd = $0 }
         return PeerCredentials(
             pid: cred.pid, uid: cred.uid, gid: cred.gid, userName: PeerCredentials.userName(of: cred.uid),
             process: PeerProcess(pid: cred.pid, pidfd: pidfd))

@@ -62,7 +62,9 @@ enum LocalTime {
         guard localtime_r(&seconds, &parts) != nil else { return "\(ms / 1000) s after the epoch" }
         var buffer = [CChar](repeating: 0, count: 64)
         let n = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M", &parts)
-        return n > 0 ? String(cString: buffer) : "\(ms / 1000) s after the epoch"  // English: as above
+        return n > 0
+            ? String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            : "\(ms / 1000) s after the epoch"  // English: as above
     }
 }
 

@@ -293,7 +293,7 @@ struct FingerprintReaderTests {
 
     /// The simulator opens the reader to feed a running operation: it must not queue behind that operation.
     @Test func ensureOpen_whileVerifyWaitsForFinger_returnsWithoutWaitingForIt() async throws {
-        let (reader, device, print, waiting) = try await verifyWaitingForFinger(scanID: "feed-me")
+        let (reader, device, _, waiting) = try await verifyWaitingForFinger(scanID: "feed-me")
 
         let clock = ContinuousClock()
         let start = clock.now

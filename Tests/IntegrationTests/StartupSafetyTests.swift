@@ -17,7 +17,7 @@ struct StartupSafetyTests {
         p.arguments = arguments
         p.environment = ["PATH": "/usr/bin:/bin"]
         let logPath = directory + "/refused.log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         p.standardError = log
         p.standardOutput = log

@@ -186,7 +186,7 @@ final class ActivationEnvironment: @unchecked Sendable {
         directory = try TemporaryDirectory.make("la-sd")
         chmod(directory, 0o755)
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
@@ -379,7 +379,7 @@ final class NotifyListener: @unchecked Sendable {
     func messages() -> [String] {
         var pending = 1
         while pending > 0 {
-            ioctl(fd, UInt(FIONREAD), &pending)
+            _ = ioctl(fd, UInt(FIONREAD), &pending)
             if pending > 0 { usleep(2_000) }
         }
         return lock.withLock { received }
