@@ -80,9 +80,29 @@ public let errSecVerifyFailed: OSStatus = -67808
 /// An algorithm the key does not offer, or input it cannot take (a digest of the wrong length).
 public let errSecParam: OSStatus = -50
 
-/// Apple's `SecKeyKeyExchangeParameter` keys, for `exchangeKeys(publicKey:algorithm:parameters:)`.
-public let kSecKeyKeyExchangeParameterRequestedSize = "requestedSize"
-public let kSecKeyKeyExchangeParameterSharedInfo = "sharedInfo"
+/// Security's `SecKeyKeyExchangeParameter` (a `CF_STRING_ENUM`), the keys of
+/// `exchangeKeys(publicKey:algorithm:parameters:)`: `[SecKeyKeyExchangeParameter.requestedSize.rawValue: 32]`,
+/// as Swift code on Apple's platforms spells them. The raw values are Apple's.
+public struct SecKeyKeyExchangeParameter: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    /// The number of bytes an X9.63 exchange derives (an `Int`).
+    public static let requestedSize = SecKeyKeyExchangeParameter(rawValue: "requestedSize")
+    /// The X9.63 KDF's shared info (`Data`).
+    public static let sharedInfo = SecKeyKeyExchangeParameter(rawValue: "sharedInfo")
+}
+
+/// The C names of the same keys (Swift on Apple's platforms spells them `SecKeyKeyExchangeParameter.…`).
+public let kSecKeyKeyExchangeParameterRequestedSize = SecKeyKeyExchangeParameter.requestedSize.rawValue
+public let kSecKeyKeyExchangeParameterSharedInfo = SecKeyKeyExchangeParameter.sharedInfo.rawValue
+
+extension Dictionary where Key == AnyHashable, Value == Any {
+    /// The value of an exchange parameter, keyed by its raw value (as Apple's code does) or by the
+    /// parameter itself.
+    func exchangeParameter(_ parameter: SecKeyKeyExchangeParameter) -> Any? {
+        self[AnyHashable(parameter.rawValue)] ?? self[AnyHashable(parameter)]
+    }
+}
 
 /// The public half of a right's key: Apple's `LAPublicKey`. Everything here runs in the app.
 open class LAPublicKey: NSObject, @unchecked Sendable {
@@ -178,13 +198,13 @@ open class LAPrivateKey: NSObject, @unchecked Sendable {
         try await use(.decrypt, algorithm, data: Array(data))
     }
 
-    /// `parameters`: `kSecKeyKeyExchangeParameterRequestedSize` (Int) and
-    /// `kSecKeyKeyExchangeParameterSharedInfo` (Data) for the X9.63 variants.
+    /// `parameters`: `SecKeyKeyExchangeParameter.requestedSize.rawValue` (Int) and `.sharedInfo.rawValue`
+    /// (Data) for the X9.63 variants.
     open func exchangeKeys(publicKey: Data, algorithm: SecKeyAlgorithm, parameters: [AnyHashable: Any]) async throws
         -> Data
     {
-        let size = (parameters[AnyHashable(kSecKeyKeyExchangeParameterRequestedSize)] as? Int).map(Int64.init)
-        let info = (parameters[AnyHashable(kSecKeyKeyExchangeParameterSharedInfo)] as? Data).map { Array($0) }
+        let size = (parameters.exchangeParameter(.requestedSize) as? Int).map(Int64.init)
+        let info = (parameters.exchangeParameter(.sharedInfo) as? Data).map { Array($0) }
         return try await use(.exchangeKeys, algorithm, data: Array(publicKey), requestedSize: size, sharedInfo: info)
     }
 
@@ -207,12 +227,12 @@ open class LAPrivateKey: NSObject, @unchecked Sendable {
         completion handler: @escaping @Sendable (Data?, (any Error)?) -> Void
     ) {
         // `[AnyHashable: Any]` is not Sendable: the two values the exchange reads are taken here.
-        let size = parameters[AnyHashable(kSecKeyKeyExchangeParameterRequestedSize)] as? Int
-        let info = parameters[AnyHashable(kSecKeyKeyExchangeParameterSharedInfo)] as? Data
+        let size = parameters.exchangeParameter(.requestedSize) as? Int
+        let info = parameters.exchangeParameter(.sharedInfo) as? Data
         Completion.run(handler) {
             var kept: [AnyHashable: Any] = [:]
-            if let size { kept[AnyHashable(kSecKeyKeyExchangeParameterRequestedSize)] = size }
-            if let info { kept[AnyHashable(kSecKeyKeyExchangeParameterSharedInfo)] = info }
+            if let size { kept[AnyHashable(SecKeyKeyExchangeParameter.requestedSize.rawValue)] = size }
+            if let info { kept[AnyHashable(SecKeyKeyExchangeParameter.sharedInfo.rawValue)] = info }
             return try await self.exchangeKeys(publicKey: publicKey, algorithm: algorithm, parameters: kept)
         }
     }

@@ -418,7 +418,7 @@ func appleKeySpellings(_ right: LAPersistedRight, peer: Data) async throws {
     try await publicKey.verify(message, signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256)  // [PUB-09]
 
     let parameters: [AnyHashable: Any] = [
-        kSecKeyKeyExchangeParameterRequestedSize: 32, kSecKeyKeyExchangeParameterSharedInfo: Data(),
+        SecKeyKeyExchangeParameter.requestedSize.rawValue: 32, SecKeyKeyExchangeParameter.sharedInfo.rawValue: Data(),
     ]
     key.exchangeKeys(publicKey: peer, algorithm: .ecdhKeyExchangeStandard, parameters: parameters) {  // [PRIV-10]
         (shared: Data?, error: (any Error)?) in

@@ -164,6 +164,13 @@ struct LARightTests {
         let shared = try await right.key.exchangeKeys(
             publicKey: try await peer.key.publicKey.bytes, algorithm: .ecdhKeyExchangeStandard, parameters: [:])
         #expect(shared.count == 32)
+        let derived = try await right.key.exchangeKeys(
+            publicKey: try await peer.key.publicKey.bytes, algorithm: .ecdhKeyExchangeStandardX963SHA384,
+            parameters: [
+                SecKeyKeyExchangeParameter.requestedSize.rawValue: 48,
+                SecKeyKeyExchangeParameter.sharedInfo.rawValue: Data("info".utf8),
+            ])
+        #expect(derived.count == 48)
 
         await right.deauthorize()
         try d.touch("root-1")
