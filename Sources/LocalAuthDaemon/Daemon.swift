@@ -260,8 +260,19 @@ public actor Daemon {
             return Route(
                 operation: .rightRemove, audited: true, auditFields: [("right", identifier ?? "*")],
                 work: .account { _, user, _ in await rights.remove(user: user, identifier: identifier) })
+        case .rightUse(let options) where options.operation == .deauthorize:
+            // Dropping an authorization asks no one and needs neither the reader nor the seat.
+            let rights = RightRequests(parts: parts)
+            let pid = caller.pid
+            return Route(
+                operation: .rightUse, audited: true,
+                auditFields: [("right", options.identifier), ("operation", String(options.operation.rawValue))],
+                work: .account { _, user, _ in
+                    rights.deauthorize(RightGrants.holder(user: user, identifier: options.identifier, pid: pid))
+                })
         case .rightUse(let options):
             let rights = RightRequests(parts: parts)
+            let pid = caller.pid
             // The requirement is evaluated like an EVALUATE: the same presence rule, decided before
             // the right (or anything else of the account) is read.
             return Route(
@@ -273,7 +284,8 @@ public actor Daemon {
                 presence: .always, tty: options.tty, service: options.service, right: options.identifier,
                 wantsReader: true, deadlineMs: options.timeoutMs,
                 work: .account { daemon, user, whereabouts in
-                    await rights.use(options, user: user) { evaluation in
+                    let holder = RightGrants.holder(user: user, identifier: options.identifier, pid: pid)
+                    return await rights.use(options, user: user, holder: holder) { evaluation in
                         var evaluation = evaluation
                         evaluation.timeoutMs = max(evaluation.timeoutMs - (daemon.parts.clock() - arrivedMs), 1)
                         return await daemon.evaluate(evaluation, user: user, io: io, whereabouts: whereabouts!).result

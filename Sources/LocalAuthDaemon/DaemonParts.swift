@@ -25,6 +25,8 @@ struct DaemonParts: Sendable {
     let lease: ReaderLease
     /// Passcodes are hashed at most at a person's pace, per user.
     let pacer = HashPacer()
+    /// Rights authorized for a process (`RightGrants`): its key operations then ask no one again.
+    let grants = RightGrants()
 
     init(
         reader: FingerprintReader?, store: EnrollmentStore, configuration: DaemonConfiguration,
