@@ -16,6 +16,7 @@ STATIC_CXX_DIR = $(CURDIR)/.build/static-cxx
 STATIC_STDLIB ?= --static-swift-stdlib -Xlinker -L$(STATIC_CXX_DIR)
 
 .PHONY: all build build-debug deps demo test check-checkout lint format clean install uninstall test-system deb \
+        check-apple-api \
         test-deb test-boot
 
 all: deps build pam locale
@@ -82,9 +83,15 @@ test: check-checkout deps lint build-debug pam pam-asan locale test-locales chec
 lint:
 	swift-format lint --strict -r Sources Tests Examples Package.swift
 	$(PAM_CLANG_FORMAT) --dry-run -Werror Sources/*/shim.h
-	$(MAKE) pam-lint check-catalogued
+	$(MAKE) pam-lint check-catalogued check-apple-api
 	@! grep -n '^@Suite' Tests/IntegrationTests/*.swift | grep -v '\.onOwnThreads' \
 		| sed 's/$$/  <- an integration suite without .onOwnThreads (Tests\/README.md)/' | grep .
+
+# Every declaration of Apple's API that docs/apple-api.md marks for Linux is used in the compile
+# test Tests/AppleStyleTests/AppleSpellings.swift (which `swift build --build-tests` compiles).
+check-apple-api:
+	scripts/check-apple-api.py --self-test
+	scripts/check-apple-api.py
 
 format:
 	swift-format format -i -r Sources Tests Examples Package.swift

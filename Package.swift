@@ -82,7 +82,9 @@ let package = Package(
         .testTarget(name: "LocalAuthProtocolTests", dependencies: ["LocalAuthProtocol"], resources: []),
         .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore", "LocalAuthProtocol"]),
         .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader", "LocalAuthTesting"]),
-        .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
+        .testTarget(
+            name: "LocalAuthCryptoTests",
+            dependencies: ["LocalAuthCrypto", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "LocalAuthStoreTests",
             dependencies: [
@@ -103,7 +105,7 @@ let package = Package(
             name: "LocalAuthenticationTests",
             dependencies: [
                 "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization",
-                "LocalAuthTesting",
+                "LocalAuthTesting", "LocalAuthCrypto",
             ]),
         // Written as code for Apple's platforms is written: it must compile unchanged.
         .testTarget(name: "AppleStyleTests", dependencies: ["LocalAuthentication"]),

@@ -7,6 +7,8 @@ final class ConnectionCounter: Sendable {
         var perUID: [UInt32: Int] = [:]
         var total = 0
         var accepted = 0
+        /// Requests started whose RESULT has not been written yet.
+        var requests = 0
     }
     private let counts = Mutex(Counts())
 
@@ -25,6 +27,11 @@ final class ConnectionCounter: Sendable {
             return true
         }
     }
+
+    /// Requests started whose RESULT has not been written (`Server.drain`).
+    var requestsInFlight: Int { counts.withLock { $0.requests } }
+    func requestStarted() { counts.withLock { $0.requests += 1 } }
+    func requestEnded() { counts.withLock { $0.requests -= 1 } }
 
     func release(uid: UInt32) {
         counts.withLock { c in

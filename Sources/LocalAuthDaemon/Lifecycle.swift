@@ -201,6 +201,8 @@ public enum DaemonMain {
             Notify.send("STOPPING=1\nSTATUS=Exiting: no connection for \(seconds) s; the socket starts it again")
             audit.info("exiting after \(seconds) s without a connection; the next connection starts the daemon again")
         }
+        // Tell the clients waiting for a finger that the request ended, then close.
+        if await daemon.endEvaluationsForStop() > 0 { await server.drain(within: .seconds(2)) }
         fprintd?.shutdown()
         await server.shutdown()
         logind.close()

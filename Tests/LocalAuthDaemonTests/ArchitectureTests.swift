@@ -29,8 +29,10 @@ import Testing
         // The clients' gettext: glibc only (the daemon never renders a line in a person's language).
         "LocalAuthLocalization": ["LocalAuthProtocol", "CGettext", "Glibc"],
         "localauthctl": ["LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "ArgumentParser", "Glibc"],
+        // Observation: Apple's `LAContext: Observable` conformance (docs/apple-api.md, CTX-19).
         "LocalAuthentication": [
             "LocalAuthClient", "LocalAuthProtocol", "LocalAuthCrypto", "LocalAuthLocalization", "Foundation", "Glibc",
+            "Observation",
         ],
         "vault": ["LocalAuthentication", "Foundation"],
         "localauth-bench": ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "Foundation", "Glibc"],
@@ -39,7 +41,8 @@ import Testing
         "LocalAuthProtocolTests": ["LocalAuthProtocol", "Testing", "Glibc"],
         "LocalAuthCoreTests": ["LocalAuthCore", "LocalAuthProtocol", "Testing", "Foundation"],
         "FingerprintReaderTests": ["FingerprintReader", "LocalAuthTesting", "Testing", "Glibc", "Synchronization"],
-        "LocalAuthCryptoTests": ["LocalAuthCrypto", "Testing"],
+        // Crypto: each key algorithm checked against swift-crypto's own operations.
+        "LocalAuthCryptoTests": ["LocalAuthCrypto", "Crypto", "Testing"],
         "LocalAuthStoreTests": [
             "LocalAuthStore", "LocalAuthCore", "LocalAuthProtocol", "LocalAuthCrypto", "LocalAuthTesting", "Testing",
             "Glibc", "Synchronization",
@@ -54,9 +57,9 @@ import Testing
         ],
         "LocalAuthenticationTests": [
             "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "LocalAuthTesting",
-            "Testing", "Foundation", "Glibc",
+            "LocalAuthCrypto", "Testing", "Foundation", "Glibc",
         ],
-        "AppleStyleTests": ["LocalAuthentication", "Testing", "Foundation"],
+        "AppleStyleTests": ["LocalAuthentication", "Testing", "Foundation", "Observation"],
     ]
 
     /// Modules that only these files may import, even within a target allowed to.
