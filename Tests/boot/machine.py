@@ -180,7 +180,7 @@ class Machine:
 
     def can(self, capability):
         """Whether the container's PID 1 has this capability in its bounding set."""
-        bits = {"CAP_NET_ADMIN": 12, "CAP_SYS_ADMIN": 21}
+        bits = {"CAP_NET_ADMIN": 12, "CAP_SYS_ADMIN": 21, "CAP_SYS_RESOURCE": 24}
         with open("/proc/%d/status" % self.leader) as f:
             bnd = int([l for l in f if l.startswith("CapBnd:")][0].split()[1], 16)
         return bool(bnd >> bits[capability] & 1)
