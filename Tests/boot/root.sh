@@ -47,4 +47,6 @@ done
 echo "test-boot: made the root in $SECONDS s ($(du -sh "$work/root" | cut -f1)): $root" >&2
 mkdir -p "$cache/$key"
 mv "$work/root" "$root"
+# Roots made for another list are not used again: one cached root at a time (each ~380 MB).
+find "$cache" -mindepth 1 -maxdepth 1 -type d ! -name "$key" ! -name '.new-*' -exec rm -rf {} +
 echo "$root"
