@@ -548,6 +548,28 @@ def journey_c(m, args):
     show("the journal on the watchdog", wd)
     check("Watchdog timeout" in wd and 25 < took < 50, "the watchdog fired after %.0f s and systemd restarted the daemon" % took, wd)
 
+    # A daemon that cannot start (a bad value in the configuration) says why to whoever asks, and
+    # the socket survives however often they ask (issue 25, item 2).
+    m.write("/etc/localauthd.conf.d/test-bad.conf", "finger-attempts = many\n")
+    m.sh("systemctl restart localauthd.service", check=False)
+    answers = [m.sh("localauthctl status", user=ALICE, check=False) for _ in range(8)]
+    show("localauthctl status with 'finger-attempts = many' (the first of 8)", answers[0].stdout + answers[0].stderr)
+    check(all(a.returncode != 0 and "finger-attempts" in a.stdout + a.stderr for a in answers),
+          "a daemon that cannot start: each of 8 requests is told why (the file's bad line)",
+          [(a.returncode, a.stdout + a.stderr) for a in answers])
+    check(m.out("systemctl is-active localauthd.socket", check=False).strip() == "active"
+          and m.sh("test -S /run/localauthd/socket", check=False).returncode == 0,
+          "the socket survives the failed starts")
+    mark, s, _ = run_at_console(m, "sudo -k; sudo whoami", SUDO_PROMPT, "sudo's own password prompt")
+    m.type_line(ALICE_PW)
+    s, _ = prompt_back(m, mark)
+    show("sudo whoami while the daemon cannot start", s)
+    check(has_line(s, r"^root$") and "finger-attempts" in s,
+          "sudo says why there is no finger and the password gives root", s)
+    os.remove(m.root + "/etc/localauthd.conf.d/test-bad.conf")
+    m.sh("systemctl restart localauthd.service")
+    check(m.sh("localauthctl status", user=ALICE, check=False).returncode == 0, "fixed, the daemon serves again")
+
     # A reboot: the finger and the counters are where they were; the console login takes the
     # password (the console is not the virtual terminal in front), and reports it; then sudo
     # takes the finger.
