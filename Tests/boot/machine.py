@@ -60,12 +60,14 @@ class Machine:
         """Boots the copy; returns the seconds from systemd-nspawn's start to
         `systemctl is-system-running --wait` answering."""
         t0 = time.monotonic()
-        self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "console", "-x", "200", "-y", "50",
+        # The options before the pane starts: a systemd-nspawn that fails at once leaves its words.
+        conf = os.path.join(self.work, "tmux.conf")
+        with open(conf, "w") as f:
+            f.write("set-option -g history-limit 50000\nset-option -g remain-on-exit on\n")
+        self.tmux("-f", conf, "new-session", "-d", "-s", "console", "-x", "200", "-y", "50",
                   "systemd-nspawn", "-D", self.root, "--boot", "--register=no", "--keep-unit",
                   "--machine=" + self.name)
-        self.tmux("set-option", "-g", "history-limit", "50000")
-        self.tmux("set-option", "-g", "remain-on-exit", "on")
-        self.tmux("pipe-pane", "-t", "console", "cat >> '%s'" % self.console_log)
+        self.tmux("pipe-pane", "-t", "console", "cat >> '%s'" % self.console_log, check=False)
         self.nspawn = int(self.tmux("display-message", "-p", "#{pane_pid}").strip())
         deadline = time.monotonic() + timeout
         while self.leader is None:
