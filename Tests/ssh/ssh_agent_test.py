@@ -313,6 +313,27 @@ def keygen_sign_and_verify_round_trip(w):
     check(r.returncode == 0 and "Good" in r.stdout + r.stderr, "verify: %s %s" % (r.stdout, r.stderr))
 
 
+def git_signs_a_commit_with_the_key_as_the_readme_says(w):
+    """README.md: gpg.format ssh, user.signingkey "key::<ssh-key list's line>"; the real git."""
+    repo = os.path.join(w.home, "repo")
+    git = ["git", "-C", repo]
+    w.as_user(["git", "init", "-q", repo], check_rc=True)
+    for key, value in (("user.name", USER), ("user.email", USER + "@example.org"), ("gpg.format", "ssh"),
+                       ("user.signingkey", "key::" + w.key_line),
+                       ("gpg.ssh.allowedSignersFile", os.path.join(w.home, "allowed_signers"))):
+        w.as_user(git + ["config", key, value], check_rc=True)
+    w.write_user_file("allowed_signers", "%s@example.org %s\n" % (USER, w.key_line), 0o644)
+    before = w.prompts()
+    p = w.m.spawn(w.user_cmd(git + ["commit", "-q", "-S", "--allow-empty", "-m", "signed"]),
+                  env=w.user_env(SSH_AUTH_SOCK=w.sock), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    w.wait_for_prompt(before)
+    w.touch("finger-1")
+    out, err = p.communicate(timeout=sandbox.WAIT_S)
+    check(p.returncode == 0, "git commit -S: %s %s" % (out, err))
+    r = w.as_user(git + ["verify-commit", "HEAD"])
+    check(r.returncode == 0 and "Good" in r.stderr, "git verify-commit: %s %s" % (r.stdout, r.stderr))
+
+
 def malformed_messages_get_failure_and_the_agent_serves_on(w):
     answers = agent_exchange(w, [
         frame(bytes([200])),  # an unknown number
@@ -363,6 +384,7 @@ CASES = [
     ("enrolled_finger_logs_in", enrolled_finger_logs_in),
     ("ssh_add_lists_public_keys", ssh_add_lists_public_keys),
     ("keygen_sign_and_verify_round_trip", keygen_sign_and_verify_round_trip),
+    ("git_signs_a_commit_with_the_key_as_the_readme_says", git_signs_a_commit_with_the_key_as_the_readme_says),
     ("another_account_cannot_use_the_socket", another_account_cannot_use_the_socket),
     ("ssh_add_of_a_file_key_is_refused", ssh_add_of_a_file_key_is_refused),
     ("malformed_messages_get_failure_and_the_agent_serves_on", malformed_messages_get_failure_and_the_agent_serves_on),
