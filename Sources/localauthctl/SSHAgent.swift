@@ -353,6 +353,8 @@ struct AgentConnection {
             // No fallback button: nobody can type a passcode to an agent.
             data: data, service: "ssh-agent", reason: reason, fallbackTitle: "", timeoutMs: agent.timeoutMs)
         let result: RequestResult
+        var notification = DesktopNotification()
+        defer { notification.close() }
         do {
             let connection = try DaemonConnection(
                 socketPath: agent.daemonSocket ?? DaemonConnection.defaultSocketPath,
@@ -361,6 +363,7 @@ struct AgentConnection {
             result = try connection.perform(.rightUse(options), timeoutMs: agent.timeoutMs + 10_000) { event in
                 // English: the agent's log
                 agentLog("key \(name): \(event.localizedMessage())")
+                notification.show(summary: tr("ssh: touch the fingerprint reader"), body: event.localizedMessage())
                 return event.kind == .passcodeNeeded ? .cancel : nil
             }
         } catch {

@@ -10,7 +10,8 @@ logind is python-dbusmock's (Tests/system/logind_mock.py): the account's process
 active local session on seat0, as the presence rule asks of a finger.
 
 Cases:
-  enrolled finger -> logged in (the prompt named the program, the account and the host);
+  enrolled finger -> logged in (the prompt named the program, the account and the host, and was
+    shown as a desktop notification: python-dbusmock's notification daemon on the account's session bus);
   wrong finger -> refused after the tries; no touch -> refused at the agent's timeout;
   another account, and root, cannot use the socket; ssh-add -L lists the public keys only;
   ssh-add of a file key refused; ssh-keygen -Y sign / -Y verify round trip;
@@ -88,11 +89,13 @@ class World:
         self.write_user_file(".ssh/authorized_keys", self.key_line + "\n", 0o600)
         self.start_sshd()
         self.write_user_file(".ssh/known_hosts", "[127.0.0.1]:%d %s\n" % (self.port, self.host_key), 0o644)
+        self.start_session_bus()
         self.sock = os.path.join(self.home, "agent", "socket")
         self.agent_log = self.path("agent.log")
         self.agent = self.m.spawn(self.user_cmd([self.ctl, "ssh-agent", "--socket", self.sock,
                                                  "--timeout", str(AGENT_TIMEOUT_S)]),
-                                  env=self.user_env(), stdout=subprocess.DEVNULL,
+                                  env=self.user_env(DBUS_SESSION_BUS_ADDRESS=self.session_bus),
+                                  stdout=subprocess.DEVNULL,
                                   stderr=open(self.agent_log, "w"))
         wait_until(lambda: os.path.exists(self.sock) or self.agent.poll() is not None, "the agent listens")
         check(self.agent.poll() is None, "the agent runs: %s" % self.agent_text())
@@ -154,6 +157,31 @@ class World:
                     raise sandbox.Failure("sshd exited: %s" % tail(self.sshd_log))
                 return False
         wait_until(listening, "sshd listens")
+
+    def start_session_bus(self):
+        """The account's session bus (a dbus-daemon of its own) with python-dbusmock's
+        notification daemon on it, which logs every call it gets."""
+        bus = self.m.spawn(self.user_cmd(["dbus-daemon", "--session", "--nofork", "--print-address=1",
+                                          "--address=unix:path=%s/session-bus" % self.home]),
+                           env=self.user_env(), stdout=subprocess.PIPE, text=True)
+        self.session_bus = bus.stdout.readline().strip()
+        check(self.session_bus.startswith("unix:"), "session bus: %r" % self.session_bus)
+        self.notify_log = self.path("notifications.log")
+        open(self.notify_log, "w").close()
+        os.chown(self.notify_log, self.uid, self.uid)
+        self.m.spawn(self.user_cmd(["/usr/bin/python3", "-m", "dbusmock", "--template", "notification_daemon",
+                                    "-l", self.notify_log]),
+                     env=self.user_env(DBUS_SESSION_BUS_ADDRESS=self.session_bus), stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+
+        def owned():
+            r = subprocess.run(self.user_cmd(["gdbus", "call", "--session", "--dest", "org.freedesktop.DBus",
+                                              "--object-path", "/org/freedesktop/DBus", "--method",
+                                              "org.freedesktop.DBus.NameHasOwner", "org.freedesktop.Notifications"]),
+                               env=self.user_env(DBUS_SESSION_BUS_ADDRESS=self.session_bus), capture_output=True,
+                               text=True)
+            return "true" in r.stdout
+        wait_until(owned, "the notification daemon is on the session bus")
 
     def agent_text(self):
         return tail(self.agent_log, 1 << 20)
@@ -232,6 +260,13 @@ def enrolled_finger_logs_in(w):
     check("/usr/bin/ssh: log in as %s on [127.0.0.1]:%d with ssh key %s" % (USER, w.port, KEY) in log,
           "the prompt names the program, the account and the host: %s" % log[-800:])
     check("key %s: signed" % KEY in log, "the agent says it signed")
+    # The prompt on the desktop: a notification naming the host, taken away once signed.
+    calls = tail(w.notify_log, 1 << 20)
+    check('Notify "localauth" 0 "" "ssh: touch the fingerprint reader"' in calls
+          and "log in as %s on [127.0.0.1]:%d with ssh key %s" % (USER, w.port, KEY) in calls,
+          "the notification: %r" % calls)
+    check(calls.rstrip().splitlines()[-1].split(" ", 1)[1].startswith("CloseNotification"),
+          "closed after the signature: %r" % calls)
 
 
 def wrong_finger_is_refused(w):
