@@ -218,6 +218,8 @@ bench: deps pam pam-bench $(STATIC_CXX_DIR)/libstdc++.so
 	/usr/bin/python3 bench/bench.py --bin $(BIN_RELEASE) $(BENCH_ARGS)
 	/usr/bin/python3 bench/terminal.py --module pam/build/pam_localauth.so --bin $(BIN_RELEASE) \
 		$(BENCH_TERMINAL_ARGS)
+	/usr/bin/python3 pam/tests/privtmp.py /usr/bin/python3 bench/ssh_sign.py \
+		--module $(abspath pam/build/pam_localauth.so) --bin $(abspath $(BIN_RELEASE))
 
 # sudo in a real terminal, ours beside pam_fprintd (bench/terminal.py; docs/performance.md).
 # Uses whatever build BIN names (release by default); fprintd and polkitd must be installed.

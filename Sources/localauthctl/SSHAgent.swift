@@ -171,6 +171,43 @@ struct AgentPeer {
     }
 }
 
+/// Watches an agent client while its signature waits for a finger: when the client hangs up, the
+/// daemon connection is shut down, which the daemon takes as a cancel (nothing counted).
+private final class HangupWatch: @unchecked Sendable {
+    private let wake: (read: Int32, write: Int32)
+
+    init(client: Int32, connection: DaemonConnection) {
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) != 0 { fds = [-1, -1] }
+        wake = (fds[0], fds[1])
+        let wakeRead = fds[0]
+        guard wakeRead >= 0 else { return }
+        let started = detachThread {
+            // POLLRDHUP (0x2000, a _GNU_SOURCE name): the client closed or shut its end down.
+            var p = [
+                pollfd(fd: client, events: 0x2000, revents: 0),
+                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            ]
+            while poll(&p, 2, -1) < 0 && errno == EINTR {}
+            if p[1].revents == 0 && p[0].revents != 0 {
+                // English: the agent's log
+                agentLog("the client hung up: the request is cancelled")
+                connection.interrupt()
+            }
+            Glibc.close(wakeRead)
+        }
+        if !started { Glibc.close(wakeRead) }
+    }
+
+    /// Wakes the watcher and lets it end (it closes its end of the pipe itself).
+    func stop() {
+        guard wake.write >= 0 else { return }
+        var byte: UInt8 = 1
+        _ = write(wake.write, &byte, 1)
+        Glibc.close(wake.write)
+    }
+}
+
 /// A small lock for what connections share.
 private final class Locked<Value>: @unchecked Sendable {
     private var value: Value
@@ -252,6 +289,8 @@ struct AgentConnection {
     /// host; any forwarding bind marks the connection forwarded for good).
     var boundHost: [UInt8]?
     var forwarded = false
+    /// The desktop notification of the prompt in flight; closed once the answer is sent.
+    var notification = DesktopNotification()
 
     init(fd: Int32, peer: AgentPeer, agent: SSHAgent) {
         self.fd = fd
@@ -267,7 +306,9 @@ struct AgentConnection {
         while true {
             do {
                 while let body = try reader.next() {
-                    guard send(answer(body).frame) else { return }
+                    let sent = send(answer(body).frame)
+                    notification.close()
+                    guard sent else { return }
                 }
             } catch {
                 // English: the agent's log
@@ -329,7 +370,7 @@ struct AgentConnection {
         }
     }
 
-    func sign(blob: [UInt8], data: [UInt8]) -> AgentResponse {
+    mutating func sign(blob: [UInt8], data: [UInt8]) -> AgentResponse {
         guard SSHECDSAKey.point(blob: blob) != nil,
             let key = SSHAgentKeys.load(socket: agent.daemonSocket, log: agentLog).first(where: { $0.blob == blob })
         else {
@@ -353,13 +394,14 @@ struct AgentConnection {
             // No fallback button: nobody can type a passcode to an agent.
             data: data, service: "ssh-agent", reason: reason, fallbackTitle: "", timeoutMs: agent.timeoutMs)
         let result: RequestResult
-        var notification = DesktopNotification()
-        defer { notification.close() }
         do {
             let connection = try DaemonConnection(
                 socketPath: agent.daemonSocket ?? DaemonConnection.defaultSocketPath,
                 // English: a program's name
                 clientName: "localauthctl ssh-agent")
+            // A client that goes away (ssh interrupted) ends the request: the daemon cancels it.
+            let watch = HangupWatch(client: fd, connection: connection)
+            defer { watch.stop() }
             result = try connection.perform(.rightUse(options), timeoutMs: agent.timeoutMs + 10_000) { event in
                 // English: the agent's log
                 agentLog("key \(name): \(event.localizedMessage())")

@@ -269,6 +269,24 @@ def enrolled_finger_logs_in(w):
           "closed after the signature: %r" % calls)
 
 
+def client_gone_mid_wait_cancels_the_request(w):
+    """ssh interrupted while the daemon waits for the finger: the agent cancels at once (the daemon
+    counts nothing), it does not hold the reader until its timeout."""
+    before = w.prompts()
+    p = w.ssh()
+    w.wait_for_prompt(before)
+    started = time.monotonic()
+    p.kill()
+    p.wait(timeout=sandbox.WAIT_S)
+    def cancelled():
+        uses = [l for l in w.m.audit() if "op=rightUse" in l]
+        return uses and "result=systemCancel phrase=cancelled" in uses[-1]
+    wait_until(cancelled, "the daemon ends the request as cancelled (nothing counted)")
+    took = time.monotonic() - started
+    check(took < AGENT_TIMEOUT_S - 2, "ended in %.1f s, not at the timeout" % took)
+    check("the client hung up: the request is cancelled" in w.agent_text(), "the agent says why")
+
+
 def wrong_finger_is_refused(w):
     def asked():  # the first prompt, then each "try again"
         text = w.agent_text()
@@ -424,6 +442,7 @@ CASES = [
     ("ssh_add_of_a_file_key_is_refused", ssh_add_of_a_file_key_is_refused),
     ("malformed_messages_get_failure_and_the_agent_serves_on", malformed_messages_get_failure_and_the_agent_serves_on),
     ("forwarded_connection_is_refused_without_asking", forwarded_connection_is_refused_without_asking),
+    ("client_gone_mid_wait_cancels_the_request", client_gone_mid_wait_cancels_the_request),
     ("no_touch_is_refused_at_the_timeout", no_touch_is_refused_at_the_timeout),
     ("wrong_finger_is_refused", wrong_finger_is_refused),
 ]
