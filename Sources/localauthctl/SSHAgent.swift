@@ -51,10 +51,20 @@ struct SSHAgentCommand: ParsableCommand {
     }
 }
 
-/// One line on standard error (the journal, under systemd).
+/// One line on standard error (the journal, under systemd). Control characters a client chose (an
+/// executable's name, an extension's, an account's) are written as `\xNN`, so no client forges a line.
 func agentLog(_ line: String) {
+    var clean = ""
+    for scalar in line.unicodeScalars {
+        if scalar.value < 0x20 || scalar.value == 0x7f {
+            let hex = String(scalar.value, radix: 16)
+            clean += "\\x" + (hex.count < 2 ? "0" : "") + hex
+        } else {
+            clean.unicodeScalars.append(scalar)
+        }
+    }
     // English: the agent's log
-    printError("localauthctl ssh-agent: " + line)
+    printError("localauthctl ssh-agent: " + clean)
 }
 
 enum SSHAgentSocket {

@@ -401,6 +401,14 @@ def malformed_messages_get_failure_and_the_agent_serves_on(w):
     check(w.agent.poll() is None, "the agent runs")
 
 
+def client_text_with_a_newline_cannot_forge_an_agent_log_line(w):
+    answers = agent_exchange(w, [frame(bytes([27]) + sshstr("x\nlocalauthctl ssh-agent: forged"))])
+    check(answers == [bytes([5])], "SSH_AGENT_FAILURE: %r" % answers)
+    check(not any(l.startswith("localauthctl ssh-agent: forged") for l in w.agent_text().splitlines()),
+          "no client forges a line of the agent's log")
+    check("extension x\\x0alocalauthctl ssh-agent: forged is not supported" in w.agent_text(), "written escaped")
+
+
 def forwarded_connection_is_refused_without_asking(w):
     before = w.prompts()
     bind = bytes([27]) + sshstr("session-bind@openssh.com") + sshstr(b"hostkey") + sshstr(b"sid") + \
@@ -441,6 +449,8 @@ CASES = [
     ("another_account_cannot_use_the_socket", another_account_cannot_use_the_socket),
     ("ssh_add_of_a_file_key_is_refused", ssh_add_of_a_file_key_is_refused),
     ("malformed_messages_get_failure_and_the_agent_serves_on", malformed_messages_get_failure_and_the_agent_serves_on),
+    ("client_text_with_a_newline_cannot_forge_an_agent_log_line",
+     client_text_with_a_newline_cannot_forge_an_agent_log_line),
     ("forwarded_connection_is_refused_without_asking", forwarded_connection_is_refused_without_asking),
     ("client_gone_mid_wait_cancels_the_request", client_gone_mid_wait_cancels_the_request),
     ("no_touch_is_refused_at_the_timeout", no_touch_is_refused_at_the_timeout),
