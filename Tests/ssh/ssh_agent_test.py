@@ -16,7 +16,10 @@ Cases:
   another account, and root, cannot use the socket; ssh-add -L lists the public keys only;
   ssh-add of a file key refused; ssh-keygen -Y sign / -Y verify round trip;
   malformed and unknown messages get SSH_AGENT_FAILURE and the agent serves on;
-  a forwarded connection (session-bind with is_forwarding) is refused without asking.
+  a forwarded connection (session-bind with is_forwarding) is refused without asking, unless the
+    key allows forwarding (then it signs after the finger); ssh-key create / list / delete;
+    an interrupted ssh cancels the request; git commit -S / verify-commit; the user unit's way in
+    (systemd-socket-activate).
 
 Usage: ssh_agent_test.py --module SO --bin DIR [-k NAME]   (as root)
 The last line is "N passed, N failed"; the exit status is non-zero on any failure.
@@ -440,6 +443,39 @@ def socket_activation_serves_the_socket_systemd_passes(w):
         p.wait(timeout=sandbox.WAIT_S)
 
 
+def forwarding_key_signs_for_a_forwarded_connection_after_a_finger_and_delete_removes_it(w):
+    r = w.as_user([w.ctl, "ssh-key", "create", "fwd", "--allow-forwarding"], check_rc=True)
+    line = r.stdout.strip().splitlines()[-1]
+    check(line.endswith(" localauth:fwd"), "created: %r" % r.stdout)
+    for refused in (["--reuse", "5"], ["--requirement", "passcode"]):
+        r = w.as_user([w.ctl, "ssh-key", "create", "other"] + refused)
+        check(r.returncode == 64, "create %s refused: %d %s" % (refused, r.returncode, r.stderr))
+    r = w.as_user([w.ctl, "ssh-key", "create", "fwd"])
+    check(r.returncode != 0 and "already" in r.stderr.lower(), "a name is never replaced: %s" % r.stderr)
+    listed = w.as_user([w.ctl, "ssh-key", "list"], check_rc=True).stdout.split("\n")
+    check(line in listed and w.key_line in listed, "both listed: %r" % listed)
+    bind = bytes([27]) + sshstr("session-bind@openssh.com") + sshstr(b"hostkey") + sshstr(b"sid") + \
+        sshstr(b"sig") + bytes([1])
+    sign = bytes([13]) + sshstr(key_blob(line)) + sshstr(b"data") + struct.pack(">I", 0)
+    before = w.prompts()
+    script = ("import socket,struct,sys\n"
+              "s=socket.socket(socket.AF_UNIX);s.settimeout(30);s.connect(sys.argv[1])\n"
+              "def rd(n):\n b=b''\n while len(b)<n: b+=s.recv(n-len(b))\n return b\n"
+              "for h in sys.argv[2:]:\n"
+              " s.sendall(bytes.fromhex(h));n=struct.unpack('>I',rd(4))[0];print(rd(n)[:1].hex(),flush=True)\n")
+    p = w.m.spawn(w.user_cmd(["python3", "-c", script, w.sock, frame(bind).hex(), frame(sign).hex()]),
+                  env=w.user_env(), stdout=subprocess.PIPE, text=True)
+    w.wait_for_prompt(before)
+    w.touch("finger-1")
+    out, _ = p.communicate(timeout=sandbox.WAIT_S)
+    check(out.split() == ["06", "0e"], "bound, then signed after the finger: %r" % out)
+    w.as_user([w.ctl, "ssh-key", "delete", "fwd"], check_rc=True)
+    listed = w.as_user([w.ctl, "ssh-key", "list"], check_rc=True).stdout.strip()
+    check(listed == w.key_line, "only the first key is left: %r" % listed)
+    r = w.as_user([w.ctl, "right", "show", "ssh-key:fwd"])
+    check(r.returncode != 0, "the daemon destroyed the right: %s" % r.stdout)
+
+
 CASES = [
     ("socket_activation_serves_the_socket_systemd_passes", socket_activation_serves_the_socket_systemd_passes),
     ("enrolled_finger_logs_in", enrolled_finger_logs_in),
@@ -454,6 +490,8 @@ CASES = [
     ("forwarded_connection_is_refused_without_asking", forwarded_connection_is_refused_without_asking),
     ("client_gone_mid_wait_cancels_the_request", client_gone_mid_wait_cancels_the_request),
     ("no_touch_is_refused_at_the_timeout", no_touch_is_refused_at_the_timeout),
+    ("forwarding_key_signs_for_a_forwarded_connection_after_a_finger_and_delete_removes_it",
+     forwarding_key_signs_for_a_forwarded_connection_after_a_finger_and_delete_removes_it),
     ("wrong_finger_is_refused", wrong_finger_is_refused),
 ]
 
