@@ -16,6 +16,7 @@ STATIC_CXX_DIR = $(CURDIR)/.build/static-cxx
 STATIC_STDLIB ?= --static-swift-stdlib -Xlinker -L$(STATIC_CXX_DIR)
 
 .PHONY: all build build-debug deps demo test check-checkout lint format clean install uninstall test-system deb \
+        check-apple-api \
         test-deb
 
 all: deps build pam locale
@@ -81,9 +82,15 @@ test: check-checkout deps lint build-debug pam pam-asan locale test-locales chec
 lint:
 	swift-format lint --strict -r Sources Tests Examples Package.swift
 	$(PAM_CLANG_FORMAT) --dry-run -Werror Sources/*/shim.h
-	$(MAKE) pam-lint check-catalogued
+	$(MAKE) pam-lint check-catalogued check-apple-api
 	@! grep -n '^@Suite' Tests/IntegrationTests/*.swift | grep -v '\.onOwnThreads' \
 		| sed 's/$$/  <- an integration suite without .onOwnThreads (Tests\/README.md)/' | grep .
+
+# Every declaration of Apple's API that docs/apple-api.md marks for Linux is used in the compile
+# test Tests/AppleStyleTests/AppleSpellings.swift (which `swift build --build-tests` compiles).
+check-apple-api:
+	scripts/check-apple-api.py --self-test
+	scripts/check-apple-api.py
 
 format:
 	swift-format format -i -r Sources Tests Examples Package.swift
@@ -192,10 +199,13 @@ test-deb: deb
 # fprintd's D-Bus API served by localauthd (Tests/fprintd): the real system bus daemon with our bus
 # policy, the real polkitd with our actions and pkttyagent, Debian's fprintd-* tools, pam_fprintd.so
 # and a listening client, in a private mount and pid namespace (root). fprintd's own suite is not
-# here (it is not ours; Tests/fprintd/upstream-suite.sh runs it from outside).
+# here (it is not ours; Tests/fprintd/upstream-suite.sh runs it from outside). Then two classes again
+# while useradd replaces the (stand-in) host's /etc/passwd every 0.1 s (host-passwd-churn.sh).
 .PHONY: test-fprintd
 test-fprintd: build-debug pam
 	LOCALAUTH_PAM_MODULE=$(abspath $(PAM_MODULE)) Tests/fprintd/run.sh $(BIN_DEBUG)
+	LOCALAUTH_PAM_MODULE=$(abspath $(PAM_MODULE)) Tests/fprintd/host-passwd-churn.sh $(BIN_DEBUG) \
+		ClaimTests FirstFingerTests
 
 # Touch ID for ssh (issue 30): OpenSSH's sshd on 127.0.0.1 and the real ssh, ssh-add and ssh-keygen
 # through `localauthctl ssh-agent`, against the real daemon, in a private mount namespace.

@@ -85,7 +85,9 @@ let package = Package(
         .testTarget(name: "SSHAgentProtocolTests", dependencies: ["SSHAgentProtocol"]),
         .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore", "LocalAuthProtocol"]),
         .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader", "LocalAuthTesting"]),
-        .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
+        .testTarget(
+            name: "LocalAuthCryptoTests",
+            dependencies: ["LocalAuthCrypto", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "LocalAuthStoreTests",
             dependencies: [
@@ -106,7 +108,7 @@ let package = Package(
             name: "LocalAuthenticationTests",
             dependencies: [
                 "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization",
-                "LocalAuthTesting",
+                "LocalAuthTesting", "LocalAuthCrypto",
             ]),
         // Written as code for Apple's platforms is written: it must compile unchanged.
         .testTarget(name: "AppleStyleTests", dependencies: ["LocalAuthentication"]),

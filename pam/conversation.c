@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <langinfo.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -17,6 +18,8 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
+#include <wctype.h>
 
 #define PAM_SM_AUTH
 #include <security/pam_ext.h>
@@ -31,11 +34,78 @@
 #include "terminal.h"
 #include "wire.h"
 
+/* The length of the well-formed UTF-8 sequence at s (1 to 4), and its code point in cp; 0 when
+ * none starts there. */
+static size_t utf8_sequence(const unsigned char *s, uint32_t *cp)
+{
+    size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+    static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (n == 0 || s[0] > 0xf4)
+        return 0;
+    uint32_t c = s[0] & (0x7f >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) /* the NUL ends it too */
+            return 0;
+        c = c << 6 | (s[i] & 0x3f);
+    }
+    if (c < least[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    *cp = c;
+    return n;
+}
+
+/* How the application's locale (LC_CTYPE, its setlocale) encodes text: the C1 controls
+ * U+0080-U+009F are written C2 80-C2 9F in UTF-8, but as the bytes 80-9F in ISO 8859 and
+ * other single-byte sets, where a terminal takes 9B for CSI; in a multibyte set such as GBK or
+ * Big5 those bytes can be part of a character. The C locale (ASCII) is read as UTF-8: most
+ * terminals are, and the module's own English lines are UTF-8 ("—"). */
+enum la_charset { LA_CHARSET_UTF8, LA_CHARSET_SINGLE_BYTE, LA_CHARSET_MULTIBYTE };
+
+static enum la_charset charset(void)
+{
+    const char *codeset = nl_langinfo(CODESET);
+    if (strcmp(codeset, "UTF-8") == 0 || strcmp(codeset, "ANSI_X3.4-1968") == 0)
+        return LA_CHARSET_UTF8;
+    return MB_CUR_MAX == 1 ? LA_CHARSET_SINGLE_BYTE : LA_CHARSET_MULTIBYTE;
+}
+
 void la_replace_controls(char *text)
 {
-    for (; *text != '\0'; text++)
-        if ((unsigned char)*text < 0x20 || *text == 0x7f)
-            *text = '?';
+    enum la_charset set = charset();
+    unsigned char *in = (unsigned char *)text, *out = in;
+    mbstate_t state;
+    memset(&state, 0, sizeof state);
+    while (*in != '\0') {
+        uint32_t cp = 0;
+        size_t n = 1;
+        int control = *in < 0x20 || *in == 0x7f; /* C0 and DEL */
+        if (*in >= 0x80 && set == LA_CHARSET_UTF8) {
+            n = utf8_sequence(in, &cp);
+            control = n == 0 ? *in <= 0x9f : cp <= 0x9f; /* C1, or its raw byte */
+            n = n == 0 ? 1 : n;
+        } else if (*in >= 0x80 && set == LA_CHARSET_MULTIBYTE) {
+            wchar_t wc;
+            size_t len =
+                mbrtowc(&wc, (const char *)in, strnlen((const char *)in, MB_CUR_MAX), &state);
+            if (len == (size_t)-1 || len == (size_t)-2 || len == 0) {
+                memset(&state, 0, sizeof state);
+                control = *in <= 0x9f;
+            } else {
+                n = len;
+                control = iswcntrl((wint_t)wc) != 0;
+            }
+        } else if (*in >= 0x80) {
+            control = *in <= 0x9f;
+        }
+        if (control) {
+            *out++ = '?'; /* one for the whole character */
+        } else {
+            memmove(out, in, n);
+            out += n;
+        }
+        in += n;
+    }
+    *out = '\0';
 }
 
 /* Shows one line to the person: at the terminal the module owns, else through the
@@ -50,11 +120,31 @@ void la_show(struct session *s, int style, const char *msg)
     memcpy(line, msg, n);
     line[n] = '\0';
     la_replace_controls(line);
+    snprintf(s->shown, sizeof s->shown, "%s", line);
     if (s->term.fd >= 0)
         la_term_say(&s->term, line);
     else if (!s->silent)
         /* A failing conversation for a message is harmless: the request goes on. */
         (void)pam_prompt(s->pamh, style, NULL, "%s", line);
+}
+
+/* The daemon's biometryLocked event and its biometryLockout RESULT carry one message ("Too many
+ * attempts: use your password"): said once (issue 26). */
+void la_show_pending(struct session *s, int drop)
+{
+    if (s->pending[0] != '\0' && !drop)
+        la_show(s, PAM_ERROR_MSG, s->pending);
+    s->pending[0] = '\0';
+}
+
+void la_show_result(struct session *s, const char *msg)
+{
+    char line[LA_WIRE_MAX_FIELD + 1];
+    snprintf(line, sizeof line, "%s", msg);
+    la_replace_controls(line);
+    if (s->shown[0] != '\0' && strcmp(line, s->shown) == 0)
+        return;
+    la_show(s, PAM_ERROR_MSG, msg);
 }
 
 /* Logs in one line why the finger was not used (English), and tells the person (in the
@@ -209,6 +299,9 @@ int la_on_event(struct session *s)
     const struct la_reply *r = &s->reply;
     const char *text = la_reply_text(s);
     la_debug(s, "event %lld: %s", (long long)r->event, r->message);
+    /* After the last miss, the lockout's line says it all: one line, then the caller's own
+     * password prompt (issue 26). */
+    la_show_pending(s, r->event == LA_EVENT_BIOMETRY_LOCKED);
     switch (r->event) {
     case LA_EVENT_PLACE_FINGER:
         if (s->term.mode == LA_TERM_OWN && s->term.fd >= 0 && s->place_finger[0] == '\0')
@@ -218,9 +311,18 @@ int la_on_event(struct session *s)
         return 0;
     case LA_EVENT_NO_MATCH:
         s->seen.tries_exhausted = r->present & LA_HAS_TRIES_LEFT && r->tries_left <= 0;
-        la_show(s, PAM_ERROR_MSG, text);
+        /* The last finger this request takes: the prompt does not come back under its line
+         * (the caller's own password prompt follows; issue 26), and the line waits for what
+         * follows (la_show_pending). */
+        if (s->seen.tries_exhausted) {
+            la_term_end_prompt(&s->term, 1);
+            snprintf(s->pending, sizeof s->pending, "%s", text);
+        } else {
+            la_show(s, PAM_ERROR_MSG, text);
+        }
         return 0;
     case LA_EVENT_BIOMETRY_LOCKED:
+        la_term_end_prompt(&s->term, 1); /* no finger is taken any more */
         la_show(s, PAM_ERROR_MSG, text);
         return 0;
     case LA_EVENT_PASSCODE_WRONG:

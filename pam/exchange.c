@@ -325,10 +325,11 @@ int la_run(struct session *s, int pam_silent)
             rc = la_result_to_pam(code, &s->seen);
             /* What was typed and not sent is dropped with the prompt: a finger decided. */
             la_term_end_prompt(&s->term, 1);
+            la_show_pending(s, code == LA_BIOMETRY_LOCKOUT && la_result_is_shown(code));
             if (code == LA_NOT_INTERACTIVE && flags & LA_FLAG_INTERACTION_NOT_ALLOWED)
                 la_skipped(s, user, LA_WHY_NOT_INTERACTIVE);
             else if (la_result_is_shown(code))
-                la_show(s, PAM_ERROR_MSG, la_reply_text(s));
+                la_show_result(s, la_reply_text(s));
             pam_syslog(s->pamh, rc == PAM_SUCCESS ? LOG_INFO : LOG_NOTICE,
                        "user %s: %s (%lld): %s: %s", user, la_result_name(code), (long long)code,
                        pam_strerror(s->pamh, rc), s->reply.message);

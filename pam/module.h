@@ -59,7 +59,9 @@ struct session {
     struct la_writer w;
     uint8_t body[LA_WIRE_MAX_BODY];
     struct la_reply reply;
-    char line[2 * LA_WIRE_MAX_FIELD]; /* the reply's phrase in the application's language */
+    char line[2 * LA_WIRE_MAX_FIELD];    /* the reply's phrase in the application's language */
+    char shown[LA_WIRE_MAX_FIELD + 1];   /* the last line la_show showed, as shown */
+    char pending[2 * LA_WIRE_MAX_FIELD]; /* the last miss's line, until what follows is known */
 };
 
 int64_t la_now_ms(void);
@@ -75,8 +77,16 @@ void la_refused_or_silent(struct session *s, struct why *why);
 int la_run(struct session *s, int pam_silent);
 
 /* conversation.c */
+/* Replaces each control character of text, in place, by one '?': C0, DEL and C1 (U+0080-U+009F,
+ * or the bytes 80-9F where the application's locale is a single-byte one), as the locale
+ * encodes them. */
 void la_replace_controls(char *text);
 void la_show(struct session *s, int style, const char *msg);
+/* The RESULT's line: shown unless the line just shown says the same. */
+void la_show_result(struct session *s, const char *msg);
+/* Shows the last miss's line, held back in case the lockout's line follows (then only that one
+ * is shown); drop: forget it instead. */
+void la_show_pending(struct session *s, int drop);
 void la_skipped_because(struct session *s, const char *user, const struct why *why, int shown);
 void la_skipped(struct session *s, const char *user, const char *msgid);
 int la_interactive(struct session *s, const char *tty, int answered);

@@ -189,7 +189,8 @@ static void report(pam_handle_t *pamh, const struct la_options *opt, const char 
 }
 
 /* `password_used`, a line after the password module: PAM_AUTHTOK is still there while the stack
- * runs (libpam wipes it when pam_authenticate returns). PAM_IGNORE: it decides nothing. */
+ * runs (libpam wipes it when pam_authenticate returns), and pam_unix's verdict on it too.
+ * PAM_IGNORE: it decides nothing. */
 static int password_used_line(pam_handle_t *pamh, const struct la_options *opt)
 {
     const void *authtok = NULL, *rhost = NULL, *user = NULL;
@@ -199,7 +200,7 @@ static int password_used_line(pam_handle_t *pamh, const struct la_options *opt)
         rhost = NULL;
     if (pam_get_item(pamh, PAM_USER, &user) != PAM_SUCCESS)
         user = NULL;
-    if (la_reports_after_password(finger_mark(pamh), authtok, rhost))
+    if (la_reports_after_password(finger_mark(pamh), unix_accepted(pamh), authtok, rhost))
         report(pamh, opt, user);
     return PAM_IGNORE;
 }
@@ -223,6 +224,7 @@ LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const
     s.deadline = la_now_ms() + (int64_t)opt.timeout * 1000;
 
     int rc = la_run(&s, (flags & PAM_SILENT) != 0);
+    la_show_pending(&s, 0); /* a last miss's line not shown yet (the daemon went away) */
     keep_user(pamh);
     if (rc == PAM_SUCCESS)
         mark_finger(pamh, LA_FINGER_ACCEPTED);

@@ -33,13 +33,18 @@ int la_reports_at_setcred(int setcred_flags, enum la_finger_mark mark, int unix_
     int grants = PAM_ESTABLISH_CRED | PAM_REINITIALIZE_CRED | PAM_REFRESH_CRED;
     if ((setcred_flags & grants) == 0 || la_is_remote(rhost))
         return 0;
-    return mark == LA_FINGER_TYPED || (mark == LA_FINGER_NOT_USED && unix_accepted);
+    /* Typed at the module's prompt or asked by pam_unix: either way only pam_unix's verdict
+     * says it was the password. Another module (a token, a second method) may have let the stack
+     * through after pam_unix refused what was typed. */
+    return unix_accepted && (mark == LA_FINGER_TYPED || mark == LA_FINGER_NOT_USED);
 }
 
-int la_reports_after_password(enum la_finger_mark mark, const char *authtok, const char *rhost)
+int la_reports_after_password(enum la_finger_mark mark, int unix_accepted, const char *authtok,
+                              const char *rhost)
 {
-    return mark != LA_FINGER_ACCEPTED && mark != LA_FINGER_REPORTED && authtok != 0 &&
-           authtok[0] != '\0' && !la_is_remote(rhost);
+    /* A line after `auth required pam_unix.so` runs also when pam_unix refused the password. */
+    return unix_accepted && mark != LA_FINGER_ACCEPTED && mark != LA_FINGER_REPORTED &&
+           authtok != 0 && authtok[0] != '\0' && !la_is_remote(rhost);
 }
 
 int la_quiet(int pam_silent, const char *pam_tty)

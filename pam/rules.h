@@ -48,17 +48,21 @@ enum la_finger_mark {
 
 /* Whether pam_sm_setcred tells the daemon that the account's password was used
  * (docs/adr/0007-password-required.md). libpam has wiped PAM_AUTHTOK by then, so what counts is
- * what this transaction left: a password typed at the module's own prompt, or pam_unix's record
- * that it accepted the password (its "unix_setcred_return" data, unix_accepted), while the
- * module's own authentication ran and accepted no finger. Only when the application
- * establishes, reinitialises or refreshes credentials — which it does only after pam_authenticate
- * succeeded — and never for a remote session. */
+ * what this transaction left: pam_unix's record that it accepted the password (its
+ * "unix_setcred_return" data, unix_accepted), while the module's own authentication ran and
+ * accepted no finger — whether the password was typed at the module's own prompt or asked by
+ * pam_unix. Text typed at the module's prompt that pam_unix refused is not reported, even when
+ * another module let the stack through; with another password module nothing is reported. Only
+ * when the application establishes, reinitialises or refreshes credentials — which it does only
+ * after pam_authenticate succeeded — and never for a remote session. */
 int la_reports_at_setcred(int setcred_flags, enum la_finger_mark mark, int unix_accepted,
                           const char *rhost);
 
-/* Whether a `password_used` line, placed after the password module, reports: the stack got
- * there with a password (PAM_AUTHTOK not empty, still there during pam_authenticate) and no
- * finger, nothing was reported yet, and the session is not remote. */
-int la_reports_after_password(enum la_finger_mark mark, const char *authtok, const char *rhost);
+/* Whether a `password_used` line, placed after the password module, reports: pam_unix accepted
+ * the password (unix_accepted: a line after `auth required pam_unix.so` runs also when pam_unix
+ * refused it), PAM_AUTHTOK is not empty (still there during pam_authenticate), no finger was
+ * accepted, nothing was reported yet, and the session is not remote. */
+int la_reports_after_password(enum la_finger_mark mark, int unix_accepted, const char *authtok,
+                              const char *rhost);
 
 #endif

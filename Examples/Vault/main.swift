@@ -47,7 +47,7 @@ final class Vault {
         if let right = try? await store.right(forIdentifier: keyIdentifier) {
             do {
                 try await right.authorize(localizedReason: "Unlock your vault")
-                key = try await right.secret.loadData()
+                key = try await right.secret.rawData
                 isUnlocked = true
                 return "Vault unlocked with its key (\(key?.count ?? 0) bytes, released by your finger)."
             } catch let error as LAError {
@@ -145,7 +145,7 @@ final class Vault {
         case .biometryDisconnected: return "Vault still locked: the biometric accessory is disconnected."
         case .invalidDimensions: return "Vault still locked: the authentication view has invalid dimensions."
         case .notInteractive: return "Vault still locked: there is no way to ask for your passcode here."
-        @unknown default: return "Vault still locked: \(error.localizedDescription)"
+        default: return "Vault still locked: \(error.localizedDescription)"
         }
     }
 }

@@ -362,6 +362,7 @@ final class FprintDevice: @unchecked Sendable {
     private var unplugged = false
     private var cancelling = false
     private var fingerNeeded = false
+    private var fingerPresent = false
     /// Called on the GLib thread once libfprint emits FpDevice::removed (no operation pending any more); the owner
     /// must then close the device so the context can drop it.
     private let removedHandler: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
@@ -433,12 +434,17 @@ final class FprintDevice: @unchecked Sendable {
         handler?()
     }
 
-    /// Wraps `fp_device_get_finger_status`; reports "place a finger" when the reader starts waiting for one.
+    /// Wraps `fp_device_get_finger_status`; reports "place a finger" when the reader starts waiting for one,
+    /// and the touch when a finger comes onto the sensor.
     private func fingerStatusChanged() {
         guard let device else { return }
-        let needed = fp_device_get_finger_status(device).rawValue & FP_FINGER_STATUS_NEEDED.rawValue != 0
+        let status = fp_device_get_finger_status(device).rawValue
+        let needed = status & FP_FINGER_STATUS_NEEDED.rawValue != 0
+        let present = status & FP_FINGER_STATUS_PRESENT.rawValue != 0
         if needed && !fingerNeeded { current?.progress?(.fingerNeeded) }
+        if present && !fingerPresent { current?.progress?(.fingerPresent) }
         fingerNeeded = needed
+        fingerPresent = present
         reportStatus()
     }
 
@@ -478,6 +484,7 @@ final class FprintDevice: @unchecked Sendable {
                     if tracked {
                         current = call
                         fingerNeeded = false
+                        fingerPresent = false
                     }
                     start(device, call) { [self] result in
                         if tracked && current === call { current = nil }

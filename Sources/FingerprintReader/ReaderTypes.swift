@@ -76,6 +76,10 @@ public enum ReaderProgress: Sendable, Equatable {
     case retry(ReaderRetry)
     /// The reader is now waiting for a finger (`FP_FINGER_STATUS_NEEDED` became set): the moment to prompt.
     case fingerNeeded
+    /// A finger is now on the sensor (`FP_FINGER_STATUS_PRESENT` became set during the operation): the
+    /// touch is known before its capture and match end (a reader that never reports it goes straight
+    /// to the answer).
+    case fingerPresent
     /// libfprint's match callback (`FpMatchCb`): a verify's or identify's answer is known, possibly
     /// before the operation finishes (a reader may still wait for the finger to lift). The index in
     /// the gallery (0 for a verify) of the matching print; nil for no match.

@@ -53,6 +53,9 @@ public struct EvaluationFacts: Sendable, Equatable {
 
 /// Something that happened during an evaluation, fed to `PolicyEvaluator.handle`.
 public enum PolicyInput: Sendable, Equatable {
+    /// The reader reports a finger on the sensor (libfprint's finger-present status), before its
+    /// capture and match end: the attempt is counted on disk now.
+    case fingerPresent
     case fingerMatched(finger: FingerName)
     case fingerNotMatched
     /// A bad swipe: not a failure.

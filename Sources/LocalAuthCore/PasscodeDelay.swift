@@ -24,23 +24,24 @@ public enum PasscodeDelay {
     public static func describe(ms: Int64) -> String { Phrase.duration(ms: ms) }
 }
 
-/// The counting rules every path that counts shares (an evaluation, the passcode change): an
-/// attempt is counted on disk before the finger is scanned or the passcode hashed, and a success
-/// resets the count only through a write that must succeed before it is revealed.
+/// The counting rules every path that counts shares (an evaluation, the passcode change): a
+/// finger attempt is counted on disk when the reader reports the touch (at the latest before its
+/// answer is told), a passcode attempt before it is hashed, and a success resets the count only
+/// through a write that must succeed before it is revealed.
 public enum LockoutRules {
-    /// Biometrics are locked: the flag, or as many failures as the limit (a crash after an attempt
-    /// was counted ahead leaves the count without the flag).
+    /// Biometrics are locked: the flag, or as many failures as the limit (a crash after a touch was
+    /// counted, before its answer, leaves the count without the flag).
     public static func biometryLocked(_ state: UserAuthState, config: LockoutConfig) -> Bool {
         state.biometryLocked || state.fingerFailures >= max(config.fingerAttempts, 1)
     }
 
-    /// One finger attempt, counted before the scan: it stays a miss unless a match, a cancel, a
-    /// timeout or a reader failure takes it back.
+    /// One finger attempt, counted when the reader reports the touch: it stays a miss unless a
+    /// match, a cancel, a timeout or a reader failure takes it back.
     public static func fingerAttemptStarted(_ state: inout UserAuthState) {
         state.fingerFailures += 1
     }
 
-    /// The attempt counted ahead turned out a miss: lock when it reached the limit.
+    /// The counted attempt turned out a miss: lock when it reached the limit.
     public static func fingerMissed(_ state: inout UserAuthState, config: LockoutConfig) {
         if state.fingerFailures >= max(config.fingerAttempts, 1) { state.biometryLocked = true }
     }
@@ -50,7 +51,7 @@ public enum LockoutRules {
         state.fingerFailures = 0
     }
 
-    /// The attempt counted ahead did not happen (cancel, timeout, reader failure, fallback).
+    /// The counted touch got no answer (cancel, timeout, reader failure, fallback).
     public static func fingerAttemptTakenBack(_ state: inout UserAuthState) {
         state.fingerFailures = max(state.fingerFailures - 1, 0)
     }

@@ -7,8 +7,9 @@ import LocalAuthProtocol
 /// One evaluator per EVALUATE request. The daemon calls `start`, then `handle` for each input,
 /// and executes the outputs in order. Inputs that do not fit the current phase (a scan result
 /// after `stopScan`, a PASSCODE before `requestPasscode`, anything after `finish`) are ignored.
-/// Every attempt is counted on disk before it is made (`LockoutRules`): a state that cannot be
-/// written refuses the attempt.
+/// Every attempt is counted on disk before anything is learnt from it (`LockoutRules`): a finger
+/// when the reader reports it (or at the latest with the scan's answer), a passcode before its
+/// hash. A state that cannot be written refuses the attempt.
 public struct PolicyEvaluator: Sendable {
     public enum Phase: Sendable, Equatable {
         case idle
@@ -29,7 +30,10 @@ public struct PolicyEvaluator: Sendable {
     var persisted: UserAuthState
     var triesUsed = 0
     var fallbackOffered = false
-    /// A finger attempt is counted on disk and its scan has not answered yet.
+    /// A scan was asked for and has not answered yet.
+    var scanOpen = false
+    /// The open scan's touch is counted on disk (the reader reported a finger) and its answer has
+    /// not come yet.
     var fingerAttemptPending = false
     /// The state before the passcode attempt being checked was counted; nil when none is checked.
     var passcodeBeforeAttempt: UserAuthState?
@@ -125,19 +129,26 @@ public struct PolicyEvaluator: Sendable {
             if phase == .scanning { out.append(.stopScan) }
             finish(Decision(.biometryNotAvailable, .attemptNotRecorded), into: &out)
 
-        case (.fingerMatched(let finger), .scanning) where fingerAttemptPending:
+        case (.fingerPresent, .scanning) where scanOpen:
+            countTouch(into: &out)
+
+        case (.fingerMatched(let finger), .scanning) where scanOpen:
+            scanOpen = false
             fingerAttemptPending = false
             LockoutRules.fingerMatched(&state)
             reveal(.recordUse(.finger), into: &out)
             out.append(.recordSuccess)
             finish(success(.authenticatedWithFinger, finger: finger), into: &out)
 
-        case (.fingerNotMatched, .scanning) where fingerAttemptPending:
+        case (.fingerNotMatched, .scanning) where scanOpen:
+            scanOpen = false
+            // A touch the reader did not report is counted now, before the miss is told.
+            if !fingerAttemptPending { LockoutRules.fingerAttemptStarted(&state) }
             fingerAttemptPending = false
             fingerMissed(nowMs: nowMs, into: &out)
 
         case (.fingerRetry(let hint), .scanning):
-            // A bad swipe is not an answer: the attempt counted ahead goes on, uncounted again.
+            // A bad swipe is not an answer: a touch already counted goes on, not counted again.
             reveal(.notify(Notice(.retry, .retry(hint), hint: hint)), into: &out)
             out.append(.scanFinger(scanTarget))
 

@@ -136,15 +136,27 @@ extension PolicyEvaluator {
         return facts.enrolledFingers[triesUsed % facts.enrolledFingers.count]
     }
 
-    /// The next finger attempt: counted on disk first, then the scan.
+    /// The next finger attempt: the scan, with nothing counted until a finger touches (ADR 0008):
+    /// a wait that ends without a touch (a cancel, a timeout, a crash) leaves no count behind.
     mutating func scan(into out: inout [PolicyOutput]) {
-        LockoutRules.fingerAttemptStarted(&state)
-        fingerAttemptPending = true
-        flush(into: &out)
+        scanOpen = true
         out.append(.scanFinger(scanTarget))
     }
 
+    /// The reader reports a finger: the attempt is counted on disk now (a raising write, synced),
+    /// while the reader captures and matches; its answer is told only after this write. A crash
+    /// from here on keeps the count; a write that fails refuses the attempt.
+    mutating func countTouch(into out: inout [PolicyOutput]) {
+        guard scanOpen, !fingerAttemptPending else { return }
+        LockoutRules.fingerAttemptStarted(&state)
+        fingerAttemptPending = true
+        flush(into: &out)
+    }
+
+    /// The scan ends without an answer (cancel, timeout, reader gone, fallback): a touch already
+    /// counted is given back (best effort: it stays counted if that write fails).
     mutating func takeBackFingerAttempt(into out: inout [PolicyOutput]) {
+        scanOpen = false
         guard fingerAttemptPending else { return }
         fingerAttemptPending = false
         LockoutRules.fingerAttemptTakenBack(&state)

@@ -39,6 +39,17 @@ public struct Sealer: Sendable {
         Array(HMAC<SHA256>.authenticationCode(for: Array("localauthd sealing key check 1".utf8), using: key))
     }
 
+    /// HMAC-SHA-256 under the key of `label`, a newline and `bytes`: a record kept beside the sealed
+    /// files that only this key could have written (the sealing record's `mac=`, ADR 0006).
+    public func authenticationCode(for bytes: [UInt8], label: String) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: Array((label + "\n").utf8) + bytes, using: key))
+    }
+
+    /// True when `code` is `authenticationCode(for: bytes, label: label)` (compared in constant time).
+    public func isAuthentic(_ code: [UInt8], for bytes: [UInt8], label: String) -> Bool {
+        HMAC<SHA256>.isValidAuthenticationCode(code, authenticating: Array((label + "\n").utf8) + bytes, using: key)
+    }
+
     public func seal(_ plaintext: [UInt8], context: String) -> [UInt8] {
         // A 12-byte random nonce cannot fail to make a box, so `combined` is always there.
         let box = try! AES.GCM.seal(plaintext, using: key, nonce: AES.GCM.Nonce(), authenticating: Array(context.utf8))

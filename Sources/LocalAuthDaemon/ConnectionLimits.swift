@@ -7,6 +7,8 @@ final class ConnectionCounter: Sendable {
         var perUID: [UInt32: Int] = [:]
         var total = 0
         var accepted = 0
+        /// Requests started whose RESULT has not been written yet.
+        var requests = 0
     }
     private let counts = Mutex(Counts())
 
@@ -25,6 +27,11 @@ final class ConnectionCounter: Sendable {
             return true
         }
     }
+
+    /// Requests started whose RESULT has not been written (`Server.drain`).
+    var requestsInFlight: Int { counts.withLock { $0.requests } }
+    func requestStarted() { counts.withLock { $0.requests += 1 } }
+    func requestEnded() { counts.withLock { $0.requests -= 1 } }
 
     func release(uid: UInt32) {
         counts.withLock { c in
@@ -111,6 +118,22 @@ final class RequestGate: Sendable {
                 return w
             }
             waiter?.continuation.resume(returning: false)
+        }
+    }
+
+    /// A turn now, when `uid` may start a request at once (within its pace and its running limit,
+    /// none of its requests waiting): true once it is ours (give it back with `leave`); false takes
+    /// nothing. For a door that must keep its calls in order (the D-Bus door).
+    func tryEnter(uid: UInt32) -> Bool {
+        guard uid != 0 else { return true }
+        let now = clock.now
+        return state.withLock { s in
+            let earliest = now - interval * burst
+            let slot = max(s.nextSlot[uid] ?? earliest, earliest)
+            guard slot <= now, s.running[uid, default: 0] < limit, s.waiting[uid] == nil else { return false }
+            s.nextSlot[uid] = slot + interval
+            s.running[uid, default: 0] += 1
+            return true
         }
     }
 

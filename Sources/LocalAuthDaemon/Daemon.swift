@@ -67,14 +67,15 @@ public actor Daemon {
             var whereabouts: Whereabouts?
             if route.presence == .always || (route.presence == .unlessRoot && !caller.isRoot) {
                 let found = await Whereabouts.find(
-                    caller: caller, target: user, tty: route.tty, service: route.service, parts: parts)
+                    caller: caller, target: user, tty: route.tty, service: route.service, right: route.right,
+                    parts: parts)
                 whereabouts = found
                 if route.presence == .always, let refusal = found.refusal {
                     return audited(route, target: target, caller: caller, refusal.result)
                 }
             }
             result = await parts.userQueue.serialize(
-                user, wantsReader: route.wantsReader,
+                user, wantsReader: route.wantsReader, precedesRightUse: route.operation == .evaluate,
                 deadlineMs: route.deadlineMs.map { $0 - (parts.clock() - arrivedMs) }
             ) {
                 await work(self, user, whereabouts)
@@ -139,6 +140,8 @@ public actor Daemon {
         var presence = PresenceCheck.never
         var tty: String? = nil
         var service: String? = nil
+        /// The right a RIGHT_USE would release: named wherever its request is (`RequestLabel.right`).
+        var right: String? = nil
         /// Told at once when the same user's request holds the reader, instead of waiting for its turn.
         var wantsReader = false
         /// How long it may wait for the user's turn, from its arrival: an evaluation's own timeout.
@@ -257,8 +260,19 @@ public actor Daemon {
             return Route(
                 operation: .rightRemove, audited: true, auditFields: [("right", identifier ?? "*")],
                 work: .account { _, user, _ in await rights.remove(user: user, identifier: identifier) })
+        case .rightUse(let options) where options.operation == .deauthorize:
+            // Dropping an authorization asks no one and needs neither the reader nor the seat.
+            let rights = RightRequests(parts: parts)
+            let pid = caller.pid
+            return Route(
+                operation: .rightUse, audited: true,
+                auditFields: [("right", options.identifier), ("operation", String(options.operation.rawValue))],
+                work: .account { _, user, _ in
+                    rights.deauthorize(RightGrants.holder(user: user, identifier: options.identifier, pid: pid))
+                })
         case .rightUse(let options):
             let rights = RightRequests(parts: parts)
+            let pid = caller.pid
             // The requirement is evaluated like an EVALUATE: the same presence rule, decided before
             // the right (or anything else of the account) is read.
             return Route(
@@ -267,10 +281,11 @@ public actor Daemon {
                     ("right", options.identifier), ("operation", String(options.operation.rawValue)),
                     ("service", options.service ?? "-"),
                 ],
-                presence: .always, tty: options.tty, service: options.service, wantsReader: true,
-                deadlineMs: options.timeoutMs,
+                presence: .always, tty: options.tty, service: options.service, right: options.identifier,
+                wantsReader: true, deadlineMs: options.timeoutMs,
                 work: .account { daemon, user, whereabouts in
-                    await rights.use(options, user: user) { evaluation in
+                    let holder = RightGrants.holder(user: user, identifier: options.identifier, pid: pid)
+                    return await rights.use(options, user: user, holder: holder) { evaluation in
                         var evaluation = evaluation
                         evaluation.timeoutMs = max(evaluation.timeoutMs - (daemon.parts.clock() - arrivedMs), 1)
                         return await daemon.evaluate(evaluation, user: user, io: io, whereabouts: whereabouts!).result

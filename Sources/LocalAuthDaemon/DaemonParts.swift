@@ -25,6 +25,8 @@ struct DaemonParts: Sendable {
     let lease: ReaderLease
     /// Passcodes are hashed at most at a person's pace, per user.
     let pacer = HashPacer()
+    /// Rights authorized for a process (`RightGrants`): its key operations then ask no one again.
+    let grants = RightGrants()
 
     init(
         reader: FingerprintReader?, store: EnrollmentStore, configuration: DaemonConfiguration,
@@ -149,6 +151,10 @@ final class ReaderLease: Sendable {
     struct Holder: Sendable, Equatable {
         let id: UInt64
         let label: RequestLabel
+        /// Ends the holder's request: a right's use yields the reader to an evaluation (`UserQueue`).
+        var yield: (@Sendable () -> Void)? = nil
+
+        static func == (a: Holder, b: Holder) -> Bool { a.id == b.id && a.label == b.label }
     }
 
     /// What `take` gives.
@@ -210,7 +216,7 @@ final class ReaderLease: Sendable {
             if shareMs != nil { s.uses.append(Use(id: holder.id, account: holder.label.account, fromMs: nowMs)) }
             return .taken(forMs: allowed)
         }
-        if case .taken = grant { queue.readerTaken(by: holder.label) }
+        if case .taken = grant { queue.readerTaken(by: holder.label, yield: holder.yield) }
         return grant
     }
 

@@ -67,7 +67,7 @@ struct Enrollment {
             finger = free
         }
         // The reader for the enrol stages: never while another request has it.
-        let label = RequestLabel(program: caller.process?.command ?? "localauthctl", account: user)
+        let label = RequestLabel(program: Whereabouts.programName(caller, service: "localauthctl"), account: user)
         let holder = ReaderLease.Holder(id: parts.lease.newID(), label: label)
         if case .busy(let other) = parts.lease.take(holder, nowMs: parts.clock(), shareMs: nil) {
             let why = ReaderUnavailable.readerBusy(by: other.label.account == user ? other.label : nil)
@@ -173,7 +173,7 @@ struct Enrollment {
                 case .retry(let r):
                     let hint = RetryHint(r)
                     io.send(Event(.retry, hint.message, hint: hint, phrase: .retry(hint)))
-                case .fingerNeeded, .matched:
+                case .fingerNeeded, .fingerPresent, .matched:
                     break
                 }
             }

@@ -44,7 +44,13 @@ struct EvaluationRun {
         var evaluationFacts = facts.evaluation
         evaluationFacts.lastSuccessMs = lastSuccessMs
         evaluationFacts.label = label
-        self.holder = ReaderLease.Holder(id: parts.lease.newID(), label: label)
+        let (inputs, feed) = AsyncStream.makeStream(of: Input.self)
+        // A right's use gives the reader up to an evaluation of its account (`UserQueue`).
+        var yield: (@Sendable () -> Void)?
+        if label.right != nil {
+            yield = { _ = feed.yield(Input.policy(PolicyInput.cancelled(ResultCode.systemCancel))) }
+        }
+        self.holder = ReaderLease.Holder(id: parts.lease.newID(), label: label, yield: yield)
         self.evaluator = PolicyEvaluator(
             options: options, state: facts.state, facts: evaluationFacts, config: parts.configuration.lockout)
         self.parts = parts
@@ -52,7 +58,7 @@ struct EvaluationRun {
         self.io = io
         self.device = facts.device
         self.prints = facts.prints
-        (inputs, feed) = AsyncStream.makeStream(of: Input.self)
+        (self.inputs, self.feed) = (inputs, feed)
     }
 
     /// Runs to the decision on `isolation` (the daemon's actor, so that its state writes never
@@ -273,6 +279,8 @@ struct EvaluationRun {
             let progress: @Sendable (ReaderProgress) -> Void = { p in
                 switch p {
                 case .retry(let r): report(.fingerRetry(RetryHint(r)))
+                // The touch: counted on disk while the reader captures and matches.
+                case .fingerPresent: report(.fingerPresent)
                 case .matched(let index) where index.map({ prints.indices.contains($0) }) ?? true: answer(index)
                 default: break
                 }

@@ -93,6 +93,9 @@ public enum DaemonMain {
                 "cannot use the state directory \(options.stateDirectory): \(error)", status: 1, audit: audit,
                 stop: stop.continuation, stopped: stop.stream)
         }
+        if store.madeMachineKey, let method = store.sealingMethod {
+            audit.info("sealed \(options.stateDirectory) to this machine (\(method.rawValue))")
+        }
         Notify.status("Starting libfprint")
         let reader: FingerprintReader?
         do {
@@ -164,7 +167,7 @@ public enum DaemonMain {
         var fprintd: FprintdService?
         if fprintdCompat {
             do {
-                fprintd = try await FprintdService(daemon: daemon, reader: reader, audit: audit)
+                fprintd = try await FprintdService(daemon: daemon, reader: reader, audit: audit, server: server)
             } catch {
                 audit.notice("cannot serve fprintd's D-Bus API: \(error); serving the socket only")
             }
@@ -198,6 +201,8 @@ public enum DaemonMain {
             Notify.send("STOPPING=1\nSTATUS=Exiting: no connection for \(seconds) s; the socket starts it again")
             audit.info("exiting after \(seconds) s without a connection; the next connection starts the daemon again")
         }
+        // Tell the clients waiting for a finger that the request ended, then close.
+        if await daemon.endEvaluationsForStop() > 0 { await server.drain(within: .seconds(2)) }
         fprintd?.shutdown()
         await server.shutdown()
         logind.close()

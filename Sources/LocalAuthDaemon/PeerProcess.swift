@@ -23,8 +23,17 @@ public final class PeerProcess: Sendable {
     /// The real uid of the process, read at accept through `procfd` (`/proc/<pid>/status`).
     public let realUID: UInt32?
     /// The program's name as the kernel keeps it (`/proc/<pid>/comm`, 15 bytes at most), read at
-    /// accept: it names whose request a prompt is ("sudo for alice").
+    /// accept. An ordinary process chooses it (`prctl(PR_SET_NAME)`, or the name of a link it runs
+    /// through); a setuid-root one cannot be renamed by the user (`Whereabouts.programName`).
     public let command: String?
+    /// The program's executable (`/proc/<pid>/exe`, the kernel's path of the file it runs), read at
+    /// accept: it names whose request a prompt is. A process cannot choose it without running that
+    /// file (issue 26: a process renamed `sudo` was shown as sudo). Nil when the daemon may not read
+    /// it: another uid's exe needs `CAP_SYS_PTRACE`, which the shipped unit does not grant.
+    public let executable: String?
+    /// Whether `executable` names, in the host's mount namespace, the very file the process runs;
+    /// false when a namespace of the user's own put another file at that path (`sameFile`).
+    public let executableIsAtItsPath: Bool
     /// The controlling terminal (`tty_nr` of `/proc/<pid>/stat`, a device number), read at accept;
     /// nil without one.
     public let controllingTTY: UInt32?
@@ -37,6 +46,7 @@ public final class PeerProcess: Sendable {
         var uid = dir >= 0 ? Self.realUID(procfd: dir) : nil
         var command = dir >= 0 ? Self.read("comm", procfd: dir).map(Self.firstLine) : nil
         var tty = dir >= 0 ? Self.read("stat", procfd: dir).flatMap(Self.parseTTY) : nil
+        var executable = dir >= 0 ? Self.executable(procfd: dir) : nil
         // With a pidfd: what was read is the connector's only if it was still there after the read
         // (a pid is not reused while its process lives); the pidfd alone answers from then on.
         if pidfd >= 0 {
@@ -44,6 +54,7 @@ public final class PeerProcess: Sendable {
                 uid = nil
                 command = nil
                 tty = nil
+                executable = nil
             }
             if dir >= 0 { close(dir) }
             procfd = -1
@@ -52,6 +63,8 @@ public final class PeerProcess: Sendable {
         }
         realUID = uid
         self.command = command
+        self.executable = executable?.path
+        executableIsAtItsPath = executable?.isAtItsPath ?? false
         controllingTTY = tty
     }
 
@@ -84,6 +97,33 @@ public final class PeerProcess: Sendable {
         let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         guard n > 0 else { return nil }
         return String(decoding: buffer[0..<n], as: UTF8.self)
+    }
+
+    /// The path of the file the process runs (`readlinkat(procfd, "exe")`), and whether that path
+    /// names that file outside the process's own mount namespace. The path is as the process's
+    /// namespace sees it: a user's namespace (`unshare -rm`) can bind any file over `/usr/bin/sudo`,
+    /// and its exe then reads "/usr/bin/sudo"; the file itself (`fstatat` through the link: device
+    /// and inode) cannot be chosen that way. Nil once the process is gone, for a kernel thread, and
+    /// when the daemon may not read it (no `CAP_SYS_PTRACE` for another uid's process).
+    static func executable(procfd: Int32) -> (path: String, isAtItsPath: Bool)? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = buffer.withUnsafeMutableBufferPointer { readlinkat(procfd, "exe", $0.baseAddress!, $0.count) }
+        guard n > 0 else { return nil }
+        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var running = stat()
+        guard fstatat(procfd, "exe", &running, 0) == 0 else { return nil }
+        return (path, sameFile(path, running))
+    }
+
+    /// Whether `path` is the file `running` describes (a removed file, " (deleted)", is not): in init's
+    /// mount namespace (`/proc/1/root`, which no user can change, and which has the `/home` and `/tmp`
+    /// the unit hides from the daemon), else, when the daemon may not look there, in its own.
+    static func sameFile(_ path: String, _ running: stat) -> Bool {
+        var named = stat()
+        if stat("/proc/1/root" + path, &named) != 0 {
+            guard errno == EACCES || errno == EPERM, stat(path, &named) == 0 else { return false }
+        }
+        return named.st_dev == running.st_dev && named.st_ino == running.st_ino
     }
 
     /// The first number of `status`'s `Uid:` line: real, effective, saved, file system.

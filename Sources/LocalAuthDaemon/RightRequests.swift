@@ -41,6 +41,8 @@ struct RightRequests {
             try parts.store.saveRight(right, user: user)
         } catch .alreadyExists {
             return RequestResult(.alreadyEnrolled, RightMessages.exists)
+        } catch .limitReached {
+            return RequestResult(.invalidRequest, RightMessages.tooMany)
         } catch {
             parts.audit.notice("cannot save a right of \(user): \(error)")
             return RequestResult(.internalError, RightMessages.cannotSave)
@@ -74,11 +76,14 @@ struct RightRequests {
     }
 
     /// RIGHT_USE: the requirement's evaluation (`evaluate`: the daemon's one evaluation path), then,
-    /// only on its success, the operation.
+    /// only on its success, the operation. A successful `authorize` is held for the calling process
+    /// (`holder`, `RightGrants`): that process's later operations on the same right skip the
+    /// evaluation until `deauthorize`, as an authorized `LAPersistedRight` on Apple's systems.
     nonisolated(nonsending) func use(
-        _ options: RightUseOptions, user: String,
+        _ options: RightUseOptions, user: String, holder: RightGrants.Holder? = nil,
         evaluate: (EvaluateOptions) async -> RequestResult
     ) async -> RequestResult {
+        if options.operation == .deauthorize { return deauthorize(holder) }
         let right: StoredRight
         switch load(user: user, identifier: options.identifier) {
         case .failure(let box): return box.result
@@ -86,8 +91,16 @@ struct RightRequests {
         }
         // Refuse a malformed operation before anyone is asked for a finger.
         if let problem = Self.problem(options, right: right) { return RequestResult(.invalidRequest, problem) }
-        let evaluation = await evaluate(options.evaluation(for: Self.wire(right.requirement), user: user))
-        guard evaluation.isSuccess else { return evaluation }
+        let granted =
+            options.operation != .authorize
+            && holder.map { parts.grants.holds($0, privateKey: right.privateKey) } == true
+        if !granted {
+            let evaluation = await evaluate(options.evaluation(for: Self.wire(right.requirement), user: user))
+            guard evaluation.isSuccess else {
+                if options.operation == .authorize, let holder { parts.grants.revoke(holder) }
+                return evaluation
+            }
+        }
         if right.requirement == .biometryCurrentSet {
             // The user's turn keeps enrolments out, but a set changed by a corrupt print being set
             // aside during the scan still counts: check again, fail closed.
@@ -100,8 +113,11 @@ struct RightRequests {
             switch options.operation {
             // LARight.authorize of a persisted right: its secret comes with the authorization, as an
             // authorized LAPersistedRight's secret loads without asking again.
-            case .authorize: output = right.secret
+            case .authorize:
+                output = right.secret
+                if let holder { parts.grants.grant(holder, privateKey: right.privateKey, nowMs: parts.clock()) }
             case .loadSecret: output = right.secret
+            case .deauthorize: output = []
             case .sign:
                 output = try RightKeys.sign(
                     options.data ?? [], privateKey: right.privateKey, algorithm: algorithm(options)!)
@@ -121,6 +137,12 @@ struct RightRequests {
         }
     }
 
+    /// RIGHT_USE `deauthorize`: the calling process no longer holds the right's authorization.
+    func deauthorize(_ holder: RightGrants.Holder?) -> RequestResult {
+        if let holder { parts.grants.revoke(holder) }
+        return RequestResult(.success, RightMessages.used(.deauthorize))
+    }
+
     // MARK: - Helpers
 
     private func algorithm(_ options: RightUseOptions) -> KeyAlgorithm? {
@@ -131,7 +153,7 @@ struct RightRequests {
     static func problem(_ options: RightUseOptions, right: StoredRight) -> Phrase? {
         let use: KeyAlgorithm.Use
         switch options.operation {
-        case .authorize: return nil
+        case .authorize, .deauthorize: return nil
         case .loadSecret: return right.secret.isEmpty ? RightMessages.noSecret : nil
         case .sign: use = .sign
         case .decrypt: use = .decrypt
@@ -211,6 +233,9 @@ enum RightMessages {
     static let cannotRemove = Phrase.said("The daemon could not remove the right")
     static let unreadable = Phrase.said("The right is unreadable; ask an administrator")
     static let noSecret = Phrase.said("This right was saved without a secret")
+    static let tooMany = Phrase.said(
+        "An account has at most %s rights; remove one before saving another",
+        .verbatim(String(StoredRight.maximumCount)))
 
     static func removedAll(_ count: Int) -> Phrase {
         Phrase.said("Rights removed: %s", .verbatim(String(count)))
@@ -223,6 +248,7 @@ enum RightMessages {
         case .sign: Phrase.said("Signed")
         case .decrypt: Phrase.said("Decrypted")
         case .exchangeKeys: Phrase.said("Keys exchanged")
+        case .deauthorize: Phrase.said("The authorization is dropped")
         }
     }
 }

@@ -78,6 +78,15 @@ public final class Server: Sendable {
     /// Open connections now, and connections accepted since start.
     var connectionCounts: (open: Int, accepted: Int) { counter.openAndAccepted }
 
+    /// Waits, at most `limit`, until every request started has had its RESULT written: on the way
+    /// out, after the daemon ended its evaluations as `systemCancel`, so that a client is told that
+    /// rather than finding its connection closed (issue 25).
+    public func drain(within limit: Duration) async {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while counter.requestsInFlight > 0 && clock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+    }
+
     /// Stops accepting, closes every connection (their requests end as systemCancel).
     public func shutdown() async {
         try? await channel.close()
@@ -225,15 +234,21 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         }
         let daemon = self.daemon
         let gate = self.gate
+        let counter = self.counter
         let bound = NIOLoopBound((self, context), eventLoop: loop)
+        counter.requestStarted()
         let task = Task(priority: Self.priority(of: request)) {
             // Cancelled while waiting: the connection is gone and nobody reads the answer.
-            guard await gate.enter(uid: caller.accountUID) else { return }
+            guard await gate.enter(uid: caller.accountUID) else {
+                counter.requestEnded()
+                return
+            }
             let result = await daemon.handle(request, caller: caller, io: RequestIO(send: send, signals: signals))
             gate.leave(uid: caller.accountUID)
             loop.execute {
                 let (connection, context) = bound.value
                 connection.finish(result, context: context)
+                counter.requestEnded()
             }
         }
         state = .busy(task, signals)

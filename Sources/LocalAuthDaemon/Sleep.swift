@@ -15,6 +15,14 @@ extension Daemon {
         await parts.reader?.suspend()
     }
 
+    /// Before the daemon stops (SIGTERM: `systemctl stop` or `restart`): running evaluations end
+    /// as `systemCancel` and are answered so, instead of finding their connection closed.
+    public func endEvaluationsForStop() -> Int {
+        let count = running.count
+        running.cancelAll(.systemCancel)
+        return count
+    }
+
     /// After system resume.
     public func resumedFromSleep() async {
         await parts.reader?.resume()

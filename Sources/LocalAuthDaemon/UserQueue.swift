@@ -9,6 +9,12 @@ import Synchronization
 /// Nobody waits silently behind the reader: a request that wants the reader is answered at once
 /// (`readerBusy`) when a request of the same user holds it, and the moment one starts to, instead
 /// of waiting for the user's turn. And nobody waits past their own deadline (`timedOut`).
+///
+/// Except behind a right's use: an evaluation (a PAM stack's sudo, su or screen locker, an app's
+/// `evaluatePolicy`) takes precedence over a RIGHT_USE of the same user, which nobody may be
+/// watching. The right's use is told to yield (it ends with `systemCancel`) and the evaluation waits
+/// for the turn it leaves, so the touch the person gives for the prompt in front of them goes to
+/// that prompt (issue 26; docs/security.md, "Rights").
 final class UserQueue: Sendable {
     /// Why a request got no turn.
     enum Turn: Equatable, Sendable {
@@ -21,16 +27,26 @@ final class UserQueue: Sendable {
 
     private final class Waiter: @unchecked Sendable {  // its fields change only under the queue's lock
         let wantsReader: Bool
+        /// An evaluation: a right's use holding the reader yields to it rather than answer it busy.
+        let precedesRightUse: Bool
         var continuation: CheckedContinuation<Turn, Never>?
         var answer: Turn?
         var timer: DeadlineTimer?
-        init(wantsReader: Bool) { self.wantsReader = wantsReader }
+        init(wantsReader: Bool, precedesRightUse: Bool) {
+            self.wantsReader = wantsReader
+            self.precedesRightUse = precedesRightUse
+        }
+
+        /// Whether a holder with `label` makes this waiter busy now, rather than yield to it.
+        func isBusy(behind label: RequestLabel) -> Bool { wantsReader && !(precedesRightUse && label.right != nil) }
     }
 
     private struct Line {
         var waiters: [Waiter] = []
         /// The request of this user that holds the reader now, if any.
         var readerHolder: RequestLabel?
+        /// Ends the holder's request (`systemCancel`) when it is a right's use and an evaluation comes.
+        var yieldReader: (@Sendable () -> Void)?
     }
 
     /// How long a request without a timeout of its own (list, delete, a passcode change) may wait
@@ -42,37 +58,47 @@ final class UserQueue: Sendable {
 
     /// Runs `body` once every earlier request for `user` has finished.
     nonisolated(nonsending) func serialize<T>(_ user: String, _ body: () async -> T) async -> T {
-        _ = await enter(user, wantsReader: false, deadlineMs: nil)
+        _ = await enter(user, wantsReader: false, precedesRightUse: false, deadlineMs: nil)
         defer { leave(user) }
         return await body()
     }
 
-    /// Runs `body` in `user`'s turn, or returns `refused` with why there was none.
+    /// Runs `body` in `user`'s turn, or returns `refused` with why there was none. A request that
+    /// `precedesRightUse` (an evaluation) makes a right's use that holds the reader yield to it.
     nonisolated(nonsending) func serialize<T>(
-        _ user: String, wantsReader: Bool, deadlineMs: Int64?, _ body: () async -> T, refused: (Turn) -> T
+        _ user: String, wantsReader: Bool, precedesRightUse: Bool = false, deadlineMs: Int64?,
+        _ body: () async -> T, refused: (Turn) -> T
     ) async -> T {
-        let turn = await enter(user, wantsReader: wantsReader, deadlineMs: deadlineMs)
+        let turn = await enter(
+            user, wantsReader: wantsReader, precedesRightUse: precedesRightUse, deadlineMs: deadlineMs)
         guard turn == .granted else { return refused(turn) }
         defer { leave(user) }
         return await body()
     }
 
     /// Waits for `user`'s turn (then `leave` must follow), at most `deadlineMs` milliseconds.
-    private nonisolated(nonsending) func enter(_ user: String, wantsReader: Bool, deadlineMs: Int64?) async -> Turn {
-        let waiter = Waiter(wantsReader: wantsReader)
+    private nonisolated(nonsending) func enter(
+        _ user: String, wantsReader: Bool, precedesRightUse: Bool, deadlineMs: Int64?
+    ) async -> Turn {
+        let waiter = Waiter(wantsReader: wantsReader, precedesRightUse: precedesRightUse)
         return await withCheckedContinuation { (continuation: CheckedContinuation<Turn, Never>) in
+            var yieldReader: (@Sendable () -> Void)?
             let now: Turn? = lines.withLock { lines in
                 guard var line = lines[user] else {
                     lines[user] = Line()
                     return .granted
                 }
-                if wantsReader, let holder = line.readerHolder { return .readerBusy(holder) }
+                if let holder = line.readerHolder {
+                    if waiter.isBusy(behind: holder) { return .readerBusy(holder) }
+                    if wantsReader { yieldReader = line.yieldReader }
+                }
                 waiter.continuation = continuation
                 line.waiters.append(waiter)
                 lines[user] = line
                 return nil
             }
             if let now { return continuation.resume(returning: now) }
+            yieldReader?()
             if let deadlineMs {
                 let timer = DeadlineTimer(ms: deadlineMs) { [weak self] in
                     self?.answer(waiter, of: user, with: .timedOut)
@@ -90,6 +116,7 @@ final class UserQueue: Sendable {
             }
             let next = line.waiters.removeFirst()
             line.readerHolder = nil
+            line.yieldReader = nil
             lines[user] = line
             guard let continuation = next.continuation else { return nil }
             next.continuation = nil
@@ -101,13 +128,17 @@ final class UserQueue: Sendable {
     }
 
     /// A request of `label.account` took the reader: its waiting requests that want the reader are
-    /// answered now rather than after it.
-    func readerTaken(by label: RequestLabel) {
+    /// answered now rather than after it. `yield` ends a right's use; it is called at once when an
+    /// evaluation of the account is waiting already, or later when one comes.
+    func readerTaken(by label: RequestLabel, yield: (@Sendable () -> Void)? = nil) {
+        var yieldNow = false
         let told: [(Waiter, CheckedContinuation<Turn, Never>)] = lines.withLock { lines in
             guard var line = lines[label.account] else { return [] }
             line.readerHolder = label
-            let (busy, rest) = (line.waiters.filter(\.wantsReader), line.waiters.filter { !$0.wantsReader })
-            line.waiters = rest
+            line.yieldReader = label.right != nil ? yield : nil
+            let busy = line.waiters.filter { $0.isBusy(behind: label) }
+            line.waiters.removeAll { $0.isBusy(behind: label) }
+            yieldNow = label.right != nil && line.waiters.contains { $0.wantsReader && $0.precedesRightUse }
             lines[label.account] = line
             return busy.compactMap { waiter in
                 guard let continuation = waiter.continuation else { return nil }
@@ -115,6 +146,7 @@ final class UserQueue: Sendable {
                 return (waiter, continuation)
             }
         }
+        if yieldNow { yield?() }
         for (waiter, continuation) in told {
             waiter.timer?.cancel()
             continuation.resume(returning: .readerBusy(label))
@@ -123,7 +155,10 @@ final class UserQueue: Sendable {
 
     /// The request of `account` that held the reader let go of it.
     func readerReleased(by account: String) {
-        lines.withLock { lines in lines[account]?.readerHolder = nil }
+        lines.withLock { lines in
+            lines[account]?.readerHolder = nil
+            lines[account]?.yieldReader = nil
+        }
     }
 
     private func answer(_ waiter: Waiter, of user: String, with turn: Turn) {

@@ -23,7 +23,8 @@ struct Whereabouts {
     /// Asks the kernel (through the connection's pinned process) and logind, in one visit to the bus
     /// with the lid when a built-in reader is present (the evaluation may use any present reader).
     nonisolated(nonsending) static func find(
-        caller: PeerCredentials, target: String, tty: String?, service: String?, parts: DaemonParts
+        caller: PeerCredentials, target: String, tty: String?, service: String?, right: String? = nil,
+        parts: DaemonParts
     ) async -> Whereabouts {
         let builtInPresent = await (parts.reader?.devices() ?? []).contains { parts.isBuiltIn($0) }
         let place = await parts.sessions.view(of: caller.pid, uid: caller.uid, tty: tty, askLid: builtInPresent)
@@ -47,11 +48,38 @@ struct Whereabouts {
             session: session, logindPresent: place.logindPresent,
             onForegroundVT: ForegroundTerminal.isForeground(caller.process?.controllingTTY),
             requesterActiveOnASeat: activeOnASeat, connectionOrphaned: orphaned)
-        let program = caller.process?.command ?? service.map { Echo.truncated($0, maxBytes: 32) } ?? "a request"
         return Whereabouts(
             origin: origin, place: place, verdict: Presence.decide(origin, target: target),
-            label: RequestLabel(program: program, account: target),
+            label: RequestLabel(
+                program: programName(caller, service: service), account: target,
+                right: right.map { Echo.truncated($0, maxBytes: 96) }),
             reuseKey: orphaned ? "orphaned:\(caller.pid):\(parts.clock())" : place.key)
+    }
+
+    /// Whose request it is, as a person is told, from what the process cannot choose, never from a
+    /// name it gave itself or the service it sent (a process renamed `sudo` with `prctl` was shown as
+    /// "sudo", issue 26):
+    /// - a setuid-root program the user started (root's credentials, the user's real uid: sudo, su,
+    ///   pkexec): the kernel's name of it, which is the name of the file the kernel ran, since no
+    ///   process of the user can rename a process that runs as root;
+    /// - any other: its executable's path ("a program that is not PATH" when a namespace of the
+    ///   user's put another file there); where the daemon may not read it (another uid's, under
+    ///   the shipped unit without `CAP_SYS_PTRACE`), the name it gives itself, said to be that.
+    /// A client in the daemon's own process (tests) has no process: the service it gave.
+    static func programName(_ caller: PeerCredentials, service: String?) -> String {
+        guard let process = caller.process else {
+            return service.map { Echo.truncated($0, maxBytes: 32) } ?? "a request"
+        }
+        if caller.uid == 0, let real = process.realUID, real != 0, let command = process.command {
+            return command
+        }
+        if let path = process.executable {
+            // Cut at the end, never the start: a long path keeps the directory it really is in.
+            let shown = Echo.truncated(path, maxBytes: 160)
+            return process.executableIsAtItsPath ? shown : "a program that is not " + shown
+        }
+        if let command = process.command { return "a program calling itself " + Echo.quoted(command) }
+        return "an unidentified program"
     }
 
     /// The refusal, as the answer to an evaluation or a canEvaluate; nil when biometrics may be offered.

@@ -152,16 +152,17 @@ public func trn(
 
 extension Event {
     /// The event's line in the person's language: its phrase through the catalogue, else the daemon's
-    /// English `message` (an older daemon, or a phrase newer than this client).
+    /// English `message` (an older daemon, or a phrase newer than this client). Printable: no control
+    /// character of a name another process chose reaches the terminal (`Echo.printable`).
     public func localizedMessage(style: PhraseStyle = PhraseStyle()) -> String {
-        phrase?.text(Gettext.shared, style: style) ?? message
+        Echo.printable(phrase?.text(Gettext.shared, style: style) ?? message)
     }
 }
 
 extension RequestResult {
     /// The result's line in the person's language: its phrase through the catalogue, else the
-    /// daemon's English `message`.
+    /// daemon's English `message`; printable, as an event's.
     public func localizedMessage(style: PhraseStyle = PhraseStyle()) -> String {
-        phrase?.text(Gettext.shared, style: style) ?? message
+        Echo.printable(phrase?.text(Gettext.shared, style: style) ?? message)
     }
 }

@@ -33,6 +33,21 @@ public enum Echo {
         return out
     }
 
+    /// `text` as a client may print it to a terminal: every control character — C0 (tab and line
+    /// breaks too), DEL and C1 (U+0080–U+009F, which some terminals take as ESC sequences) — shown as
+    /// "�". Text from the daemon repeats names other processes chose (a program's, a right's, a
+    /// reason); raw, `\e]0;PWN\a\e[2K` retitled the window and erased the line (issue 26).
+    public static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars { out.append(isControl(scalar) ? "\u{FFFD}" : scalar) }
+        return String(out)
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+    }
+
     /// Text a person reads (a reason, a button title) cut to at most `maxBytes` bytes of UTF-8 at
     /// a character boundary, "…" marking a cut; unchanged when it fits.
     public static func truncated(_ text: String, maxBytes: Int) -> String {

@@ -146,17 +146,23 @@ public enum ReaderUnavailable: Equatable, Sendable {
     public var english: String { text(EnglishText()) }
 }
 
-/// Whose request a prompt or a busy reader belongs to: the program that asked and the account.
+/// Whose request a prompt or a busy reader belongs to: the program that asked, the account, and
+/// for a right's use the right it would release.
 public struct RequestLabel: Equatable, Sendable {
-    /// The calling program as the kernel names it (`/proc/<pid>/comm`), else the service it gave.
+    /// The calling program by what it cannot choose (`Whereabouts.programName`: a setuid-root
+    /// program's kernel name, another's executable, or "a program calling itself 'x'"), else the
+    /// service a client in the daemon's own process gave.
     public var program: String
     public var account: String
+    /// The identifier of the right a RIGHT_USE would release or use; nil for every other request.
+    public var right: String?
 
-    public init(program: String, account: String) {
+    public init(program: String, account: String, right: String? = nil) {
         self.program = program
         self.account = account
+        self.right = right
     }
 
-    /// "sudo for alice"
+    /// "sudo for alice", "/usr/bin/python3.11 for alice, asking to release com.example.vault"
     public var english: String { text(EnglishText()) }
 }

@@ -218,8 +218,15 @@ extension ReaderUnavailable {
 }
 
 extension RequestLabel {
-    // TRANSLATORS: whose request: %1$s is the program (sudo), %2$s the account (alice).
-    public func text(_ t: some Translator) -> String { t.tr("%1$s for %2$s", .text(program), .text(account)) }
+    public func text(_ t: some Translator) -> String {
+        guard let right else {
+            // TRANSLATORS: whose request: %1$s is the program (sudo), %2$s the account (alice).
+            return t.tr("%1$s for %2$s", .text(program), .text(account))
+        }
+        // TRANSLATORS: whose request: %1$s is the program (/usr/bin/python3), %2$s the account (alice),
+        // %3$s the identifier of the app's secret or key it asks for (com.example.vault).
+        return t.tr("%1$s for %2$s, asking to release %3$s", .text(program), .text(account), .text(right))
+    }
 }
 
 extension RetryHint {

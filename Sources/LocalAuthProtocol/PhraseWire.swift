@@ -101,7 +101,11 @@ extension Phrase {
         case .readerFailed(let why): id("readerFailed"); text(why)
         case .placeFinger(let finger): id("placeFinger"); text(finger?.rawValue ?? "")
         case .forRequest(let phrase, let label):
-            id("forRequest"); phrase.appendTokens(to: &out); text(label.program); text(label.account)
+            // A right's use has its own identifier, so that a client that knows only the two-argument
+            // label shows the English line rather than a label without the right.
+            id(label.right == nil ? "forRequest" : "forRightRequest"); phrase.appendTokens(to: &out)
+            text(label.program); text(label.account)
+            if let right = label.right { text(right) }
         case .noMatch(let left): id("noMatch"); number(Int64(left))
         case .enterPasscode: id("enterPasscode")
         case .wrongPasscode: id("wrongPasscode")
@@ -159,7 +163,9 @@ extension ReaderUnavailable {
         case .notTheTargetsSession(let user): out += [.id("notTheTargetsSession"), .text(user)]
         case .sessionNotInFront(let user): out += [.id("sessionNotInFront"), .text(user)]
         case .readerBusy(let by):
-            if let by {
+            if let by, let right = by.right {
+                out += [.id("readerBusyByRight"), .text(by.program), .text(by.account), .text(right)]
+            } else if let by {
                 out += [.id("readerBusyBy"), .text(by.program), .text(by.account)]
             } else {
                 out.append(.id("readerBusy"))
@@ -190,9 +196,10 @@ private enum PhraseParser {
         return s
     }
 
-    static func label(_ rest: inout ArraySlice<PhraseToken>) -> RequestLabel? {
+    static func label(_ rest: inout ArraySlice<PhraseToken>, ofRight: Bool = false) -> RequestLabel? {
         guard let program = text(&rest), let account = text(&rest) else { return nil }
-        return RequestLabel(program: program, account: account)
+        guard ofRight else { return RequestLabel(program: program, account: account) }
+        return text(&rest).map { RequestLabel(program: program, account: account, right: $0) }
     }
 
     static func reason(_ rest: inout ArraySlice<PhraseToken>) -> ReaderUnavailable? {
@@ -207,6 +214,7 @@ private enum PhraseParser {
         case "sessionNotInFront": text(&rest).map { .sessionNotInFront($0) }
         case "readerBusy": .readerBusy(by: nil)
         case "readerBusyBy": label(&rest).map { .readerBusy(by: $0) }
+        case "readerBusyByRight": label(&rest, ofRight: true).map { .readerBusy(by: $0) }
         case "readerShareUsed":
             text(&rest).flatMap { account in
                 number(&rest).flatMap { share in
@@ -263,8 +271,9 @@ private enum PhraseParser {
             guard let raw = text(&rest) else { return nil }
             if raw.isEmpty { return .placeFinger(nil) }
             return FingerName(rawValue: raw).map { .placeFinger($0) }
-        case "forRequest":
-            guard let p = phrase(&rest, depth: next), let l = label(&rest) else { return nil }
+        case "forRequest", "forRightRequest":
+            guard let p = phrase(&rest, depth: next), let l = label(&rest, ofRight: name == "forRightRequest")
+            else { return nil }
             return .forRequest(p, l)
         case "noMatch":
             guard let n = number(&rest), n >= 0, n <= 1000 else { return nil }

@@ -95,6 +95,8 @@ public enum RightOperation: Int64, Sendable, CaseIterable {
     case decrypt = 4
     /// Key agreement with the public key in `data`.
     case exchangeKeys = 5
+    /// Drops the calling process's authorization of the right (`LARight.deauthorize`); asks no one.
+    case deauthorize = 6
 }
 
 /// `biometryType`: Apple's `LABiometryType` raw values.

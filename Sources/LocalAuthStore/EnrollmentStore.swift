@@ -47,6 +47,11 @@ public final class EnrollmentStore: Sendable {
     /// The accounts whose directory has been swept of temporary files since the store opened.
     let sweptUsers = Mutex<Set<String>>([])
 
+    /// Whether opening this store made the machine's key (a new state directory): a start's event,
+    /// which the daemon logs at info level, not a notice.
+    public var madeMachineKey: Bool { madeKey.withLock { $0 } }
+    let madeKey = Mutex(false)
+
     /// How the state directory is sealed; nil when this store does not seal.
     public var sealingMethod: SealingMethod? { sealing.withLock { $0?.method } }
     var sealer: Sealer? { sealing.withLock { $0?.sealer } }

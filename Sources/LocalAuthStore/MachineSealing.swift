@@ -60,7 +60,12 @@ public enum SealingMethod: String, Sendable, Equatable {
 ///     method=tpm2 | key-file
 ///     check=<HMAC-SHA-256 of a fixed label under the key, 64 hex>
 ///     migrated=0 | 1
+///     mac=<HMAC-SHA-256 under the key of the lines above, 64 hex>
 ///     crc32=…
+///
+/// The `mac=` line (issue 26) makes the record the key's own: flipped offline to `migrated=0`, it
+/// no longer opens, so the next start cannot be made to seal planted plain prints. A record without
+/// it was written before; it is rewritten with one, and never seals plain prints.
 ///
 /// With `tpm2`, `<state>/sealing-key.tpm2` holds the key as a systemd credential sealed by the TPM
 /// (with systemd's default policy on PCR 7). With `key-file`, the key is a
@@ -72,27 +77,56 @@ struct SealingRecord: Equatable {
     static let credentialName = "localauthd-sealing"
     static let header = "localauthd-sealing 1"
     static let keyHeader = "localauthd-sealing-key 1"
+    /// What the `mac=` HMAC is computed for, apart from anything else the key authenticates.
+    static let macLabel = "localauthd sealing record 1"
 
     var method: SealingMethod
     var check: [UInt8]
     var migrated: Bool
+    /// HMAC-SHA-256 under the machine's key of `authenticatedBody`; nil in a record written before
+    /// issue 26.
+    var mac: [UInt8]? = nil
+
+    /// The lines the HMAC covers: everything but the `mac=` and `crc32=` lines.
+    var authenticatedBody: [UInt8] {
+        Array(
+            "\(Self.header)\nmethod=\(method.rawValue)\ncheck=\(Hex.encode(check))\nmigrated=\(migrated ? 1 : 0)\n".utf8
+        )
+    }
+
+    /// This record with its HMAC under `sealer`'s key.
+    func authenticated(by sealer: Sealer) -> SealingRecord {
+        var record = self
+        record.mac = sealer.authenticationCode(for: authenticatedBody, label: Self.macLabel)
+        return record
+    }
+
+    /// True when the record carries an HMAC and it holds under `sealer`'s key.
+    func isAuthentic(under sealer: Sealer) -> Bool {
+        guard let mac else { return false }
+        return sealer.isAuthentic(mac, for: authenticatedBody, label: Self.macLabel)
+    }
 
     func encode() -> [UInt8] {
-        Seal.seal(
-            Array(
-                "\(Self.header)\nmethod=\(method.rawValue)\ncheck=\(Hex.encode(check))\nmigrated=\(migrated ? 1 : 0)\n"
-                    .utf8))
+        Seal.seal(authenticatedBody + (mac.map { Array("mac=\(Hex.encode($0))\n".utf8) } ?? []))
     }
 
     static func decode(_ bytes: [UInt8]) -> SealingRecord? {
         guard case .success(let body) = Seal.open(bytes) else { return nil }
         let lines = String(decoding: body, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.count == 5, lines[0] == header, lines[4].isEmpty,
+        guard lines.count == 5 || lines.count == 6, lines[0] == header, lines[lines.count - 1].isEmpty,
             lines[1].hasPrefix("method="), let method = SealingMethod(rawValue: String(lines[1].dropFirst(7))),
             lines[2].hasPrefix("check="), let check = Hex.decode(lines[2].dropFirst(6)), check.count == 32,
             lines[3] == "migrated=0" || lines[3] == "migrated=1"
         else { return nil }
-        return SealingRecord(method: method, check: check, migrated: lines[3] == "migrated=1")
+        var mac: [UInt8]?
+        if lines.count == 6 {
+            guard lines[4].hasPrefix("mac="), let code = Hex.decode(lines[4].dropFirst(4)), code.count == 32 else {
+                return nil
+            }
+            mac = code
+        }
+        return SealingRecord(method: method, check: check, migrated: lines[3] == "migrated=1", mac: mac)
     }
 
     static func encodeKeyFile(_ key: [UInt8]) -> [UInt8] {

@@ -29,6 +29,10 @@ public struct StoredRight: Equatable, Sendable {
 
     public static let maximumIdentifierSize = 256
     public static let maximumSecretSize = 1024
+    /// The most rights one account keeps: with the sizes above a right is one file block (1779
+    /// bytes at the largest, measured), so a user's rights take about 64 × 4 KiB on disk, and no
+    /// process of theirs can fill the state directory's file system.
+    public static let maximumCount = 64
 
     public init(
         identifier: String, requirement: Requirement, domainState: [UInt8], secret: [UInt8], privateKey: [UInt8],
@@ -124,7 +128,8 @@ enum RightRecord {
 
 extension EnrollmentStore {
     /// Saves a new right; `alreadyExists` when the user has one with that identifier (a right is
-    /// never replaced: a process of the user's could otherwise swap an app's key for its own).
+    /// never replaced by a save: it must be removed first), `limitReached` when the user has
+    /// `StoredRight.maximumCount` rights (damaged ones count: they take room too).
     public func saveRight(_ right: StoredRight, user: String) throws(StoreError) {
         try Validation.user(user)
         guard StoredRight.isValidIdentifier(right.identifier) else {
@@ -137,6 +142,8 @@ extension EnrollmentStore {
             let name = RightRecord.fileName(identifier: right.identifier)
             try ensureUserDirectory(user)
             guard try Sys.lstatInfo(userDirectory(user) + "/" + name) == nil else { throw .alreadyExists }
+            let held = try Sys.listDirectory(userDirectory(user)).filter { $0.hasSuffix(RightRecord.fileSuffix) }.count
+            guard held < StoredRight.maximumCount else { throw .limitReached }
             try atomicWrite(
                 sealedIfSealing(RightRecord.encode(right), user: user, name: name), directory: userDirectory(user),
                 name: name)

@@ -30,6 +30,23 @@ extension EnrollmentStore {
                         + "was the state directory moved from another machine?")
             }
             sealer = opened
+            if record.mac != nil {
+                guard record.isAuthentic(under: opened) else {
+                    throw .sealing(
+                        "\(sealingRecordPath) was changed: its HMAC does not hold under this machine's key")
+                }
+            } else {
+                // Written before issue 26, or rewritten offline: its `migrated` flag proves nothing,
+                // so plain prints are never sealed on its word.
+                if !record.migrated {
+                    notice(
+                        "\(sealingRecordPath) is not authenticated (an older version's, or changed offline): "
+                            + "plain print files are left as they are and not used; enrol those fingers again")
+                    record.migrated = true
+                }
+                record = record.authenticated(by: opened)
+                try atomicWrite(record.encode(), directory: stateDirectory, name: SealingRecord.fileName)
+            }
         case .missing:
             if let sealed = try firstSealedFile() {
                 throw .sealing(
@@ -38,15 +55,16 @@ extension EnrollmentStore {
             }
             let (key, method) = try makeMachineKey(configuration)
             sealer = Sealer(key: key)!
-            record = SealingRecord(method: method, check: sealer.checkValue, migrated: false)
+            record = SealingRecord(method: method, check: sealer.checkValue, migrated: false).authenticated(by: sealer)
             try atomicWrite(record.encode(), directory: stateDirectory, name: SealingRecord.fileName)
-            notice("sealed \(stateDirectory) to this machine (\(method.rawValue))")
+            madeKey.withLock { $0 = true }
         }
         sealing.withLock { $0 = (sealer, record.method) }
         if !record.migrated {
             let count = try sealPlainPrints(sealer)
             if count > 0 { notice("sealed \(count) print file(s) that an older version kept in plain form") }
             record.migrated = true
+            record = record.authenticated(by: sealer)
             try atomicWrite(record.encode(), directory: stateDirectory, name: SealingRecord.fileName)
         }
     }

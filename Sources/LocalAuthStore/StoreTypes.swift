@@ -21,6 +21,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case notFound
     /// That finger on that device is already enrolled; a right with that identifier exists.
     case alreadyExists
+    /// The user has as many rights as one account may have (`StoredRight.maximumCount`).
+    case limitReached
     /// The state directory is sealed with a key this machine does not have (moved from another
     /// machine, the key file or the TPM2 gone), or the key cannot be made. Nothing was changed.
     case sealing(String)
@@ -35,6 +37,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .inUse(let why): return why
         case .notFound: return "not found"
         case .alreadyExists: return "already exists"
+        case .limitReached: return "limit reached"
         case .sealing(let why): return "cannot unseal the state directory: \(why)"
         }
     }

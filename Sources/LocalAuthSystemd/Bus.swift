@@ -98,12 +98,17 @@ public final class BusConnection: @unchecked Sendable {
         exported.removeAll { $0.path == path }
     }
 
-    /// Emits a signal from `path` to every listener.
-    public func emitSignal(path: String, interface: String, member: String, _ values: [BusValue]) {
+    /// Emits a signal from `path`: to every listener, or with a `destination` (a unique name) to
+    /// that connection only (a unicast signal: no other connection's match rule receives it, and the
+    /// bus policy lets only root eavesdrop).
+    public func emitSignal(
+        path: String, interface: String, member: String, _ values: [BusValue], destination: String? = nil
+    ) {
         send { bus in
             var m: OpaquePointer?
             guard sd_bus_message_new_signal(bus, &m, path, interface, member) >= 0, let m else { return }
             defer { sd_bus_message_unref(m) }
+            if let destination, sd_bus_message_set_destination(m, destination) < 0 { return }
             for value in values where Self.append(value, to: m) < 0 { return }
             sd_bus_send(bus, m, nil)
         }

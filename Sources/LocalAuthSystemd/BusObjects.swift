@@ -125,6 +125,7 @@ public final class BusCall: @unchecked Sendable {
     public let arguments: [BusValue]
     private var message: OpaquePointer?
     private unowned let connection: BusConnection
+    private var answered: [() -> Void] = []
 
     fileprivate init(message: OpaquePointer, connection: BusConnection) {
         self.message = sd_bus_message_ref(message)
@@ -139,6 +140,19 @@ public final class BusCall: @unchecked Sendable {
     }
 
     public var isAnswered: Bool { message == nil }
+
+    /// Runs `body` once the call is answered (`reply`, `fail`, or dropped unanswered), where it is
+    /// answered; at once when it already is.
+    public func whenAnswered(_ body: @escaping () -> Void) {
+        guard message != nil else { return body() }
+        answered.append(body)
+    }
+
+    private func tellAnswered() {
+        let bodies = answered
+        answered = []
+        for body in bodies { body() }
+    }
 
     public func string(_ index: Int) -> String? { index < arguments.count ? arguments[index].stringValue : nil }
 
@@ -170,6 +184,7 @@ public final class BusCall: @unchecked Sendable {
             for value in values where BusConnection.append(value, to: reply) < 0 { return }
             sd_bus_send(bus, reply, nil)
         }
+        tellAnswered()
     }
 
     /// `sd_bus_reply_method_error`.
@@ -183,6 +198,7 @@ public final class BusCall: @unchecked Sendable {
             sd_bus_error_set(&e, error.name, error.message)
             sd_bus_reply_method_error(message, &e)
         }
+        tellAnswered()
     }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import LocalAuthClient
 import LocalAuthLocalization
 import LocalAuthProtocol
+import Observation
 
 #if canImport(Glibc)
     import Glibc
@@ -28,6 +29,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         var applicationPassword: String?
         var biometryType: LABiometryType = .none
         var domainState: Data?
+        var maxBiometryFailures: NSNumber?
         var invalidated = false
         var nextID = 0
         var running: [Int: (connection: DaemonConnection?, cancellation: Cancellation)] = [:]
@@ -95,6 +97,16 @@ open class LAContext: NSObject, @unchecked Sendable {
         locked {
             LADomainState(biometry: LADomainStateBiometry(biometryType: $0.biometryType, stateHash: $0.domainState))
         }
+    }
+
+    /// Apple's deprecated (macOS 10.11: "No longer supported") limit of failed matches: setting it has no
+    /// effect, here as there. The daemon locks biometrics after 5 failed matches (`finger-attempts` of the
+    /// configuration). Kept so old code compiles; it reads back what was set.
+    // English: Apple's deprecation message, for the programmer's compiler.
+    @available(*, deprecated, message: "No longer supported")
+    open var maxBiometryFailures: NSNumber? {
+        get { locked { $0.maxBiometryFailures } }
+        set { locked { $0.maxBiometryFailures = newValue } }
     }
 
     /// Linux-only: the UI that stands in for Apple's system UI — the progress lines and the passcode
@@ -240,7 +252,8 @@ open class LAContext: NSObject, @unchecked Sendable {
         case .deviceOwnerAuthenticationWithBiometrics, .deviceOwnerAuthenticationWithBiometricsOrCompanion:
             .deviceOwnerAuthenticationWithBiometrics
         case .deviceOwnerAuthentication: .deviceOwnerAuthentication
-        case .deviceOwnerAuthenticationWithCompanion: nil
+        // Companion (raw value 3; its case is the deprecated `…WithWatch`).
+        default: nil
         }
     }
 
@@ -430,3 +443,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         return .success(())
     }
 }
+
+/// Apple's overlay makes `LAContext` `Observable` (macOS 13 / iOS 18), for SwiftUI; it does not document
+/// which properties publish changes, and none does here: the conformance is for code that needs the type.
+extension LAContext: Observable {}

@@ -23,7 +23,11 @@ public struct LAError: _BridgedStoredNSError {
     public static var errorDomain: String { LAErrorDomain }
     public static var _nsErrorDomain: String { LAErrorDomain }
 
-    /// Apple's `LAError.Code`: the same case names and raw values.
+    /// Apple's `LAError.Code`: the same cases, aliases and raw values. As in Apple's Swift interface, the
+    /// old names of −6, −7, −8 and −11 (`touchIDNotAvailable`, `touchIDNotEnrolled`, `touchIDLockout`,
+    /// `watchNotAvailable`) are the cases (deprecated), and their current names (`biometryNotAvailable`,
+    /// `biometryNotEnrolled`, `biometryLockout`, `companionNotAvailable`) static properties of the same
+    /// values: an exhaustive `switch` written for Apple compiles here, and either name matches in a pattern.
     public enum Code: Int, Sendable, Hashable, _ErrorCodeProtocol {
         public typealias _ErrorType = LAError
 
@@ -37,18 +41,22 @@ public struct LAError: _BridgedStoredNSError {
         case systemCancel = -4
         /// No passcode is set (and no finger can be used).
         case passcodeNotSet = -5
-        /// No fingerprint reader can be used (none connected, the daemon unreachable, its state unreadable).
-        case biometryNotAvailable = -6
-        /// No finger is enrolled for the user.
-        case biometryNotEnrolled = -7
-        /// Too many fingers did not match; the passcode (or an administrator) unlocks it.
-        case biometryLockout = -8
+        /// The old name of `biometryNotAvailable`.
+        @available(*, deprecated, renamed: "biometryNotAvailable")
+        case touchIDNotAvailable = -6
+        /// The old name of `biometryNotEnrolled`.
+        @available(*, deprecated, renamed: "biometryNotEnrolled")
+        case touchIDNotEnrolled = -7
+        /// The old name of `biometryLockout`.
+        @available(*, deprecated, renamed: "biometryLockout")
+        case touchIDLockout = -8
         /// The app cancelled (`invalidate()`).
         case appCancel = -9
         /// The context was invalidated before this call.
         case invalidContext = -10
-        /// No companion device is available (always on Linux).
-        case companionNotAvailable = -11
+        /// The old name of `companionNotAvailable`.
+        @available(*, deprecated, renamed: "companionNotAvailable")
+        case watchNotAvailable = -11
         /// Never reported on Linux; declared for source compatibility with macOS code.
         case biometryNotPaired = -12
         /// The user's fingers are enrolled only on a reader that is not connected (a USB reader unplugged).
@@ -58,14 +66,14 @@ public struct LAError: _BridgedStoredNSError {
         /// Interaction was needed but `interactionNotAllowed` is set, or nothing can ask for the passcode.
         case notInteractive = -1004
 
-        @available(*, deprecated, renamed: "biometryNotAvailable")
-        public static var touchIDNotAvailable: LAError.Code { .biometryNotAvailable }
-        @available(*, deprecated, renamed: "biometryNotEnrolled")
-        public static var touchIDNotEnrolled: LAError.Code { .biometryNotEnrolled }
-        @available(*, deprecated, renamed: "biometryLockout")
-        public static var touchIDLockout: LAError.Code { .biometryLockout }
-        @available(*, deprecated, renamed: "companionNotAvailable")
-        public static var watchNotAvailable: LAError.Code { .companionNotAvailable }
+        /// No fingerprint reader can be used (none connected, the daemon unreachable, its state unreadable).
+        public static var biometryNotAvailable: LAError.Code { Code(rawValue: -6)! }
+        /// No finger is enrolled for the user.
+        public static var biometryNotEnrolled: LAError.Code { Code(rawValue: -7)! }
+        /// Too many fingers did not match; the passcode (or an administrator) unlocks it.
+        public static var biometryLockout: LAError.Code { Code(rawValue: -8)! }
+        /// No companion device is available (always on Linux).
+        public static var companionNotAvailable: LAError.Code { Code(rawValue: -11)! }
     }
 
     public static var authenticationFailed: LAError.Code { .authenticationFailed }

@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 
-/// The policies a context evaluates; Apple's case names and raw values.
+/// The policies a context evaluates; Apple's case names, aliases and raw values.
+///
+/// As in Apple's Swift interface, the macOS 10.15 names `deviceOwnerAuthenticationWithWatch` (3) and
+/// `deviceOwnerAuthenticationWithBiometricsOrWatch` (4) are the cases (deprecated), and their macOS 15
+/// names `deviceOwnerAuthenticationWithCompanion` and `deviceOwnerAuthenticationWithBiometricsOrCompanion`
+/// are static properties of the same values, so an exhaustive `switch` written for Apple compiles here.
 ///
 /// On Linux there is no companion device (Apple Watch, Mac): `deviceOwnerAuthenticationWithCompanion`
 /// fails with `LAError.Code.companionNotAvailable`, and `deviceOwnerAuthenticationWithBiometricsOrCompanion`
@@ -12,17 +17,18 @@ public enum LAPolicy: Int, Sendable, Hashable {
     /// A fingerprint when one can be used, otherwise (or after the fallback) the user's passcode.
     case deviceOwnerAuthentication = 2
     /// A companion device; never available on Linux.
-    case deviceOwnerAuthenticationWithCompanion = 3
-    /// A fingerprint or a companion device; on Linux the same as `deviceOwnerAuthenticationWithBiometrics`.
-    case deviceOwnerAuthenticationWithBiometricsOrCompanion = 4
-
     @available(*, deprecated, renamed: "deviceOwnerAuthenticationWithCompanion")
-    public static var deviceOwnerAuthenticationWithWatch: LAPolicy { .deviceOwnerAuthenticationWithCompanion }
-
+    case deviceOwnerAuthenticationWithWatch = 3
+    /// A fingerprint or a companion device; on Linux the same as `deviceOwnerAuthenticationWithBiometrics`.
     @available(*, deprecated, renamed: "deviceOwnerAuthenticationWithBiometricsOrCompanion")
-    public static var deviceOwnerAuthenticationWithBiometricsOrWatch: LAPolicy {
-        .deviceOwnerAuthenticationWithBiometricsOrCompanion
-    }
+    case deviceOwnerAuthenticationWithBiometricsOrWatch = 4
+
+    /// A companion device; never available on Linux (raw value 3).
+    public static var deviceOwnerAuthenticationWithCompanion: LAPolicy { LAPolicy(rawValue: 3)! }
+
+    /// A fingerprint or a companion device (raw value 4); on Linux the same as
+    /// `deviceOwnerAuthenticationWithBiometrics`.
+    public static var deviceOwnerAuthenticationWithBiometricsOrCompanion: LAPolicy { LAPolicy(rawValue: 4)! }
 }
 
 /// The kind of biometry a device has; Apple's case names and raw values. A fingerprint reader is `touchID`.

@@ -104,6 +104,26 @@ open class LARight: NSObject, @unchecked Sendable {
         setState(.unknown)
     }
 
+    // Apple's completion-handler forms: each runs its async form and calls `handler` on a private queue.
+
+    /// Asks the person; `handler` gets nil when the right is authorized, else the `LAError`.
+    open func authorize(localizedReason: String, completion handler: @escaping @Sendable ((any Error)?) -> Void) {
+        Completion.run(handler) { try await self.authorize(localizedReason: localizedReason) }
+    }
+
+    /// Whether `authorize` could succeed now, without asking anyone: `handler` gets nil when it could.
+    open func checkCanAuthorize(completion handler: @escaping @Sendable ((any Error)?) -> Void) {
+        Completion.run(handler) { try await self.checkCanAuthorize() }
+    }
+
+    /// Forgets the authorization, then calls `handler`.
+    open func deauthorize(completion handler: @escaping @Sendable () -> Void) {
+        Task.detached {
+            await self.deauthorize()
+            handler()
+        }
+    }
+
     func performAuthorization(localizedReason: String) async throws {
         let options = EvaluateOptions(
             policy: requirement.wire.policy, service: LAContext.service, tty: LAContext.terminalName,
@@ -142,9 +162,21 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
         secret.remember(data)
     }
 
+    /// Forgets the secret and tells the daemon this process no longer holds the authorization (its
+    /// key operations would otherwise run without asking again, `RightGrants`).
     open override func deauthorize() async {
         secret.remember(nil)
         await super.deauthorize()
+        _ = try? await secret.channel.perform(
+            .rightUse(RightUseOptions(identifier: identifier, operation: .deauthorize)))
+    }
+
+    /// A right released while authorized drops its authorization, as on Apple's systems.
+    deinit {
+        guard state == .authorized else { return }
+        let channel = secret.channel
+        let options = RightUseOptions(identifier: identifier, operation: .deauthorize)
+        Task.detached { _ = try? await channel.perform(.rightUse(options)) }
     }
 }
 
@@ -164,22 +196,36 @@ open class LASecret: NSObject, @unchecked Sendable {
 
     func remember(_ data: [UInt8]?) { lock.withLock { released = data } }
 
-    /// The secret. Released by the right's `authorize`; when the right is not authorized, this asks
-    /// the person itself (the daemon releases a secret only in a request that evaluated the requirement).
-    open func loadData() async throws -> Data {
-        if owner?.state == .authorized, let data = lock.withLock({ released }), !data.isEmpty { return Data(data) }
+    /// The secret: Apple's async form of `loadData(completion:)` (`try await right.secret.rawData`).
+    open var rawData: Data {
+        get async throws { try await load() }
+    }
+
+    /// Hands the secret, or the `LAError` that kept it, to `handler`.
+    open func loadData(completion handler: @escaping @Sendable (Data?, (any Error)?) -> Void) {
+        Completion.run(handler) { try await self.load() }
+    }
+
+    /// The secret, as Apple's: available only while the owning right is authorized. The right's
+    /// `authorize` released it (one request: the daemon evaluates the requirement and returns the
+    /// secret); reading it asks no one. Not authorized (never, denied, or after `deauthorize`): an
+    /// `LAError` `notInteractive`, as reading a secret never asks the person.
+    func load() async throws -> Data {
         guard let owner else { throw LAError(.invalidContext, RightText.rightGone) }
-        return Data(
-            try await channel.use(
-                RightUseOptions(identifier: identifier, operation: .loadSecret), right: owner,
-                reason: RightText.loadSecretReason))
+        guard owner.state == .authorized, let data = lock.withLock({ released }) else {
+            throw LAError(.notInteractive, RightText.notAuthorized)
+        }
+        guard !data.isEmpty else { throw LAError(.invalidContext, RightText.noSecret) }
+        return Data(data)
     }
 }
 
 /// The store of persisted rights: Apple's `LARightStore`, kept by `localauthd` for the calling account.
 open class LARightStore: NSObject, @unchecked Sendable {
+    private static let sharedStore = LARightStore()
+
     /// The store of the calling account.
-    public static let shared = LARightStore()
+    open class var shared: LARightStore { sharedStore }
 
     /// For tests: another daemon than the default one.
     let socketPath: String?
@@ -223,6 +269,43 @@ open class LARightStore: NSObject, @unchecked Sendable {
     open func removeAllRights() async throws {
         let result = try await channel.perform(.rightRemove(user: nil, identifier: nil))
         guard result.isSuccess else { throw LAContext.error(for: result) }
+    }
+
+    // Apple's completion-handler forms: each runs its async form and calls `handler` on a private queue.
+
+    open func right(
+        forIdentifier identifier: String,
+        completion handler: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void
+    ) {
+        Completion.run(handler) { try await self.right(forIdentifier: identifier) }
+    }
+
+    open func saveRight(
+        _ right: LARight, identifier: String,
+        completion handler: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void
+    ) {
+        Completion.run(handler) { try await self.saveRight(right, identifier: identifier) }
+    }
+
+    open func saveRight(
+        _ right: LARight, identifier: String, secret: Data,
+        completion handler: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void
+    ) {
+        Completion.run(handler) { try await self.saveRight(right, identifier: identifier, secret: secret) }
+    }
+
+    open func removeRight(_ right: LAPersistedRight, completion handler: @escaping @Sendable ((any Error)?) -> Void) {
+        Completion.run(handler) { try await self.removeRight(right) }
+    }
+
+    open func removeRight(
+        forIdentifier identifier: String, completion handler: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        Completion.run(handler) { try await self.removeRight(forIdentifier: identifier) }
+    }
+
+    open func removeAllRights(completion handler: @escaping @Sendable ((any Error)?) -> Void) {
+        Completion.run(handler) { try await self.removeAllRights() }
     }
 
     private func save(_ right: LARight, identifier: String, secret: [UInt8]?) async throws -> LAPersistedRight {
@@ -290,11 +373,40 @@ struct RightChannel: Sendable {
     }
 }
 
+/// Apple's completion-handler forms over the async ones: the work runs off the caller's thread and the
+/// handler is called once, from a task of the global executor (Apple calls it on a private queue).
+enum Completion {
+    static func run<T: Sendable>(
+        _ handler: @escaping @Sendable (T?, (any Error)?) -> Void, _ body: @escaping @Sendable () async throws -> T
+    ) {
+        Task.detached {
+            do { handler(try await body(), nil) } catch { handler(nil, error) }
+        }
+    }
+
+    static func run(
+        _ handler: @escaping @Sendable ((any Error)?) -> Void, _ body: @escaping @Sendable () async throws -> Void
+    ) {
+        Task.detached {
+            do {
+                try await body()
+                handler(nil)
+            } catch { handler(error) }
+        }
+    }
+}
+
 /// The library's own lines about rights, in one place.
 enum RightText {
     static var rightGone: String { tr("The right this belongs to no longer exists") }
-    // TRANSLATORS: the reason shown when an app reads an LARight's secret without giving one.
-    static var loadSecretReason: String { tr("Release a secret") }
+    // TRANSLATORS: an app read an LARight's secret (LASecret) before authorizing the right.
+    static var notAuthorized: String { tr("The right is not authorized: authorize it before reading its secret") }
+    // TRANSLATORS: an app used an LARight's private key (LAPrivateKey) before authorizing the right.
+    static var keyNotAuthorized: String {
+        tr("The right is not authorized: authorize it before using its private key")
+    }
+    // TRANSLATORS: an app read the secret (LASecret) of an LARight saved without one.
+    static var noSecret: String { tr("This right was saved without a secret") }
     // TRANSLATORS: the reason shown when an app uses an LARight's key without giving one.
     static var useKeyReason: String { tr("Use a private key") }
 }

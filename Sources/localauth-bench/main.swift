@@ -7,7 +7,7 @@
 //                                       a simulated touch of PRINT, then EVALUATE policy 1 for USER, on one
 //                                       connection; PRINT "-": no touch, any result (a user without fingers)
 //   localauth-bench status RUNS         DaemonConnection.perform(.status) on one open connection
-//   localauth-bench secret RUNS PRINT   LASecret.loadData() of an LAPersistedRight (.biometry, 32-byte
+//   localauth-bench secret RUNS PRINT   authorize, then LASecret.rawData, of an LAPersistedRight (.biometry, 32-byte
 //                                       secret) after a simulated touch of PRINT: one RIGHT_USE each
 //                                       (evaluation, then the secret), as an app calls it
 //   localauth-bench evaluate RUNS PRINT LAContext.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics)
@@ -375,11 +375,13 @@ func secretLoads(runs: Int, print: String) async {
         touch(control, print)
         let t0 = nowNs()
         do {
-            let secret = try await right.secret.loadData()
+            // One RIGHT_USE: authorize evaluates the requirement and releases the secret with it.
+            try await right.authorize(localizedReason: "localauth-bench")
+            let secret = try await right.secret.rawData
             samples.append(nowNs() - t0)
             guard secret.count == 32 else { fail("the secret came back with \(secret.count) bytes") }
         } catch {
-            fail("loadData: \(error)")
+            fail("rawData: \(error)")
         }
     }
     try? await LARightStore.shared.removeRight(forIdentifier: identifier)

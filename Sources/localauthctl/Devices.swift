@@ -17,9 +17,9 @@ struct Devices: ParsableCommand {
             if d.capabilities.contains(.identify) { caps.append("identify") }
             if d.capabilities.contains(.storage) { caps.append("storage") }
             if d.capabilities.contains(.swipe) { caps.append("swipe") }
-            print(
-                "\(d.name)\tdriver=\(d.driver) id=\(d.deviceId) stages=\(d.enrollStages) \(caps.joined(separator: ","))"
-            )
+            // Names a driver reports reach the terminal printable, as every line from the daemon.
+            let (name, driver, id) = (Echo.printable(d.name), Echo.printable(d.driver), Echo.printable(d.deviceId))
+            print("\(name)\tdriver=\(driver) id=\(id) stages=\(d.enrollStages) \(caps.joined(separator: ","))")
         }
     }
 }

@@ -12,6 +12,6 @@ struct List: ParsableCommand {
     }
 
     static func show(_ result: RequestResult) {
-        for finger in result.fields.strings(.finger) { print(finger) }
+        for finger in result.fields.strings(.finger) { print(Echo.printable(finger)) }
     }
 }

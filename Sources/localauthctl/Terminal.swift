@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 import LocalAuthClient
 import LocalAuthLocalization
+import LocalAuthProtocol
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// Writes a line to standard error.
+/// Writes a line to standard error, printable (`Echo.printable`): an error may repeat the daemon's text.
 func printError(_ line: String) {
-    let text = line + "\n"
+    let text = Echo.printable(line) + "\n"
     _ = text.withCString { write(STDERR_FILENO, $0, strlen($0)) }
 }
 

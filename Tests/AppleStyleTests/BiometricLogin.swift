@@ -104,7 +104,7 @@ final class BiometricLogin {
         case .biometryDisconnected: return "The biometric accessory is disconnected."
         case .invalidDimensions: return "Invalid dimensions."
         case .notInteractive: return "Not interactive."
-        @unknown default: return "Unknown error: \(error.localizedDescription)"
+        default: return "Unknown error: \(error.localizedDescription)"
         }
     }
 

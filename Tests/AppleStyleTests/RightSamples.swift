@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Written as Apple's documentation shows LARight and LARightStore (macOS 13+): it must compile unchanged.
+// Written as Apple's documentation shows LARight and LARightStore (macOS 13+) and LAEnvironment (macOS 15),
+// in Apple's Swift spellings (`secret.rawData`, `publicKey.bytes`, `LAEnvironment.Observer`,
+// `LAEnvironment.State`): it must compile unchanged. Every declaration of docs/apple-api.md is used in
+// AppleSpellings.swift.
 import Foundation
 import LocalAuthentication
 
@@ -17,7 +20,7 @@ final class SecretVault: @unchecked Sendable {
     func load() async throws -> Data {
         let right = try await LARightStore.shared.right(forIdentifier: identifier)
         try await right.authorize(localizedReason: "Access your vault")
-        return try await right.secret.loadData()
+        return try await right.secret.rawData
     }
 
     func sign(_ data: Data) async throws -> Data {
@@ -28,7 +31,18 @@ final class SecretVault: @unchecked Sendable {
     }
 
     func publicKey() async throws -> Data {
-        try await LARightStore.shared.right(forIdentifier: identifier).key.publicKey.exportBytes()
+        try await LARightStore.shared.right(forIdentifier: identifier).key.publicKey.bytes
+    }
+
+    /// The completion-handler style of Apple's Objective-C samples, imported into Swift.
+    func load(completion: @escaping @Sendable (Data?) -> Void) {
+        LARightStore.shared.right(forIdentifier: identifier) { right, error in
+            guard let right else { return completion(nil) }
+            right.authorize(localizedReason: "Access your vault") { error in
+                guard error == nil else { return completion(nil) }
+                right.secret.loadData { data, _ in completion(data) }
+            }
+        }
     }
 
     func reset() async throws {
@@ -51,7 +65,7 @@ final class SecretVault: @unchecked Sendable {
 }
 
 /// Written as Apple's macOS 15 `LAEnvironment` samples: which mechanisms are there, told of changes.
-final class MechanismsModel: NSObject, LAEnvironmentObserver, @unchecked Sendable {
+final class MechanismsModel: NSObject, LAEnvironment.Observer, @unchecked Sendable {
     private(set) var summary = ""
 
     func start() {
@@ -61,11 +75,11 @@ final class MechanismsModel: NSObject, LAEnvironmentObserver, @unchecked Sendabl
 
     func stop() { LAEnvironment.currentUser.removeObserver(self) }
 
-    func environment(_ environment: LAEnvironment, stateDidChangeFromOldState oldState: LAEnvironmentState) {
+    func environment(_ environment: LAEnvironment, stateDidChangeFromOldState oldState: LAEnvironment.State) {
         update(environment.state)
     }
 
-    private func update(_ state: LAEnvironmentState) {
+    private func update(_ state: LAEnvironment.State) {
         var parts: [String] = []
         if let biometry = state.biometry {
             if biometry.builtInSensorInaccessible {

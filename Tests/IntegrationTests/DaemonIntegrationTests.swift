@@ -108,6 +108,22 @@ struct DaemonIntegrationTests {
         #expect(status.isSuccess)
     }
 
+    /// `systemctl stop` or `restart` during a verify (issue 25): the client waiting for a finger is
+    /// told the request was cancelled by the system, not left with a closed connection.
+    @Test func sigterm_whileVerifying_answersSystemCancelBeforeTheConnectionCloses() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: "alice", printID: "alice-1")
+        let (c, prompt) = try d.startEvaluation(user: "alice")
+        #expect(prompt.kind == .placeFinger)
+        #expect(d.stop() == 0)
+        var final: RequestResult?
+        while final == nil {
+            if case .result(let r) = try c.receive(deadline: DaemonConnection.now() + 5000) { final = r }
+        }
+        let result = try #require(final)
+        #expect(result.resultCode == .systemCancel, "\(result.message)")
+    }
+
     @Test func evaluate_whenNothingEnrolled_failsWithBiometryNotEnrolled() throws {
         let d = try DaemonHarness()
         let (result, _) = try d.perform(.evaluate(biometrics))

@@ -42,8 +42,9 @@ import Testing
     @Test func evaluate_fallback_biometrics_failsUserFallback() {
         var (evaluator, _) = started(options())
         _ = evaluator.handle(.fingerNotMatched, nowMs: t0)
+        // The second scan's touch is counted, then the person chooses the fallback: it is given back.
+        _ = evaluator.handle(.fingerPresent, nowMs: t0)
         let out = evaluator.handle(.fallbackChosen, nowMs: t0)
-        // The second attempt, counted before its scan, is given back: the person chose not to make it.
         #expect(
             out == [
                 .stopScan, .persist(withPasscode.withFingerFailures(1, at: t0), ifItFails: .goOn),

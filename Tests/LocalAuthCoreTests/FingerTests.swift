@@ -6,8 +6,12 @@ import Testing
 
 /// Rows F of docs/policy.md: inputs while a finger is being scanned.
 @Suite struct FingerTests {
-    @Test func evaluate_whenFingerMatches_takesBackTheCountedAttemptThenRecordsSuccessAndFinishes() {
+    @Test func evaluate_whenFingerMatches_takesBackTheCountedTouchThenRecordsSuccessAndFinishes() {
         var (evaluator, _) = started(options())
+        #expect(
+            evaluator.handle(.fingerPresent, nowMs: t0 + 500) == [
+                persist(withPasscode.withFingerFailures(1, at: t0 + 500))
+            ])
         let out = evaluator.handle(.fingerMatched(finger: rightIndex), nowMs: t0 + 1000)
         var reset = withPasscode
         reset.lastSeenMs = t0 + 1000
@@ -30,22 +34,41 @@ import Testing
         #expect(Array(out.dropFirst().prefix(2)) == [.recordUse(.finger), .recordSuccess])
     }
 
-    @Test func evaluate_whenFingerMisses_theCountWrittenBeforeTheScanStandsAndTheNextIsCountedBeforeItsScan() {
+    @Test func evaluate_whenFingerMisses_theTouchCountedStandsAndTheNextScanCountsNothingBeforeItsTouch() {
         let (first, start) = started(options())
         var evaluator = first
-        #expect(start.persisted.map(\.fingerFailures) == [1])
-        #expect(precedes(start.persistIndex, start.firstIndex(of: .scanFinger(nil))))
+        // Waiting for a finger writes nothing: a crash during the wait leaves no count.
+        #expect(!start.persistsAnything)
+        #expect(start.contains(.scanFinger(nil)))
+        // The reader reports the finger: counted on disk while it captures and matches.
+        let touch = evaluator.handle(.fingerPresent, nowMs: t0 + 500)
+        #expect(touch == [persist(withPasscode.withFingerFailures(1, at: t0 + 500))])
+        // The same touch reported again counts once.
+        #expect(evaluator.handle(.fingerPresent, nowMs: t0 + 600).isEmpty)
         let out = evaluator.handle(.fingerNotMatched, nowMs: t0 + 1000)
-        var next = withPasscode
-        next.fingerFailures = 2
-        next.lastSeenMs = t0 + 1000
         #expect(
             out == [
                 .notify(Notice(.noMatch, .noMatch(triesLeft: 2), triesLeft: 2)),
                 .notify(Notice(.fallbackAvailable, .fallbackEnterPassword)),
-                persist(next), .scanFinger(nil),
+                .scanFinger(nil),
             ])
         #expect(out.events.map(\.message) == ["Not recognised, try again (2 left)", "Enter password"])
+        #expect(evaluator.state.fingerFailures == 1)
+    }
+
+    @Test func evaluate_whenAMissComesWithoutATouchReport_countsItBeforeTheMissIsTold() {
+        // A reader that does not report the finger: the count is written with the answer, before it is told.
+        var (evaluator, _) = started(options())
+        let out = evaluator.handle(.fingerNotMatched, nowMs: t0 + 1000)
+        #expect(out.first == persist(withPasscode.withFingerFailures(1, at: t0 + 1000)))
+        #expect(precedes(out.persistIndex, out.firstIndex(ofEvent: .noMatch)))
+    }
+
+    @Test func evaluate_whenAMatchComesWithoutATouchReportAndNothingToReset_writesNothing() {
+        var (evaluator, _) = started(options())
+        let out = evaluator.handle(.fingerMatched(finger: rightIndex), nowMs: t0 + 1000)
+        #expect(!out.persistsAnything)
+        #expect(out.code == .success)
     }
 
     @Test func evaluate_whenTriesRunOut_biometrics_failsAuthenticationFailed() {
@@ -54,8 +77,9 @@ import Testing
         let out = evaluator.handle(.fingerNotMatched, nowMs: t0)
         #expect(out.code == .authenticationFailed)
         #expect(out.result?.message == "Fingerprint not recognised")
-        // Both misses were written before their scans; nothing is left to write.
-        #expect(!out.persistsAnything)
+        // The second miss is written before it is told.
+        #expect(out.persisted.map(\.fingerFailures) == [2])
+        #expect(precedes(out.persistIndex, out.finishIndex))
         #expect(evaluator.state.fingerFailures == 2)
         #expect(!out.contains(.scanFinger(nil)))
     }
@@ -130,24 +154,34 @@ import Testing
     @Test(arguments: RetryHint.allCases)
     func evaluate_whenRetry_isNotCounted(hint: RetryHint) {
         var (evaluator, _) = started(options(tries: 1))
+        _ = evaluator.handle(.fingerPresent, nowMs: t0)
         let out = evaluator.handle(.fingerRetry(hint), nowMs: t0)
         #expect(out == [.notify(Notice(.retry, .retry(hint), hint: hint)), .scanFinger(nil)])
         #expect(out.events.first?.message == hint.message)
-        // The attempt counted before the scan goes on: a bad swipe counts nothing more.
+        // The touch counted goes on: a bad swipe, and the finger put back, count nothing more.
+        #expect(evaluator.handle(.fingerPresent, nowMs: t0).isEmpty)
         #expect(evaluator.state.fingerFailures == 1)
         // The one try is still there: a match after a retry succeeds.
         #expect(evaluator.handle(.fingerMatched(finger: rightIndex), nowMs: t0).code == .success)
     }
 
     @Test(arguments: [ResultCode.userCancel, .appCancel, .systemCancel])
-    func evaluate_whenCancelled_isNotCounted(code: ResultCode) {
+    func evaluate_whenCancelledAfterATouch_isNotCounted(code: ResultCode) {
         var (evaluator, _) = started(options())
+        _ = evaluator.handle(.fingerPresent, nowMs: t0)
         let out = evaluator.handle(.cancelled(code), nowMs: t0)
         #expect(out.first == .stopScan)
         #expect(out.code == code)
-        // The attempt counted before the scan is given back; if that write fails, it stays counted.
+        // The touch counted is given back; if that write fails, it stays counted.
         #expect(out.contains(.persist(withPasscode.observed(t0), ifItFails: .goOn)))
         #expect(precedes(out.persistIndex, out.finishIndex))
+        #expect(evaluator.state.fingerFailures == 0)
+    }
+
+    @Test func evaluate_whenCancelledWhileWaitingForAFinger_writesNothing() {
+        var (evaluator, _) = started(options())
+        let out = evaluator.handle(.cancelled(.userCancel), nowMs: t0)
+        #expect(out == [.stopScan, .finish(Decision(.userCancel, .cancelled(.userCancel)))])
         #expect(evaluator.state.fingerFailures == 0)
     }
 
@@ -160,11 +194,7 @@ import Testing
     @Test func evaluate_whenReaderFails_biometrics_failsNotAvailable() {
         var (evaluator, _) = started(options())
         let out = evaluator.handle(.readerFailed("the reader was unplugged"), nowMs: t0)
-        #expect(
-            out == [
-                .persist(withPasscode.observed(t0), ifItFails: .goOn),
-                .finish(Decision(.biometryNotAvailable, .readerFailed("the reader was unplugged"))),
-            ])
+        #expect(out == [.finish(Decision(.biometryNotAvailable, .readerFailed("the reader was unplugged")))])
         #expect(out.result?.message == "Fingerprint reader failed: the reader was unplugged")
     }
 
@@ -173,21 +203,16 @@ import Testing
         let out = evaluator.handle(.readerFailed("the reader was unplugged"), nowMs: t0)
         #expect(
             out == [
-                .persist(withPasscode.observed(t0), ifItFails: .goOn),
                 .notify(Notice(.info, .readerFailed("the reader was unplugged"))),
                 .requestPasscode, .notify(Notice(.passcodeNeeded, .enterPasscode)),
             ])
         #expect(evaluator.state.fingerFailures == 0)
     }
 
-    @Test func evaluate_whenTimedOutScanning_stopsScanAndFailsSystemCancel() {
+    @Test func evaluate_whenTimedOutScanning_stopsScanAndFailsSystemCancelWritingNothing() {
         var (evaluator, _) = started(options())
         let out = evaluator.handle(.timedOut, nowMs: t0 + 30_000)
-        #expect(
-            out == [
-                .stopScan, .persist(withPasscode.observed(t0 + 30_000), ifItFails: .goOn),
-                .finish(Decision(.systemCancel, .timedOutWaitingForFinger)),
-            ])
+        #expect(out == [.stopScan, .finish(Decision(.systemCancel, .timedOutWaitingForFinger))])
         #expect(out.result?.message == "Timed out waiting for a fingerprint")
     }
 
@@ -202,6 +227,7 @@ import Testing
     @Test func evaluate_whenTheReaderIsWithdrawnMidScan_givesTheAttemptBackAndSaysWhy() {
         let why = ReaderUnavailable.readerShareUsed(account: "alice", shareMs: 60_000, retryInMs: 60_000)
         var (biometrics, _) = started(options())
+        _ = biometrics.handle(.fingerPresent, nowMs: t0)
         let out = biometrics.handle(.readerWithdrawn(why), nowMs: t0)
         #expect(
             out == [
@@ -235,10 +261,10 @@ import Testing
 
     // MARK: H1 — an attempt that cannot be recorded is refused
 
-    @Test func evaluate_whenTheAttemptCannotBeRecorded_refusesItBeforeTheScan() {
-        var (evaluator, start) = started(options())
-        // The daemon executes outputs in order: the write before `.scanFinger(nil)` fails, so no scan starts.
-        #expect(start.first == persist(withPasscode.withFingerFailures(1, at: t0)))
+    @Test func evaluate_whenTheTouchCannotBeRecorded_refusesItBeforeItsAnswer() {
+        var (evaluator, _) = started(options())
+        // The daemon executes outputs in order: the touch's write fails, so no answer is ever told.
+        #expect(evaluator.handle(.fingerPresent, nowMs: t0) == [persist(withPasscode.withFingerFailures(1, at: t0))])
         let out = evaluator.handle(.recordFailed, nowMs: t0)
         #expect(out == [.stopScan, .finish(Decision(.biometryNotAvailable, .attemptNotRecorded))])
         #expect(
@@ -250,6 +276,7 @@ import Testing
 
     @Test func evaluate_whenTheWriteAfterAMatchFails_refusesTheMatch() {
         var (evaluator, _) = started(options())
+        _ = evaluator.handle(.fingerPresent, nowMs: t0)
         let matched = evaluator.handle(.fingerMatched(finger: rightIndex), nowMs: t0)
         #expect(matched.first == persist(withPasscode.observed(t0)))
         // That write failed: nothing after it ran, so no success was recorded or told.
@@ -259,13 +286,14 @@ import Testing
 
     @Test func evaluate_whenACountIsGivenBack_aFailedWriteLeavesItCounted() {
         var (evaluator, _) = started(options())
+        _ = evaluator.handle(.fingerPresent, nowMs: t0)
         let out = evaluator.handle(.timedOut, nowMs: t0)
         let giveBack = out.compactMap { if case .persist(_, let ifItFails) = $0 { ifItFails } else { nil } }
         #expect(giveBack == [.goOn])
     }
 
     @Test func evaluate_whenACrashLeftTheCountAtTheLimit_isLocked() {
-        // The fifth attempt was counted before its scan, then the daemon died: the flag was never set.
+        // The fifth touch was counted, then the daemon died before its answer: the flag was never set.
         var state = withPasscode
         state.fingerFailures = 5
         let (evaluator, out) = started(options(), state: state)

@@ -66,14 +66,12 @@ import Testing
         #expect(out.result?.message == "Too many attempts: use your passcode")
     }
 
-    @Test func evaluate_whenReaderUsable_countsTheAttemptThenStartsScanBeforePrompt() {
+    @Test func evaluate_whenReaderUsable_startsScanBeforePromptCountingNothingYet() {
+        // Nothing is counted before a finger touches (ADR 0008): a crash during the wait counts nothing.
         let (evaluator, out) = started(options())
-        var counted = withPasscode
-        counted.fingerFailures = 1
-        counted.lastSeenMs = t0
         #expect(
             out == [
-                persist(counted), .scanFinger(nil),
+                .scanFinger(nil),
                 .notify(Notice(.placeFinger, .placeFinger(rightIndex), finger: rightIndex)),
             ])
         #expect(out.events.first?.message == "Place your right index finger on the reader")

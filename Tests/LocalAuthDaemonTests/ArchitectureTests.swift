@@ -33,8 +33,10 @@ import Testing
             "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "SSHAgentProtocol", "ArgumentParser",
             "Glibc",
         ],
+        // Observation: Apple's `LAContext: Observable` conformance (docs/apple-api.md, CTX-19).
         "LocalAuthentication": [
             "LocalAuthClient", "LocalAuthProtocol", "LocalAuthCrypto", "LocalAuthLocalization", "Foundation", "Glibc",
+            "Observation",
         ],
         "vault": ["LocalAuthentication", "Foundation"],
         "localauth-bench": ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "Foundation", "Glibc"],
@@ -44,7 +46,8 @@ import Testing
         "SSHAgentProtocolTests": ["SSHAgentProtocol", "Testing"],
         "LocalAuthCoreTests": ["LocalAuthCore", "LocalAuthProtocol", "Testing", "Foundation"],
         "FingerprintReaderTests": ["FingerprintReader", "LocalAuthTesting", "Testing", "Glibc", "Synchronization"],
-        "LocalAuthCryptoTests": ["LocalAuthCrypto", "Testing"],
+        // Crypto: each key algorithm checked against swift-crypto's own operations.
+        "LocalAuthCryptoTests": ["LocalAuthCrypto", "Crypto", "Testing"],
         "LocalAuthStoreTests": [
             "LocalAuthStore", "LocalAuthCore", "LocalAuthProtocol", "LocalAuthCrypto", "LocalAuthTesting", "Testing",
             "Glibc", "Synchronization",
@@ -59,9 +62,9 @@ import Testing
         ],
         "LocalAuthenticationTests": [
             "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "LocalAuthTesting",
-            "Testing", "Foundation", "Glibc",
+            "LocalAuthCrypto", "Testing", "Foundation", "Glibc",
         ],
-        "AppleStyleTests": ["LocalAuthentication", "Testing", "Foundation"],
+        "AppleStyleTests": ["LocalAuthentication", "Testing", "Foundation", "Observation"],
     ]
 
     /// Modules that only these files may import, even within a target allowed to.

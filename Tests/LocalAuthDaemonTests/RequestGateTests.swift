@@ -39,6 +39,30 @@ struct RequestGateTests {
         #expect(await gate.enter(uid: 1000))
     }
 
+    /// The D-Bus door's synchronous turn (issue 26): taken only when the uid may start at once, never
+    /// past its running limit, its pace, or a request of it already waiting, so calls keep their order.
+    @Test func tryEnter_takesATurnOnlyWhenTheUIDMayStartAtOnce() async throws {
+        let gate = RequestGate(limit: 2, perSecond: 10, burst: 3)
+        #expect(gate.tryEnter(uid: 1000))
+        #expect(gate.tryEnter(uid: 1000))
+        #expect(gate.tryEnter(uid: 1000) == false)  // at its limit
+        #expect(gate.counts(uid: 1000) == (running: 2, waiting: 0))
+        let waiter = Task { await gate.enter(uid: 1000) }
+        while gate.counts(uid: 1000).waiting == 0 { await Task.yield() }
+        gate.leave(uid: 1000)
+        #expect(await waiter.value)  // the turn went to the waiter, not to a later tryEnter
+        gate.leave(uid: 1000)
+        #expect(gate.tryEnter(uid: 1000))  // the fourth at once: the first and a burst of 3
+        gate.leave(uid: 1000)
+        #expect(gate.tryEnter(uid: 1000) == false)  // paced: the next slot is 100 ms on
+        #expect(gate.counts(uid: 1000) == (running: 1, waiting: 0))
+        #expect(gate.tryEnter(uid: 0))  // root: always, and uncounted
+        #expect(gate.tryEnter(uid: 1001))  // another uid is not held up
+        try await Task.sleep(for: .milliseconds(120))
+        #expect(gate.tryEnter(uid: 1000))
+        #expect(gate.counts(uid: 1000) == (running: 2, waiting: 0))
+    }
+
     /// 100 a second after a burst of 5: the 6th to 15th requests wait 10 ms each.
     @Test func enter_pastTheBurst_isPacedToTheRate() async throws {
         let gate = RequestGate(limit: 4, perSecond: 100, burst: 5)

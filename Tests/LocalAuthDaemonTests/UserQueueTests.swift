@@ -122,4 +122,88 @@ import Testing
         #expect(await management.value == .granted)
         await first.value
     }
+
+    /// An evaluation behind a right's use that holds the reader is not told "busy": the right's use is
+    /// told to yield, and the evaluation gets the turn it leaves. Every other request that wants the
+    /// reader (another right's use) is still told at once whose request has it (issue 26).
+    @Test func evaluation_behindARightsUseHoldingTheReader_makesItYield_andGetsTheTurn() async throws {
+        let queue = UserQueue()
+        let gate = UserQueueTests.Gate()
+        let yielded = UserQueueTests.Log()
+        let rightUse = Task {
+            await queue.serialize("alice", wantsReader: true, deadlineMs: 60_000) {
+                await gate.wait()
+                return UserQueue.Turn.granted
+            } refused: {
+                $0
+            }
+        }
+        try await UserQueueTests.eventually { queue.waiting(for: "alice") == 0 }
+        let label = RequestLabel(program: "/usr/bin/python3.11", account: "alice", right: "vault")
+        queue.readerTaken(by: label) {
+            yielded.add("yield")
+            gate.release()
+        }
+        let otherRightUse = await queue.serialize("alice", wantsReader: true, deadlineMs: 60_000) {
+            UserQueue.Turn.granted
+        } refused: {
+            $0
+        }
+        #expect(otherRightUse == .readerBusy(label))
+        #expect(yielded.all.isEmpty)
+        let evaluation = await queue.serialize(
+            "alice", wantsReader: true, precedesRightUse: true, deadlineMs: 60_000
+        ) {
+            UserQueue.Turn.granted
+        } refused: {
+            $0
+        }
+        #expect(evaluation == .granted)
+        #expect(yielded.all == ["yield"])
+        if yielded.all.isEmpty { gate.release() }  // a failure above must not hang the suite
+        #expect(await rightUse.value == .granted)
+    }
+
+    /// An evaluation waiting already when a right's use takes the reader makes it yield at once; behind
+    /// any other request's hold (sudo's), an evaluation is told "busy" as before.
+    @Test func evaluation_waitingWhenARightsUseTakesTheReader_makesItYield_butNotAnEvaluationsHold() async throws {
+        let queue = UserQueue()
+        let gate = UserQueueTests.Gate()
+        let yielded = UserQueueTests.Log()
+        let first = Task { await queue.serialize("alice") { await gate.wait() } }
+        try await UserQueueTests.eventually { queue.waiting(for: "alice") == 0 }
+        let evaluation = Task {
+            await queue.serialize("alice", wantsReader: true, precedesRightUse: true, deadlineMs: 60_000) {
+                UserQueue.Turn.granted
+            } refused: {
+                $0
+            }
+        }
+        try await UserQueueTests.eventually { queue.waiting(for: "alice") == 1 }
+        let right = RequestLabel(program: "/usr/bin/python3.11", account: "alice", right: "vault")
+        queue.readerTaken(by: right) {
+            yielded.add("yield")
+            gate.release()
+        }
+        #expect(await evaluation.value == .granted)
+        #expect(yielded.all == ["yield"])
+        if yielded.all.isEmpty { gate.release() }  // a failure above must not hang the suite
+        await first.value
+
+        let sudo = RequestLabel(program: "/usr/bin/sudo", account: "alice")
+        let second = Task { await queue.serialize("alice") { await gate.wait() } }
+        try await UserQueueTests.eventually { queue.waiting(for: "alice") == 0 }
+        queue.readerTaken(by: sudo) { yielded.add("sudo yielded") }
+        let behindSudo = await queue.serialize(
+            "alice", wantsReader: true, precedesRightUse: true, deadlineMs: 60_000
+        ) {
+            UserQueue.Turn.granted
+        } refused: {
+            $0
+        }
+        #expect(behindSudo == .readerBusy(sudo))
+        #expect(yielded.all == ["yield"])
+        gate.release()
+        await second.value
+    }
 }

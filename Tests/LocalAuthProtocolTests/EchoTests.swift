@@ -27,6 +27,19 @@ import Testing
         #expect(Echo.truncated("short", maxBytes: 5) == "short")
     }
 
+    /// What a client prints of the daemon's text has no control character: the name another process
+    /// chose, `\e]0;PWN\a\e[2K`, retitled the window and erased the line (issue 26). C0, DEL and C1
+    /// (U+009B is CSI to some terminals) become U+FFFD; everything else stays.
+    @Test func printable_replacesC0DELAndC1Controls_andKeepsTheRest() {
+        let hostile = "in use by \u{1B}]0;PWN\u{07}\u{1B}[2K for alice\u{7F}\u{9B}2J\r\n\t"
+        let shown = Echo.printable(hostile)
+        #expect(!shown.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+        #expect(
+            shown == "in use by \u{FFFD}]0;PWN\u{FFFD}\u{FFFD}[2K for alice\u{FFFD}\u{FFFD}2J\u{FFFD}\u{FFFD}\u{FFFD}")
+        let plain = "Place your left thumb on the reader (/usr/bin/sudo for ålice — 指纹) ¡\u{A0}"
+        #expect(Echo.printable(plain) == plain)
+    }
+
     @Test func appendText_whenTextIsLongerThanAField_cutsItToFit() throws {
         var f = Frame(.result)
         f.append(.message, text: String(repeating: "é", count: 5000))

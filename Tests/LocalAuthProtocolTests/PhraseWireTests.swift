@@ -61,9 +61,11 @@ struct PhraseVector: CustomTestStringConvertible, Sendable {
     /// Every case of the core's phrases goes through the wire and comes back equal.
     @Test func everyPhrase_roundTrips() {
         let label = RequestLabel(program: "sudo", account: "alice")
+        let rightUse = RequestLabel(program: "/usr/bin/python3", account: "alice", right: "com.example.vault")
         let reasons: [ReaderUnavailable] = [
             .noReader, .lidClosed, .remoteSession, .connectionOrphaned, .requesterUnknown, .noLoginSession,
             .notTheTargetsSession("alice"), .sessionNotInFront("alice"), .readerBusy(by: nil), .readerBusy(by: label),
+            .readerBusy(by: rightUse),
             .readerShareUsed(account: "alice", shareMs: 60_000, retryInMs: 1500),
         ]
         var all: [Phrase] = [
@@ -74,7 +76,8 @@ struct PhraseVector: CustomTestStringConvertible, Sendable {
             .noPasscodeAndNoFinger, .noPasscodeSet, .noFingerEnrolled, .fingersOnDisconnectedReader, .stateUnreadable,
             .attemptNotRecorded,
             .biometryLocked(passcodeSet: true), .biometryLocked(passcodeSet: false), .readerFailed("io error"),
-            .placeFinger(nil), .forRequest(.placeFinger(.rightIndex), label), .noMatch(triesLeft: 2),
+            .placeFinger(nil), .forRequest(.placeFinger(.rightIndex), label),
+            .forRequest(.placeFinger(.rightIndex), rightUse), .noMatch(triesLeft: 2),
             .enterPasscode, .wrongPasscode, .passcodeLocked(remainingMs: 45_000), .fallbackUsePasscode,
             .fallbackEnterPassword, .verbatim("Use PIN"),
             .prompt(reason: "unlock the vault", .enterPasscode, cancelTitle: "Not now"),
@@ -101,6 +104,34 @@ struct PhraseVector: CustomTestStringConvertible, Sendable {
             #expect(value != nil, "\(phrase)")
             #expect(value.flatMap { Phrase(wireValue: $0) } == phrase, "\(phrase)")
         }
+    }
+
+    /// A right's use names the right wherever its request is named, under identifiers of their own:
+    /// a client that knows only the two-argument label (the PAM module before issue 26) shows the
+    /// English `message`, never a label without the right. Without a right the tokens are as before.
+    @Test func label_ofARightsUse_namesTheRight_underItsOwnIdentifiers() {
+        let plain = RequestLabel(program: "/usr/bin/sudo", account: "alice")
+        let right = RequestLabel(program: "/usr/bin/python3.11", account: "alice", right: "com.example.vault")
+        #expect(
+            Phrase.fingerNotAvailable(.readerBusy(by: right)).english
+                == "Fingerprint not available: the reader is in use by /usr/bin/python3.11 for alice, asking to "
+                + "release com.example.vault; try again when it is done")
+        #expect(
+            Phrase.fingerNotAvailable(.readerBusy(by: right)).tokens
+                == [
+                    .id("fingerNotAvailable"), .id("readerBusyByRight"), .text("/usr/bin/python3.11"),
+                    .text("alice"), .text("com.example.vault"),
+                ])
+        #expect(
+            Phrase.fingerNotAvailable(.readerBusy(by: plain)).tokens
+                == [.id("fingerNotAvailable"), .id("readerBusyBy"), .text("/usr/bin/sudo"), .text("alice")])
+        #expect(Phrase.forRequest(.placeFinger(nil), right).identifier == "forRightRequest")
+        #expect(Phrase.forRequest(.placeFinger(nil), plain).identifier == "forRequest")
+        // The old identifier with a third argument is malformed, not a right's label.
+        #expect(
+            Phrase(tokens: [
+                .id("fingerNotAvailable"), .id("readerBusyBy"), .text("p"), .text("alice"), .text("vault"),
+            ]) == nil)
     }
 
     /// A phrase too long for one field is left out: the English `message` stands alone.

@@ -87,7 +87,7 @@ import Testing
                 state.lastSeenMs += Int64.random(in: 0...3_000, using: &generator)
                 switch Int.random(in: 0..<10, using: &generator) {
                 case 0, 1, 2:
-                    // A verify: the attempt counted ahead of its scan, then a match or a miss.
+                    // A verify: the touch counted when the reader reports it (ADR 0008), then a match or a miss.
                     LockoutRules.fingerAttemptStarted(&state)
                     try store.saveState(state, user: "alice")
                     acknowledged.append(state)
@@ -100,7 +100,7 @@ import Testing
                     LockoutRules.fingerAttemptStarted(&state)
                     try store.saveState(state, user: "alice")
                     acknowledged.append(state)
-                    LockoutRules.fingerAttemptTakenBack(&state)  // cancelled, timed out, reader gone
+                    LockoutRules.fingerAttemptTakenBack(&state)  // touched, then cancelled, timed out, reader gone
                 case 4, 5:
                     LockoutRules.passcodeAttemptStarted(&state, config: config)
                 case 6:
@@ -115,7 +115,7 @@ import Testing
                     LockoutRules.passcodeReplaced(&state)
                     state.passcodeHash = state.passcodeHash == sampleHash ? otherHash : sampleHash
                 default:
-                    break  // the clock alone
+                    break  // the clock alone (a wait for a finger that never came writes nothing)
                 }
                 if LockoutRules.onlyRelaxes(state, from: before) { relaxing += 1 }
                 try store.saveState(state, user: "alice")
@@ -142,7 +142,7 @@ import Testing
         }
     }
 
-    /// A verify's two writes: the attempt counted ahead is durable (file, rename, directory); the
+    /// A verify's two writes: the touch's count is durable (file, rename, directory); the
     /// match's reset is renamed into place, its bytes synced, the directory left for the next
     /// durable write.
     @Test func saveState_forAVerifyThatMatches_syncsTheAttemptsDirectoryButNotTheResets() throws {

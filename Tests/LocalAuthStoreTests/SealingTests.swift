@@ -111,6 +111,59 @@ import Testing
         }
     }
 
+    /// Issue 26: the sealing record was checked by CRC only. Offline, a plain print is planted beside
+    /// the sealed one and the record rewritten to `migrated=0` with a right CRC (and no HMAC: the
+    /// writer has no key). The next start must neither seal the planted print nor use it.
+    @Test func open_whenTheSealingRecordIsFlippedOfflineToUnmigrated_sealsNoPlantedPrint() throws {
+        try withTemporaryDirectory { tmp in
+            let (state, sealing) = Self.paths(tmp)
+            let print = samplePrint()
+            _ = try EnrollmentStore(stateDirectory: state, sealing: sealing).addPrint(print, user: "alice")
+            let plain = try EnrollmentStore(stateDirectory: tmp + "/plain-elsewhere")
+            _ = try plain.addPrint(samplePrint("left-thumb", seed: 3), user: "alice")
+            let planted = state + "/users/alice/left-thumb@virtual_device-0.print"
+            try writeRaw(
+                try readBytes(tmp + "/plain-elsewhere/users/alice/left-thumb@virtual_device-0.print"), to: planted)
+            var record = try #require(SealingRecord.decode(try readBytes(state + "/sealing")))
+            record.migrated = false
+            record.mac = nil
+            try writeRaw(record.encode(), to: state + "/sealing")
+
+            let log = NoticeLog()
+            let reopened = try EnrollmentStore(stateDirectory: state, sealing: sealing, onNotice: log.sink)
+            #expect(try reopened.allPrints(user: "alice") == [print])
+            // The planted file is left plain (or set aside as corrupt), never sealed.
+            for name in try names(in: state + "/users/alice") where name.hasPrefix("left-thumb") {
+                #expect(!Sealer.isSealed(try readBytes(state + "/users/alice/" + name)), "\(name) was sealed")
+            }
+            #expect(log.all.contains { $0.contains("not authenticated") }, "\(log.all)")
+            // The record is the key's own again, and a later start still does not use the planted print.
+            #expect(SealingRecord.decode(try readBytes(state + "/sealing"))?.mac != nil)
+            #expect(try EnrollmentStore(stateDirectory: state, sealing: sealing).allPrints(user: "alice") == [print])
+        }
+    }
+
+    /// The same flip keeping the record's HMAC: the record no longer holds, and the start fails
+    /// closed, changing nothing.
+    @Test func open_whenTheSealingRecordIsChangedKeepingItsHMAC_failsClosed() throws {
+        try withTemporaryDirectory { tmp in
+            let (state, sealing) = Self.paths(tmp)
+            _ = try EnrollmentStore(stateDirectory: state, sealing: sealing).addPrint(samplePrint(), user: "alice")
+            var record = try #require(SealingRecord.decode(try readBytes(state + "/sealing")))
+            #expect(record.mac != nil && record.migrated)
+            record.migrated = false
+            try writeRaw(record.encode(), to: state + "/sealing")
+            let before = try readBytes(state + "/sealing")
+            #expect {
+                try EnrollmentStore(stateDirectory: state, sealing: sealing)
+            } throws: { error in
+                guard case StoreError.sealing(let why) = error else { return false }
+                return why.contains("was changed")
+            }
+            #expect(try readBytes(state + "/sealing") == before)
+        }
+    }
+
     /// A crash at every write step of the migration (temporary file written, synced, renamed,
     /// directory synced — for each print, and for the sealing record): the next start finishes the
     /// job and every print is there, sealed.

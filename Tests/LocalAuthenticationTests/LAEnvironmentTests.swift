@@ -51,16 +51,16 @@ struct LAEnvironmentTests {
         f.append(.domainState, bytes: [UInt8](repeating: 7, count: 32))
         f.append(.passcodeSet, bool: true)
         f.append(.sensorInaccessible, bool: true)
-        let state = LAEnvironmentState(
+        let state = LAEnvironment.State(
             canEvaluate: RequestResult(.biometryNotAvailable, "lid closed", extra: f.fields))
         #expect(state.biometry?.builtInSensorInaccessible == true)
         #expect(state.biometry?.isUsable == false && state.biometry?.isEnrolled == true)
     }
 
-    final class Recorder: NSObject, LAEnvironmentObserver, @unchecked Sendable {
+    final class Recorder: NSObject, LAEnvironment.Observer, @unchecked Sendable {
         let changes = NSLock()
-        var old: [LAEnvironmentState] = []
-        func environment(_ environment: LAEnvironment, stateDidChangeFromOldState oldState: LAEnvironmentState) {
+        var old: [LAEnvironment.State] = []
+        func environment(_ environment: LAEnvironment, stateDidChangeFromOldState oldState: LAEnvironment.State) {
             changes.withLock { old.append(oldState) }
         }
     }

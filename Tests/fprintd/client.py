@@ -13,6 +13,14 @@ a JSON command; each answer is one JSON line:
   {"set": "finger-needed", "value": true}         -> Properties.Set's answer
   {"signals": true}                               -> {"ok": [[name, args], ...]} received so far, cleared
   {"wait": "VerifyStatus", "timeout": 10}         -> {"ok": args} of the first such signal, or {"error": "timeout"}
+  {"eavesdrop": true}                             -> AddMatch of every signal the service sends, also to
+                                                     others (eavesdrop=true): {"ok": []} or the bus's error
+  {"flood": "Claim", "args": [""], "count": 500, "window": 100}
+                                                  -> that many calls, `window` in flight at a time:
+                                                     {"ok": {"<error name: message>" or "ok": count, ...},
+                                                      "seconds": t}
+  {"send": "Claim", "args": [""]}                 -> the call sent (on the wire), its answer never read:
+                                                     {"ok": []}
   {"quit": true}
 
 Signals are collected from the moment the client starts: VerifyStatus, VerifyFingerSelected,
@@ -60,6 +68,51 @@ def main():
             message = e.message.split(": ", 1)[-1] if ": " in e.message else e.message
             return {"error": name, "message": message}
 
+    def call_bus(method, *args):
+        try:
+            bus.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
+                          GLib.Variant("(" + "s" * len(args) + ")", args), None, Gio.DBusCallFlags.NONE, 10000, None)
+            return {"ok": []}
+        except GLib.Error as e:
+            return {"error": Gio.DBusError.get_remote_error(e) or "unknown", "message": e.message}
+
+    def flood(method, args, count, window=100):
+        """`count` calls on this connection, `window` of them in flight at once (the bus daemon's own
+        limit is 128 pending replies a connection), sent from the main loop's thread so that their
+        answers arrive there; waits for all of them. Answers are counted by error name and message."""
+        answers = {}
+        done = threading.Event()
+        started = time.monotonic()
+        params = GLib.Variant("(" + "s" * len(args) + ")", tuple(args))
+        sent = [0]
+
+        def send_one():
+            sent[0] += 1
+            bus.call(BUS, device_path, DEVICE, method, params, None, Gio.DBusCallFlags.NONE, 120000, None,
+                     answered)
+
+        def answered(conn, result):
+            try:
+                conn.call_finish(result)
+                key = "ok"
+            except GLib.Error as e:
+                message = e.message.split(": ", 1)[-1] if ": " in e.message else e.message
+                key = "%s: %s" % (Gio.DBusError.get_remote_error(e) or "unknown", message[:40])
+            answers[key] = answers.get(key, 0) + 1
+            if sum(answers.values()) == count:
+                done.set()
+            elif sent[0] < count:
+                send_one()
+
+        def send():
+            for _ in range(min(window, count)):
+                send_one()
+            return False
+
+        GLib.idle_add(send)
+        done.wait(150)
+        return {"ok": answers, "seconds": round(time.monotonic() - started, 3)}
+
     answer({"ready": bus.get_unique_name()})
     for line in sys.stdin:
         command = json.loads(line)
@@ -80,6 +133,18 @@ def main():
         elif "set" in command:
             answer(call(command.get("path", device_path), "org.freedesktop.DBus.Properties", "Set",
                         [DEVICE, command["set"], GLib.Variant("b", bool(command.get("value")))], "(ssv)"))
+        elif "eavesdrop" in command:
+            rule = "type='signal',sender='%s',eavesdrop=true" % BUS
+            answer(call_bus("AddMatch", rule))
+        elif "flood" in command:
+            answer(flood(command["flood"], command.get("args", []), command.get("count", 100),
+                         command.get("window", 100)))
+        elif "send" in command:
+            args = command.get("args", [])
+            bus.call(BUS, device_path, DEVICE, command["send"], GLib.Variant("(" + "s" * len(args) + ")", tuple(args)),
+                     None, Gio.DBusCallFlags.NONE, 60000, None, None)
+            bus.flush_sync(None)  # on the wire before the answer
+            answer({"ok": []})
         elif "signals" in command:
             with lock:
                 taken = [[member, args] for (_, member, args, _) in received]

@@ -4,8 +4,11 @@
 Runs as root inside its own mount and pid namespaces (`unshare --mount --pid --fork --mount-proc`,
 which `run.sh` sets up), so nothing of the host changes and every process it starts dies with it:
 
-- /etc/passwd, /etc/group and /etc/shadow are copies with the test users added (ladbus1…ladbus4,
-  each with a known password), bind-mounted over the real files;
+- /etc is a private copy, bind-mounted over the real one, whose passwd, group and shadow have the
+  test users added (ladbus1…ladbus4, each with a known password). A copy of the directory, not of
+  the three files: a file bind-mounted over /etc/passwd is detached by the kernel as soon as anything
+  on the host replaces /etc/passwd (any `useradd`), and the test users would vanish mid-run
+  (issue 26; Tests/fprintd/host-passwd-churn.sh proves it no longer happens);
 - /run/dbus is a tmpfs where the real `dbus-daemon --system` listens with the machine's own
   system.conf, its system.d replaced by a folder holding polkit's bus policy and ours
   (packaging/fprintd-compat/net.reactivated.Fprint.conf): the bus enforces the policy we ship;
@@ -39,12 +42,14 @@ DEVICE = "/net/reactivated/Fprint/Device/0"
 # is a user with no active session (ssh, another seat), ladbus3 is a user for whom an
 # administrator's rule allows enrolment without authentication, ladbus4 may, by polkit, act for
 # other users (setusername), which localauthd must not honour; for ladbus1 that takes an
-# administrator's password, as the defaults say for an active session.
+# administrator's password, as the defaults say for an active session. polkit answers ladbus5's
+# verify with yes after 1.5 s (a busy polkitd, an agent's dialog): time for its client to leave.
 USERS = {
     "ladbus1": 64201,
     "ladbus2": 64202,
     "ladbus3": 64203,
     "ladbus4": 64204,
+    "ladbus5": 64205,
 }
 RULES = """
 polkit.addRule(function(action, subject) {
@@ -59,6 +64,11 @@ polkit.addRule(function(action, subject) {
   }
   if (subject.user == "ladbus3") {
     if (action.id == verify || action.id == enroll) return polkit.Result.YES;
+  }
+  if (subject.user == "ladbus5" && action.id == verify) {
+    var until = Date.now() + 1500;
+    while (Date.now() < until) {}
+    return polkit.Result.YES;
   }
 });
 """
@@ -217,22 +227,20 @@ class World:
         os.chmod(self.tmp, 0o755)  # the test users reach the daemon's socket in it
         self.procs = []
         self.daemon = None
+        self.mounts = []
 
     # --- the machine ---------------------------------------------------------------------------
 
     def setup(self):
         etc = os.path.join(self.tmp, "etc")
-        os.mkdir(etc)
-        for name in ("passwd", "group", "shadow"):
-            shutil.copy2("/etc/" + name, os.path.join(etc, name))
+        subprocess.run(["cp", "-a", "/etc", etc], check=True)
         with open(os.path.join(etc, "passwd"), "a") as p, open(os.path.join(etc, "group"), "a") as g, \
                 open(os.path.join(etc, "shadow"), "a") as s:
             for user, uid in USERS.items():
                 p.write("%s:x:%d:%d:fprintd door test:/nonexistent:/bin/sh\n" % (user, uid, uid))
                 g.write("%s:x:%d:\n" % (user, uid))
                 s.write("%s:%s:19000:0:99999:7:::\n" % (user, crypt.crypt(password(user), crypt.mksalt(crypt.METHOD_SHA512))))
-        for name in ("passwd", "group", "shadow"):
-            self.bind(os.path.join(etc, name), "/etc/" + name)
+        self.bind(etc, "/etc")
 
         subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/run/dbus"], check=True)
         system_d = self.folder("system.d", {
@@ -275,6 +283,7 @@ class World:
 
     def bind(self, source, target):
         subprocess.run(["mount", "--bind", source, target], check=True)
+        self.mounts.append(target)
 
     def env(self):
         env = dict(os.environ)
@@ -375,4 +384,8 @@ class World:
                     proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+        # The binds under the private /etc are mount points inside self.tmp: gone first, so that
+        # nothing of the run is left behind.
+        for target in reversed(self.mounts):
+            subprocess.run(["umount", "--lazy", target], check=False)
         shutil.rmtree(self.tmp, ignore_errors=True)

@@ -6,6 +6,7 @@ root and as test users, on libfprint's virtual reader. Run through Tests/fprintd
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -201,6 +202,58 @@ class ClaimTests(DoorTest):
         self.assertEqual(answer.get("error"), "org.freedesktop.DBus.Error.InvalidArgs", answer)
 
 
+class GateTests(DoorTest):
+    """The socket's per-uid limits and notice throttle at the door, and a claimer that leaves before
+    its Claim is answered (issue 26)."""
+
+    def test_floodOfRefusedCalls_fromOneConnection_writesBoundedLinesAndMeetsThePerUidLimits(self):
+        # ladbus2 has no session: polkit refuses each Claim. Before, each refusal wrote one notice
+        # line at once (2000 lines in 1.5 s), and no per-uid limit applied.
+        before = len(WORLD.log().splitlines())
+        answer = self.client("ladbus2").send(flood="Claim", args=[""], count=1000)
+        counts, seconds = answer["ok"], answer["seconds"]
+        self.assertEqual(sum(counts.values()), 1000, answer)
+        refused = sum(n for key, n in counts.items() if key.startswith(ERR + "PermissionDenied"))
+        limited = sum(n for key, n in counts.items() if key.startswith(
+            "org.freedesktop.DBus.Error.LimitsExceeded: Too many calls from uid 64202"))
+        lines = [line for line in WORLD.log().splitlines()[before:] if "refused" in line]
+        print("door flood: 1000 Claims of one uid in %.2f s: %d refused by polkit, %d over the per-uid limit, "
+              "%d log lines" % (seconds, refused, limited, len(lines)))
+        self.assertGreater(refused, 0, answer)
+        self.assertGreater(limited, 0, answer)
+        # The socket's pace: a burst of 50, then 100 requests a second (Server.Limits).
+        self.assertLessEqual(refused, 50 + 100 * seconds + 10, answer)
+        # The socket's throttle: 5 lines per uid and kind in 10 s, the rest summed up later.
+        self.assertLessEqual(len(lines), 10, "\n".join(lines[:20]))
+        # Fewer at once than the limit: the socket's pace, a burst of 50, then 100 a second (the
+        # burst is spent already).
+        answer = self.client("ladbus2").send(flood="Claim", args=[""], count=300, window=20)
+        print("door flood: 300 Claims, 20 at a time, in %.2f s: %r" % (answer["seconds"], answer["ok"]))
+        self.assertEqual(list(answer["ok"].values()), [300], answer)
+        self.assertTrue(next(iter(answer["ok"])).startswith(ERR + "PermissionDenied"), answer)
+        self.assertGreater(answer["seconds"], (300 - 50) / 100 * 0.8)
+        # The device is still served at once.
+        c = self.client()
+        c.ok("Claim", "ladbus1")
+        c.ok("Release")
+
+    def test_claimer_whoLeavesWhilePolkitAnswers_leavesTheDeviceClaimableAtOnce(self):
+        # polkit takes 1.5 s for ladbus5 (harness.RULES); its client leaves the bus meanwhile. Before,
+        # the Claim then took the device for a name nobody could release until the daemon restarted.
+        leaving = Client(WORLD, "ladbus5")
+        leaving.send(send="Claim", args=[""])
+        time.sleep(0.4)
+        leaving.proc.kill()
+        leaving.proc.wait()
+        time.sleep(1.6)  # polkit has answered
+        started = time.monotonic()
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        print("door: the next client claimed %.0f ms after polkit answered a claimer that had left"
+              % ((time.monotonic() - started) * 1000))
+        c.ok("Release")
+
+
 class VerifyTests(DoorTest):
     @classmethod
     def setUpClass(cls):
@@ -285,6 +338,24 @@ class VerifyTests(DoorTest):
         c.ok("Release")
         self.assertNotIn("Release failed", WORLD.log())
 
+    def test_verifySignals_goToTheClaimerOnly_notToAnotherUserListeningOrEavesdropping(self):
+        # fprintd broadcasts them: a user outside any session learned another user's finger name and
+        # when they verified, with what result (issue 26).
+        spy = self.client("ladbus2")  # its own match rule for the service's signals (client.py)
+        # An eavesdropping match too, where the bus allows it (dbus-daemon 1.14 refuses it to users).
+        self.assertIn(spy.send(eavesdrop=True).get("error", "ok"), ["ok", "org.freedesktop.DBus.Error.AccessDenied"])
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        c.ok("VerifyStart", "any")
+        self.assertEqual(c.wait("VerifyFingerSelected"), {"ok": ["right-index-finger"]})
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        c.ok("VerifyStop")
+        c.ok("Release")
+        seen = [name for name, _ in spy.signals()]
+        self.assertNotIn("VerifyFingerSelected", seen)
+        self.assertNotIn("VerifyStatus", seen)
+
     def test_verifyStart_twice_isAlreadyInUse_untilVerifyStop(self):
         c = self.client()
         c.ok("Claim", "ladbus1")
@@ -357,6 +428,49 @@ class PresenceTests(DoorTest):
         self.assertError(answer, "PermissionDenied")
         self.assertIn("Fingerprint not available", answer["message"])
         c.ok("Release")
+
+
+    def test_pamFprintd_refusedForAUserNotAtTheReader_isAuditedAsTheSocketAuditsIt(self):
+        # Another user's su (root in ladbus2's session) asks for ladbus1's finger, through pam_fprintd
+        # over D-Bus and through pam_localauth over the socket: both refused by the presence rule,
+        # both leave the same op=evaluate record. Before, the door wrote only a notice.
+        WORLD.enrol_as_root("ladbus1", print_id="su-owner")
+        self.place("add-session c4 seat0 64202 ladbus2 user active local", "place 0 c4")
+        code, out = pam_service("fp-su", "%s max-tries=1 timeout=10" % pam_fprintd_module(), "ladbus1")
+        self.assertNotEqual(code, 0, out)
+        code, out = pam_service("la-su", "%s socket=%s timeout=10" % (
+            os.environ["LOCALAUTH_PAM_MODULE"], os.path.join(WORLD.tmp, "socket")), "ladbus1")
+        self.assertNotEqual(code, 0, out)
+        records = re.findall(r'audit op=evaluate user="ladbus1" caller_uid=0 [^\n]*', WORLD.log())
+        door = [r for r in records if 'via="dbus"' in r]
+        socket = [r for r in records if 'service="la-su"' in r]
+        self.assertEqual(len(door), 1, records)
+        self.assertEqual(len(socket), 1, records)
+        result = re.compile(r"result=(\S+)")
+        self.assertEqual(result.search(door[0]).group(1), result.search(socket[0]).group(1), records)
+        self.assertNotEqual(result.search(door[0]).group(1), "success", door)
+
+
+def pam_fprintd_module():
+    triplet = os.uname().machine + "-linux-gnu"
+    return [p for p in ("/lib/%s/security/pam_fprintd.so" % triplet, "/usr/lib/%s/security/pam_fprintd.so" % triplet)
+            if os.path.exists(p)][0]
+
+
+def pam_service(name, line, user, scan=None):
+    """pamtester as root through pam_wrapper, with a service `name` that has only `auth required LINE`."""
+    services = os.path.join(WORLD.tmp, "pam.d")
+    os.makedirs(services, exist_ok=True)
+    with open(os.path.join(services, name), "w") as f:
+        f.write("auth required %s\n" % line)
+    open(os.path.join(services, "other"), "w").close()
+    env = dict(WORLD.env(), LD_PRELOAD="libpam_wrapper.so", PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=services)
+    proc = subprocess.Popen(["pamtester", "-v", name, user, "authenticate"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+    if scan:
+        WORLD.virtual("SCAN " + scan)
+    out, _ = proc.communicate(timeout=60)
+    return proc.returncode, out
 
 
 class LockoutTests(DoorTest):
@@ -504,6 +618,9 @@ class ListDeleteTests(DoorTest):
 
     def test_list_ofAnotherUser_byOrdinaryUser_isPermissionDenied(self):
         self.assertError(self.client("ladbus4").call("ListEnrolledFingers", "ladbus1"), "PermissionDenied")
+        # The record the socket writes for the same refusal (issue 26: before, only a notice).
+        self.assertRegex(WORLD.log(), r'audit op=list user="ladbus1" caller_uid=64204 [^\n]*via="dbus" '
+                                      r'result=notAuthorized')
 
     def test_list_whenNoneEnrolled_isNoEnrolledPrints(self):
         self.assertError(self.client().call("ListEnrolledFingers", "ladbus3"), "NoEnrolledPrints")
@@ -594,6 +711,37 @@ class RealClientTests(DoorTest):
         self.assertIn("Enroll result: enroll-completed", out)
         self.assertIn("left-ring-finger", WORLD.ctl("list", "--user", "ladbus3").stdout)
         self.assertIn('op=enroll user="ladbus3"', WORLD.log())
+
+    def test_enrolment_rightAfterAnInterruptedFprintdEnroll_getsOnlyItsOwnStatus(self):
+        # Issue 26: an fprintd-enroll started right after another was stopped with Ctrl-C once had its
+        # enrolment cancelled: the first one's enrolment, stopped when it left the bus, ended with an
+        # "enroll-failed" for everyone listening, which the next client took for its own (or, when
+        # the next client had claimed first, its EnrollStart found the old enrolment still running).
+        # The next client here is on the bus before the first is interrupted, as one started at the
+        # same moment is. Back to back, ten times.
+        for n in range(10):
+            first = subprocess.Popen(["stdbuf", "-oL", "fprintd-enroll", "-f", "left-little-finger", "ladbus3"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+            for line in first.stdout:
+                if "Enrolling" in line:
+                    break
+            second = self.client()
+            harness.wait_for("the first enrolment to wait for a finger",
+                             lambda: second.send(get="finger-needed") == {"ok": True})
+            first.send_signal(signal.SIGINT)
+            first.wait(timeout=10)
+            first.stdout.close()
+            harness.wait_for("the device to be free", lambda: "ok" in second.call("Claim", "ladbus3"), timeout=5)
+            second.ok("EnrollStart", "left-little-finger")
+            statuses = []
+            while not statuses or not statuses[-1][1]:
+                WORLD.virtual("SCAN little-%d" % n)
+                statuses.append(second.wait("EnrollStatus")["ok"])
+            self.assertEqual(statuses, [["enroll-stage-passed", False]] * 4 + [["enroll-completed", True]],
+                             "round %d" % n)
+            second.ok("EnrollStop")
+            second.ok("Release")
+            second.close()
 
     def test_fprintdList_byRootAndByTheUser_showsTheFingers(self):
         WORLD.enrol_as_root("ladbus1", "right-index-finger")

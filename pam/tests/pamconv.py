@@ -18,6 +18,7 @@ env (the PAM environment after the call: pam_get_items.so puts the items there),
 """
 import ctypes
 import json
+import os
 import sys
 import time
 
@@ -80,7 +81,9 @@ stream = spec.get("stream", False)
 def converse(n, msgs, resp, _):
     replies = libc.calloc(n, ctypes.sizeof(PamResponse))
     for i in range(n):
-        style, text = msgs[i].contents.msg_style, msgs[i].contents.msg.decode()
+        # surrogateescape: a byte that is not UTF-8 reaches the test as it was sent
+        style = msgs[i].contents.msg_style
+        text = msgs[i].contents.msg.decode(errors="surrogateescape")
         if stream:
             kind = {PAM_TEXT_INFO: "info", PAM_ERROR_MSG: "error"}.get(style, "prompt")
             print("MSG %s %s" % (kind, text.replace("\n", " ")), flush=True)
@@ -100,7 +103,7 @@ def converse(n, msgs, resp, _):
 
 conv = PamConv(CONV(converse), None)
 handle = ctypes.c_void_p()
-rc = pam.pam_start(service.encode(), user.encode(), ctypes.byref(conv), ctypes.byref(handle))
+rc = pam.pam_start(service.encode(), os.fsencode(user), ctypes.byref(conv), ctypes.byref(handle))
 if rc != 0:
     sys.exit("pam_start: %d" % rc)
 for name, value in spec.get("items", {}).items():

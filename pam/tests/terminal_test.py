@@ -14,7 +14,8 @@ which never touches the terminal settings, and after every case `stty -g` must p
 printed before: a case that leaves echo off fails.
 
 Cases (issue 14): (a) prompt shown, finger -> root; (b) wrong fingers, then the password ->
-root; (c) Ctrl-C and Ctrl-\\ in the finger wait -> sudo's own password prompt at once, nothing
+root; after the last finger a request takes, and after the fifth miss in a row, one line and
+then sudo's own prompt, the module's not put up again (issue 26); (c) Ctrl-C and Ctrl-\\ in the finger wait -> sudo's own password prompt at once, nothing
 counted, the reader free; su ends; (d) daemon stopped -> the password prompt at once;
 (e) the password typed at the prompt -> root without the reader, asked once; (f) a finger while
 a password is half typed -> root, the typed text dropped; (g) `echo PW | sudo -S` -> root
@@ -253,6 +254,41 @@ def case_b(w):
     figure("b: password Enter at sudo's prompt -> root", t_root)
     w.m.ctl("lockout", "reset", "--user", ALICE)
     w.terminal_as_it_was("after misses and the password")
+
+
+def case_last_finger(w):
+    """(issue 26) after the last wrong finger a request allows, one line says so and sudo's own
+    password prompt follows: the module's prompt is not put up again under it, and the lockout
+    (the fifth miss in a row) is said once. The tries used up (three misses), Ctrl-C at sudo's
+    prompt; then two more misses, the fifth locks; then the password."""
+    w.m.ctl("lockout", "reset", "--user", ALICE)
+    last = PROMPT.strip()
+    try:
+        for touches, locks in ((3, False), (2, True)):
+            mark, _ = start(w, "sudo whoami")
+            for n in range(touches):
+                w.term.wait_for(lambda s, n=n: s.count("ot recognised") >= n and last in s,
+                                "the prompt before touch %d" % (n + 1), since=mark)
+                w.m.touch("finger-2")
+            s, _ = w.term.wait_for(SUDO_PROMPT, "sudo's password prompt", since=mark)
+            s = s[mark:]
+            SCREENS["%d misses in a row" % (3 + 2 * locks)] = s
+            lines = [l.strip() for l in s.splitlines()]
+            at = [n for n, l in enumerate(lines) if l.startswith(SUDO_PROMPT)][0]
+            # One line between the module's last prompt and sudo's: the last miss, or the lockout.
+            check(at >= 2 and lines[at - 2] == last and lines[at - 1] != last,
+                  "one line after the last finger, then sudo's prompt:\n%s" % s)
+            if locks:
+                check(lines[at - 1] == "Too many attempts: use your password" and
+                      s.count("Too many attempts") == 1, "the lockout said once:\n%s" % s)
+                act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root")
+            else:
+                check(lines[at - 1] == "Fingerprint not recognised", "the last miss said:\n%s" % s)
+                w.term.keys("C-c")
+            done(w, mark)
+    finally:
+        w.m.ctl("lockout", "reset", "--user", ALICE)
+    w.terminal_as_it_was("after the last finger")
 
 
 def case_c(w):
@@ -870,6 +906,7 @@ CASES = [
     ("host_facts_sudo_silent_and_blocking_su_neither", case_host_facts),
     ("a_prompt_shown_and_a_finger_gives_root", case_a),
     ("b_wrong_fingers_then_the_password_give_root", case_b),
+    ("last_wrong_finger_says_so_once_then_sudos_own_prompt", case_last_finger),
     ("c_ctrl_c_falls_to_sudos_password_prompt_at_once_and_counts_nothing", case_c),
     ("c_ctrl_c_ends_su_at_once", case_c_su),
     ("d_daemon_stopped_gives_the_password_prompt_at_once", case_d),

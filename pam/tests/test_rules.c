@@ -78,10 +78,11 @@ static void pam_silent_is_quiet_only_without_a_terminal(void)
 
 static void a_password_that_got_the_stack_through_is_reported_at_setcred(void)
 {
-    /* typed at the module's own prompt (a screen locker, sudo's "Password or finger") */
-    CHECK(la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_TYPED, 0, NULL));
+    /* typed at the module's own prompt (a screen locker, sudo's "Password or finger"), and
+     * pam_unix accepted it */
+    CHECK(la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_TYPED, 1, NULL));
     CHECK(
-        la_reports_at_setcred(PAM_REFRESH_CRED | PAM_SILENT, LA_FINGER_TYPED, 0, "")); /* i3lock */
+        la_reports_at_setcred(PAM_REFRESH_CRED | PAM_SILENT, LA_FINGER_TYPED, 1, "")); /* i3lock */
     /* asked by pam_unix after the module stepped aside (gdm-password, login) */
     CHECK(la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_NOT_USED, 1, NULL));
     CHECK(la_reports_at_setcred(PAM_REINITIALIZE_CRED, LA_FINGER_NOT_USED, 1, "")); /* GNOME */
@@ -99,30 +100,49 @@ static void a_finger_or_no_authentication_is_never_reported_at_setcred(void)
     CHECK(!la_reports_at_setcred(0, LA_FINGER_TYPED, 1, NULL));
 }
 
+static void a_typed_password_pam_unix_refused_is_never_reported_at_setcred(void)
+{
+    /* issue 26: typed at the module's prompt, refused by pam_unix, and a token or a
+     * `sufficient` second method let the stack through; or another password module */
+    CHECK(!la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_TYPED, 0, NULL));
+    CHECK(!la_reports_at_setcred(PAM_REFRESH_CRED, LA_FINGER_TYPED, 0, ""));
+}
+
 static void a_password_line_after_the_password_module_reports_a_password_only(void)
 {
-    CHECK(la_reports_after_password(LA_FINGER_NOT_USED, "pw", NULL));
-    CHECK(la_reports_after_password(LA_FINGER_TYPED, "pw", ""));
-    CHECK(!la_reports_after_password(LA_FINGER_ACCEPTED, "pw", NULL));
-    CHECK(!la_reports_after_password(LA_FINGER_REPORTED, "pw", NULL));
-    CHECK(!la_reports_after_password(LA_FINGER_NOT_USED, NULL, NULL));
-    CHECK(!la_reports_after_password(LA_FINGER_NOT_USED, "", NULL)); /* nullok: no password */
-    /* a stack whose finger line is elsewhere, or none: the position proves the password */
-    CHECK(la_reports_after_password(LA_FINGER_NOT_ASKED, "pw", NULL));
+    CHECK(la_reports_after_password(LA_FINGER_NOT_USED, 1, "pw", NULL));
+    CHECK(la_reports_after_password(LA_FINGER_TYPED, 1, "pw", ""));
+    CHECK(!la_reports_after_password(LA_FINGER_ACCEPTED, 1, "pw", NULL));
+    CHECK(!la_reports_after_password(LA_FINGER_REPORTED, 1, "pw", NULL));
+    CHECK(!la_reports_after_password(LA_FINGER_NOT_USED, 1, NULL, NULL));
+    CHECK(!la_reports_after_password(LA_FINGER_NOT_USED, 1, "", NULL)); /* nullok: no password */
+    /* a stack whose finger line is elsewhere, or none: pam_unix's verdict proves the password */
+    CHECK(la_reports_after_password(LA_FINGER_NOT_ASKED, 1, "pw", NULL));
+}
+
+static void a_password_line_after_a_refusing_password_module_reports_nothing(void)
+{
+    /* issue 26: `auth required pam_unix.so` refused it and the stack went on to the line; or
+     * the password module is not pam_unix */
+    CHECK(!la_reports_after_password(LA_FINGER_NOT_USED, 0, "wrong", NULL));
+    CHECK(!la_reports_after_password(LA_FINGER_TYPED, 0, "wrong", NULL));
+    CHECK(!la_reports_after_password(LA_FINGER_NOT_ASKED, 0, "wrong", NULL));
 }
 
 static void a_password_typed_in_a_remote_session_is_never_reported(void)
 {
     CHECK(!la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_TYPED, 1, "far.example"));
     CHECK(!la_reports_at_setcred(PAM_ESTABLISH_CRED, LA_FINGER_NOT_USED, 1, "localhost"));
-    CHECK(!la_reports_after_password(LA_FINGER_NOT_USED, "pw", "far.example"));
+    CHECK(!la_reports_after_password(LA_FINGER_NOT_USED, 1, "pw", "far.example"));
 }
 
 void test_rules(void)
 {
     TEST(a_password_that_got_the_stack_through_is_reported_at_setcred);
     TEST(a_finger_or_no_authentication_is_never_reported_at_setcred);
+    TEST(a_typed_password_pam_unix_refused_is_never_reported_at_setcred);
     TEST(a_password_line_after_the_password_module_reports_a_password_only);
+    TEST(a_password_line_after_a_refusing_password_module_reports_nothing);
     TEST(a_password_typed_in_a_remote_session_is_never_reported);
     TEST(any_rhost_is_remote_localhost_included);
     TEST(a_person_at_the_terminal_pam_tty_names_is_owned);

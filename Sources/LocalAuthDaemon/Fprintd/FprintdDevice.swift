@@ -47,6 +47,8 @@ final class FprintdDevice: @unchecked Sendable {
     /// A Release is closing the reader.
     var closing = false
     let audit: AuditLog
+    /// The socket's per-uid limits and notice throttle.
+    let gate: FprintdGate
     var session: Session?
     var action: ActionKind = .none
     /// The daemon request of the current verify or enrol, and how to stop it.
@@ -80,7 +82,7 @@ final class FprintdDevice: @unchecked Sendable {
 
     init(
         index: Int, reader: ReaderDeviceInfo, bus: BusConnection, polkit: Polkit, backend: FprintdBackend,
-        readers: FingerprintReader?, audit: AuditLog
+        readers: FingerprintReader?, audit: AuditLog, gate: FprintdGate
     ) {
         self.readers = readers
         self.index = index
@@ -90,6 +92,7 @@ final class FprintdDevice: @unchecked Sendable {
         self.polkit = polkit
         self.backend = backend
         self.audit = audit
+        self.gate = gate
         self.enrollStages = Self.stages(reader.enrollStages, identify: reader.supportsIdentify)
         self.isSwipe = reader.isSwipe
     }
@@ -172,6 +175,14 @@ final class FprintdDevice: @unchecked Sendable {
 
     /// Deletes that arrive while one runs wait for it (fprintd answers them one after the other).
     var waitingDeletes: [() -> Void] = []
+
+    /// Senders with a Claim at the door (waiting for a turn, for polkit, or for the request of a
+    /// claimer that left to end), and how many each.
+    var claimsInFlight: [String: Int] = [:]
+    /// Those of them that left the bus meanwhile: their Claim takes nothing.
+    var vanishedClaimers: Set<String> = []
+    /// Claims that wait for the request of a claimer that left the bus to end.
+    var waitingClaims: [() -> Void] = []
 
     /// A refusal of the daemon as fprintd's error.
     static func error(for result: RequestResult) -> BusError {

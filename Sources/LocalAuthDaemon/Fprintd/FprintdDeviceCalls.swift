@@ -53,8 +53,9 @@ extension FprintdDevice {
             ? nil : Fprintd.ErrorName.alreadyInUse("Device already in use by another user")
     }
 
-    /// Every method call: the claim, the account, polkit, then the method (fprintd's
-    /// `action_authorization_handler` followed by the handler, which checks the claim again).
+    /// Every method call: the claim, the account, the caller's turn (`FprintdGate`), polkit, then the
+    /// method (fprintd's `action_authorization_handler` followed by the handler, which checks the
+    /// claim again).
     func receive(_ call: BusCall) {
         audit.debug("D-Bus client \(call.sender) calls \(call.member) on \(path)")
         if let problem = claimProblem(call) {
@@ -73,6 +74,31 @@ extension FprintdDevice {
         // connected to the bus; a setuid-root caller is counted under its real uid (issue 13, M2, L4).
         let caller = PeerCredentials(
             pid: pid, uid: uid, gid: gid, userName: own, process: PeerProcess(pid: pid, pidfd: -1))
+        if call.member == "Claim" {
+            // Followed from now: a claimer that leaves the bus before its Claim is answered claims nothing.
+            let sender = call.sender
+            claimsInFlight[sender, default: 0] += 1
+            call.whenAnswered { [self] in
+                claimsInFlight[sender, default: 1] -= 1
+                guard claimsInFlight[sender] == 0 else { return }
+                claimsInFlight[sender] = nil
+                vanishedClaimers.remove(sender)
+            }
+        }
+        gate.admit(call, caller: caller) { [self] in admitted(call, caller: caller, own: own) }
+    }
+
+    /// The daemon operation a call that names an account stands for, in its audit record.
+    static func operation(of member: String) -> Operation {
+        switch member {
+        case "ListEnrolledFingers": .list
+        case "DeleteEnrolledFingers": .delete
+        default: .evaluate
+        }
+    }
+
+    /// A call that has its turn: the account it names, polkit, then the method.
+    func admitted(_ call: BusCall, caller: PeerCredentials, own: String) {
         var user: String?
         if ["Claim", "DeleteEnrolledFingers", "ListEnrolledFingers"].contains(call.member) {
             let requested = call.string(0) ?? ""
@@ -81,14 +107,16 @@ extension FprintdDevice {
         let needsOtherUser = user.map { $0 != own } ?? false
         // The daemon's rule before polkit's: a user acts only for their own account, so polkit is not
         // even asked (no administrator's password dialog for a request that is refused anyway).
+        // Audited as the socket audits the same refusal.
+        let operation = Self.operation(of: call.member)
         if needsOtherUser, let user,
-            case .refused(let why) = Authorization.decide(.list, caller: caller, target: user)
+            case .refused(let why) = Authorization.decide(operation, caller: caller, target: user)
         {
-            return refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
+            return refuseAudited(call, operation, user: user, caller: caller, result: .notAuthorized, why: why)
         }
-        authorize(call, sender: call.sender, actions: needsOtherUser ? [.setUsername] : []) { [self] setUsername in
+        authorize(call, caller: caller, actions: needsOtherUser ? [.setUsername] : []) { [self] setUsername in
             guard setUsername != nil else { return }
-            authorize(call, sender: call.sender, actions: Self.actions(for: call.member)) { [self] answer in
+            authorize(call, caller: caller, actions: Self.actions(for: call.member)) { [self] answer in
                 guard let answer else { return }
                 if let problem = claimProblem(call) {
                     refuse(call, problem)
@@ -102,32 +130,53 @@ extension FprintdDevice {
     /// Asks polkit for each of `actions` in turn until one allows; `then(answer)` with the allowing
     /// answer, or (after the call was refused with PermissionDenied) nil. No actions: allowed at once.
     func authorize(
-        _ call: BusCall, sender: String, actions: [Fprintd.Action], then: @escaping (PolkitAnswer?) -> Void
+        _ call: BusCall, caller: PeerCredentials, actions: [Fprintd.Action], then: @escaping (PolkitAnswer?) -> Void
     ) {
         guard let action = actions.first else {
             then(PolkitAnswer(isAuthorized: true, isChallenge: false, details: [:]))
             return
         }
-        polkit.check(sender: sender, action: action.rawValue) { [self] result in
+        polkit.check(sender: call.sender, action: action.rawValue) { [self] result in
             if case .success(let answer) = result, answer.isAuthorized { return then(answer) }
             if actions.count > 1 {
-                return authorize(call, sender: sender, actions: Array(actions.dropFirst()), then: then)
+                return authorize(call, caller: caller, actions: Array(actions.dropFirst()), then: then)
             }
             let why =
                 switch result {
                 case .success: action.rawValue
                 case .failure(let error): error.message
                 }
-            refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
+            refuseNoticed(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"), caller: caller)
             then(nil)
         }
     }
 
+    /// A refusal that is no decision about an account (the claim, the state machine, a bad argument),
+    /// or one the daemon has audited already: answered, not logged.
     func refuse(_ call: BusCall, _ error: BusError) {
-        if error.name == Fprintd.ErrorName.permissionDenied.rawValue {
-            audit.notice("D-Bus \(call.member) on \(path) refused to \(call.sender): \(error.message)")
-        }
+        audit.debug("D-Bus \(call.member) on \(path) refused to \(call.sender): \(error.name) \(error.message)")
         call.fail(error)
+    }
+
+    /// A refusal of the door's own (polkit said no, no proof of presence for an enrolment): one
+    /// notice line through the socket's throttle, counted under the caller's uid.
+    func refuseNoticed(_ call: BusCall, _ error: BusError, caller: PeerCredentials) {
+        gate.notice(
+            "D-Bus \(call.member) on \(path) refused to \(call.sender) (\(caller)): \(error.message)",
+            uid: caller.accountUID, kind: "D-Bus calls refused")
+        call.fail(error)
+    }
+
+    /// A decision about an account that the door makes itself: the audit record the socket writes for
+    /// it (`op=… result=…`, with `via="dbus"`), then PermissionDenied.
+    func refuseAudited(
+        _ call: BusCall, _ operation: Operation, user: String, caller: PeerCredentials, result: ResultCode,
+        why: String, fields: [(String, String)] = [], phrase: String? = nil
+    ) {
+        audit.decision(
+            operation, user: user, caller: caller, result: result, detail: why, fields: fields + [("via", "dbus")],
+            phrase: phrase)
+        call.fail(Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
     }
 
     /// This device's requests to the daemon: on its reader, named as the D-Bus door in the audit.
@@ -169,12 +218,26 @@ extension FprintdDevice {
     }
 
     func claim(_ call: BusCall, caller: PeerCredentials, user: String) {
+        // A claimer that left the bus while its Claim waited (for its turn, for polkit) claims
+        // nothing: fprintd watches each claimer's name, and nobody would release the claim.
+        guard !vanishedClaimers.contains(call.sender) else {
+            return refuse(call, Fprintd.ErrorName.claimDevice("The claimer left the bus"))
+        }
+        // A claimer that left the bus is gone, but its request is still ending: this Claim waits for
+        // it (milliseconds), so nothing of the old request reaches the new claimer.
+        if running != nil || scanning > 0 || closing {
+            waitingClaims.append { [self] in
+                if let problem = claimProblem(call) { return refuse(call, problem) }
+                claim(call, caller: caller, user: user)
+            }
+            return
+        }
         guard EnrollmentStore.isValidUserName(user) else {
             return refuse(call, Fprintd.ErrorName.internal("Not a valid user name (\(user.utf8.count) bytes)"))
         }
         // The daemon's own rule first: a user acts only for their own account, whatever polkit said.
         if case .refused(let why) = Authorization.decide(.evaluate, caller: caller, target: user) {
-            return refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
+            return refuseAudited(call, .evaluate, user: user, caller: caller, result: .notAuthorized, why: why)
         }
         let session = Session(sender: call.sender, user: user, caller: caller)
         self.session = session
@@ -224,6 +287,7 @@ extension FprintdDevice {
                 self.bus.queue.async {
                     self.closing = false
                     self.endSession()
+                    defer { self.resumeClaims() }
                     guard let closeError else { return call.reply() }
                     call.fail(
                         Fprintd.ErrorName.internal("Release failed with error: \(ReaderError.describe(closeError))"))
@@ -258,13 +322,25 @@ extension FprintdDevice {
         letGo()
     }
 
-    /// The claimer left the bus: stop what it started and release the device.
+    /// A name left the bus. The claimer: what it started is stopped and the device is free at once
+    /// (a Claim meanwhile waits for the stopped request to end). One whose Claim is still at the
+    /// door (waiting for its turn or for polkit): that Claim will take nothing.
     func clientVanished(_ name: String) {
+        if claimsInFlight[name] != nil { vanishedClaimers.insert(name) }
         guard session?.sender == name else { return }
+        audit.debug("\(path): claimer \(name) left the bus; releasing")
         stopRunning?()
         scans?.cancel()
-        if running == nil { endSession() } else { session = nil }
+        endSession()
         if unplugged { gone?() }
+    }
+
+    /// Runs the Claims that waited for a request of a claimer that left to end, once it has.
+    func resumeClaims() {
+        guard running == nil, scanning == 0, !closing, !waitingClaims.isEmpty else { return }
+        let claims = waitingClaims
+        waitingClaims = []
+        for claim in claims { claim() }
     }
 
     // MARK: List and delete
@@ -275,7 +351,7 @@ extension FprintdDevice {
             let result = await backend.handle(.list(user: user), caller: caller, io: .silent, door: self.door())
             self.bus.queue.async {
                 guard result.isSuccess else {
-                    return self.refuse(call, Self.error(for: result))
+                    return self.refuse(call, Self.error(for: result))  // audited by the daemon
                 }
                 let fingers = result.fields.strings(.finger)
                 guard !fingers.isEmpty else {
@@ -321,7 +397,7 @@ extension FprintdDevice {
                     call.fail(
                         Fprintd.ErrorName.printsNotDeleted(
                             "Impossible to delete fingerprint reference: \(result.message)"))
-                default: self.refuse(call, Self.error(for: result))
+                default: self.refuse(call, Self.error(for: result))  // audited by the daemon
                 }
             }
         }

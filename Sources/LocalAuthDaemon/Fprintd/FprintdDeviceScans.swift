@@ -57,7 +57,19 @@ extension FprintdDevice {
             return fail(Fprintd.ErrorName.claimDevice("Device was released"))
         }
         if !listed.isSuccess && listed.resultCode == .notAuthorized {
-            return fail(Fprintd.ErrorName.permissionDenied("Not Authorized: \(listed.message)"))
+            return fail(Fprintd.ErrorName.permissionDenied("Not Authorized: \(listed.message)"))  // audited: op=list
+        }
+        // VerifyStart is the door's evaluation: refused by the daemon's rules (presence, lockout, no
+        // finger), it leaves the record the socket writes for a refused evaluation (issue 26).
+        if !can.isSuccess {
+            audit.decision(
+                .evaluate, user: session.user, caller: session.caller, result: can.resultCode ?? .internalError,
+                detail: can.message,
+                fields: [
+                    ("service", Self.verifyService),
+                    ("policy", String(PolicyKind.deviceOwnerAuthenticationWithBiometrics.rawValue)),
+                    ("via", "dbus"),
+                ], phrase: can.phrase?.identifier)
         }
         let selected: String
         switch finger {
@@ -76,8 +88,10 @@ extension FprintdDevice {
         default: return fail(Fprintd.ErrorName.permissionDenied("Not Authorized: \(can.message)"))
         }
         call.reply()
+        // To the claimer only (fprintd broadcasts it): nobody else learns the finger's name (issue 26).
         bus.emitSignal(
-            path: path, interface: Fprintd.deviceInterface, member: "VerifyFingerSelected", [.string(selected)])
+            path: path, interface: Fprintd.deviceInterface, member: "VerifyFingerSelected", [.string(selected)],
+            destination: session.sender)
         startVerification(session, finger: finger.name)
     }
 
@@ -94,7 +108,7 @@ extension FprintdDevice {
                 bus.queue.async { self.emitStatus("VerifyStatus", Fprintd.verifyRetryName(event.hint), done: false) }
             }, signals: signals, scanStarted: scans.add)
         let options = EvaluateOptions(
-            policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user, service: "fprintd-compat",
+            policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user, service: Self.verifyService,
             tries: 1, timeoutMs: EvaluateOptions.maxTimeoutMs)
         let backend = self.backend
         let door = self.door(finger: finger)
@@ -121,6 +135,7 @@ extension FprintdDevice {
         scanning -= 1
         if scans === ended { scans = nil }
         answerStops()
+        resumeClaims()
     }
 
     // MARK: Enrol
@@ -139,11 +154,11 @@ extension FprintdDevice {
             presence = nil
         } else {
             guard polkit.provesAuthentication, let id = polkit.details["polkit.temporary_authorization_id"] else {
-                return refuse(
+                return refuseNoticed(
                     call,
                     Fprintd.ErrorName.permissionDenied(
                         "Not Authorized: adding a finger needs the account password typed in the authentication dialog, and polkit allowed \(Fprintd.Action.enroll.rawValue) without one"
-                    ))
+                    ), caller: session.caller)
             }
             presence = .polkitAuthentication(temporaryAuthorization: id)
         }
@@ -168,7 +183,7 @@ extension FprintdDevice {
                 }
                 if let replaced, !replaced.isSuccess {
                     self.action = .none
-                    return self.refuse(call, Self.error(for: replaced))
+                    return self.refuse(call, Self.error(for: replaced))  // audited by the daemon: op=delete
                 }
                 call.reply()
                 self.startEnrolment(session, finger: name, presence: presence)
@@ -253,6 +268,14 @@ extension FprintdDevice {
         stopRunning = nil
         // The reader's own word comes before libfprint's hot-plug event: the claim ends as unplugged.
         if Fprintd.says(result, .removed) { unplugged = true }
+        guard session != nil else {
+            // Its claimer left the bus (the device was released then): no status, to nobody; a Stop
+            // or Release it sent before it left is answered, and the Claims that waited for this
+            // request to end go on.
+            if unplugged { gone?() }
+            answerStops()
+            return resumeClaims()
+        }
         if !statusReported {
             if kind == .verify {
                 emitStatus("VerifyStatus", stopped ? "verify-no-match" : Fprintd.verifyResultName(result), done: true)
@@ -261,7 +284,6 @@ extension FprintdDevice {
             }
         }
         answerStops()
-        if session == nil { endSession() }
     }
 
     /// Answers the Stop and Release calls that waited, once the request has ended and the reader
@@ -278,9 +300,17 @@ extension FprintdDevice {
         }
     }
 
+    /// A status signal to the claimer only (fprintd broadcasts them): nobody else learns when the
+    /// claimer verifies or enrols and with what result (issue 26), and a status of a claimer that
+    /// left reaches no later one.
     func emitStatus(_ signal: String, _ name: String, done: Bool) {
-        guard !(statusReported && done) else { return }
+        guard !(statusReported && done), let claimer = session?.sender else { return }
         if done { statusReported = true }
-        bus.emitSignal(path: path, interface: Fprintd.deviceInterface, member: signal, [.string(name), .bool(done)])
+        bus.emitSignal(
+            path: path, interface: Fprintd.deviceInterface, member: signal, [.string(name), .bool(done)],
+            destination: claimer)
     }
+
+    /// The service a verification over the door names in the audit.
+    static let verifyService = "fprintd-compat"
 }

@@ -13,6 +13,7 @@ public final class FprintdService: @unchecked Sendable {
     private let backend: FprintdBackend
     private let readers: FingerprintReader?
     private let audit: AuditLog
+    private let gate: FprintdGate
     // On the bus queue.
     private var devices: [FprintdDevice] = []
     private var nextIndex = 0
@@ -20,7 +21,8 @@ public final class FprintdService: @unchecked Sendable {
 
     /// Connects to the system bus, exports the Manager and a Device per present reader, follows
     /// hot-plug, and then owns `net.reactivated.Fprint` (so a client that sees the name sees the readers).
-    public init(daemon: Daemon, reader: FingerprintReader?, audit: AuditLog) async throws {
+    /// Its callers meet the socket's per-uid limits and notice throttle (`FprintdGate`).
+    init(daemon: Daemon, reader: FingerprintReader?, audit: AuditLog, server: Server) async throws {
         let queue = DispatchQueue(label: "localauthd.fprintd")
         let bus = try BusConnection(queue: queue)
         self.bus = bus
@@ -28,6 +30,9 @@ public final class FprintdService: @unchecked Sendable {
         self.backend = daemon
         self.readers = reader
         self.audit = audit
+        self.gate = FprintdGate(
+            requests: server.gate, throttle: server.throttle, callsPerUID: server.limits.connectionsPerUID,
+            audit: audit, queue: queue)
         bus.onLost { why in audit.notice("fprintd door: \(why); net.reactivated.Fprint is no longer served") }
         try bus.export(managerInterface, at: Fprintd.managerPath)
         try bus.onNameVanished { [unowned self] name in
@@ -101,7 +106,8 @@ public final class FprintdService: @unchecked Sendable {
     private func add(_ info: ReaderDeviceInfo) throws {
         guard !devices.contains(where: { $0.reader.id == info.id && !$0.unplugged }) else { return }
         let device = FprintdDevice(
-            index: nextIndex, reader: info, bus: bus, polkit: polkit, backend: backend, readers: readers, audit: audit)
+            index: nextIndex, reader: info, bus: bus, polkit: polkit, backend: backend, readers: readers, audit: audit,
+            gate: gate)
         nextIndex += 1
         try bus.export(device.interface, at: device.path)
         device.gone = { [unowned self, unowned device] in self.unexport(device) }

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import LocalAuthProtocol
+import LocalAuthTesting
+import Testing
+
+/// Issue 26: a touch must go where the person thinks. A process of the user renamed `sudo` with
+/// `prctl(PR_SET_NAME)` asked to use a right a moment before the user's own request; the person was
+/// told "the reader is in use by sudo for …", touched, and the process got the secret. Through the
+/// real daemon and the real `localauthctl`, with real uids (`setpriv`): the owner is `nobody`.
+@Suite(.onOwnThreads, .timeLimit(.minutes(3)))
+struct RightHolderTests {
+    static let owner = RightIntegrationTests.owner
+    static let ownerUID = RightIntegrationTests.ownerUID
+
+    /// A process of the owner's that names itself `name` (`prctl(PR_SET_NAME)`, as malware would), runs
+    /// from `executable`, and asks RIGHT_USE for the right "vault": started, and waited for until the
+    /// daemon has prompted it (the reader is its). `finish()` returns the frames it got.
+    final class RenamedHolder {
+        let process = Process()
+        let output = Pipe()
+        let prompted: String
+
+        /// `prefix`: arguments before the script's (`executable` then runs python itself).
+        init(
+            _ d: DaemonHarness, name: String, executable: String = "/usr/bin/python3", prefix: [String] = [],
+            timeoutMs: Int64 = 20_000
+        ) throws {
+            // A directory the holder (uid 65534) may write its mark into.
+            let marks = d.directory + "/marks"
+            mkdir(marks, 0o777)
+            chmod(marks, 0o777)
+            prompted = marks + "/holder-prompted"
+            let script = """
+                import ctypes, socket, struct, sys
+                libc = ctypes.CDLL(None, use_errno=True)
+                if libc.prctl(15, ctypes.c_char_p(sys.argv[3].encode('latin-1')), 0, 0, 0) != 0:
+                    sys.exit('prctl failed')
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(60)
+                s.connect(sys.argv[1])
+                s.sendall(sys.stdin.buffer.read())
+                out = b''
+                def need(n):
+                    global out
+                    while len(out) < n:
+                        chunk = s.recv(4096)
+                        if not chunk:
+                            return False
+                        out += chunk
+                    return True
+                at = 0
+                while need(at + 6):
+                    (length,) = struct.unpack('>I', out[at:at + 4])
+                    (kind,) = struct.unpack('>H', out[at + 4:at + 6])
+                    if not need(at + 4 + length):
+                        break
+                    at += 4 + length
+                    if kind == 0x8002:
+                        open(sys.argv[2], 'w').close()
+                    if kind in (0x8003, 0x80FF):
+                        break
+                sys.stdout.buffer.write(out[:at])
+                """
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments =
+                [
+                    "--reuid=\(RightHolderTests.ownerUID)", "--regid=\(RightHolderTests.ownerUID)", "--clear-groups",
+                    executable,
+                ] + prefix + ["-c", script, d.socketPath, prompted, name]
+            let input = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            try process.run()
+            let use = Request.rightUse(
+                RightUseOptions(
+                    user: RightHolderTests.owner, identifier: "vault", operation: .loadSecret, timeoutMs: timeoutMs))
+            input.fileHandleForWriting.write(
+                Data(Hello(client: "renamed").frame.encoded() + use.frame.encoded()))
+            try input.fileHandleForWriting.close()
+            let deadline = Date().addingTimeInterval(10)
+            while access(prompted, F_OK) != 0 {
+                guard Date() < deadline, process.isRunning else {
+                    throw HarnessError.setup("the renamed holder was never prompted\n\(d.daemonLog)")
+                }
+                usleep(5000)
+            }
+        }
+
+        /// Its frames, once it has its RESULT.
+        func finish() throws -> [Frame] {
+            let bytes = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return try frames(in: Array(bytes))
+        }
+    }
+
+    /// The other client is told whose request has the reader by the executable, which the process
+    /// cannot choose, and what it would release: not "sudo". Before: "the reader is in use by sudo for
+    /// nobody; try again when it is done".
+    @Test func rightUse_byAProcessRenamedSudo_isNamedByItsExecutableAndTheRight_toTheNextClient() async throws {
+        let d = try DaemonHarness()
+        try await RightIntegrationTests.ownerWithRight(d, requirement: "biometry-current-set")
+        let holder = try RenamedHolder(d, name: "sudo")
+        let python = try #require(Self.realPath("/usr/bin/python3"))
+
+        let told = try d.ctl(["right", "secret", "vault", "--timeout", "5"], asUser: Self.ownerUID)
+        #expect(told.status == 2, "\(told.err)")
+        #expect(
+            told.err.contains("the reader is in use by \(python) for nobody, asking to release vault"), "\(told.err)")
+        #expect(!told.err.contains("sudo"), "\(told.err)")
+
+        try d.simulate("touch", "owner-1")
+        let result = try #require(try holder.finish().last)
+        #expect(try RequestResult(frame: result).resultCode == .success)
+    }
+
+    /// The security model's decision (docs/security.md, "Rights"): an evaluation — the person's sudo,
+    /// su, screen locker — takes precedence over a right's use of the same account, which nobody may
+    /// be watching. The right's use ends with `systemCancel` and releases nothing; the evaluation gets
+    /// the reader, and the touch. Before: the evaluation was refused at once ("in use by sudo for
+    /// nobody") and the touch released the secret to the renamed process.
+    @Test func evaluate_whileAHiddenRightUseHoldsTheReader_takesIt_andTheTouchReleasesNothing() async throws {
+        let d = try DaemonHarness()
+        try await RightIntegrationTests.ownerWithRight(d, requirement: "biometry-current-set")
+        let holder = try RenamedHolder(d, name: "sudo")
+
+        let verify = Task.detached { try d.ctl(["verify", "--timeout", "20"], asUser: Self.ownerUID) }
+        // The person, seeing the prompt of the request they made, touches.
+        usleep(500_000)
+        try d.simulate("touch", "owner-1")
+        let verified = try await verify.value
+        #expect(verified.status == 0, "\(verified.out) \(verified.err)")
+
+        // The right's use was told to yield as the evaluation came: it ended with nothing released.
+        let frames = try holder.finish()
+        let result = try RequestResult(frame: try #require(frames.last))
+        #expect(result.resultCode == .systemCancel, "\(result.message)")
+        #expect(result.fields.bytes(.data) == nil)
+        #expect(
+            !frames.contains { String(decoding: $0.encoded(), as: UTF8.self).contains(RightIntegrationTests.secret) })
+        #expect(!d.daemonLog.contains(RightIntegrationTests.secret))
+    }
+
+    /// The same through the PAM module, as sudo or a screen locker would ask (pamtester under
+    /// pam_wrapper, the module built by `make pam`): the stack's prompt is its own, naming the
+    /// program by its executable, and the touch authenticates it. Before: the module said "the reader
+    /// is in use by sudo for nobody", the stack failed, and the touch released the secret.
+    @Test func pamStack_whileAHiddenRightUseHoldsTheReader_isPromptedAndTheTouchIsItsOwn() async throws {
+        let module =
+            ProcessInfo.processInfo.environment["LOCALAUTH_PAM_MODULE"]
+            ?? String(#filePath.dropLast("Tests/IntegrationTests/RightHolderTests.swift".count))
+            + "pam/build/pam_localauth.so"
+        // Without the module this test would prove nothing about PAM: fail, not skip.
+        try #require(access(module, R_OK) == 0, "no \(module): run make pam")
+        let d = try DaemonHarness()
+        try await RightIntegrationTests.ownerWithRight(d, requirement: "biometry-current-set")
+        let services = d.directory + "/pam.d"
+        #expect(mkdir(services, 0o755) == 0)
+        let stack = "auth required \(module) socket=\(d.socketPath) timeout=10\n"
+        #expect(FileManager.default.createFile(atPath: services + "/sudo-test", contents: Data(stack.utf8)))
+        #expect(FileManager.default.createFile(atPath: services + "/other", contents: Data()))
+        let holder = try RenamedHolder(d, name: "sudo")
+
+        let pam = Process()
+        pam.executableURL = URL(fileURLWithPath: "/usr/bin/pamtester")
+        pam.arguments = ["-v", "sudo-test", Self.owner, "authenticate"]
+        pam.environment = [
+            "PATH": "/usr/bin:/bin", "LD_PRELOAD": "libpam_wrapper.so", "PAM_WRAPPER": "1",
+            "PAM_WRAPPER_SERVICE_DIR": services,
+        ]
+        let output = Pipe()
+        pam.standardOutput = output
+        pam.standardError = output
+        pam.standardInput = FileHandle.nullDevice
+        try pam.run()
+        usleep(500_000)
+        try d.simulate("touch", "owner-1")
+        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        pam.waitUntilExit()
+        #expect(pam.terminationStatus == 0, "\(said)")
+        #expect(said.contains("(/usr/bin/pamtester for nobody)"), "\(said)")
+        #expect(!said.contains("in use by"), "\(said)")
+
+        let frames = try holder.finish()
+        let result = try RequestResult(frame: try #require(frames.last))
+        #expect(result.resultCode == .systemCancel, "\(result.message)")
+        #expect(result.fields.bytes(.data) == nil)
+    }
+
+    /// What `localauthctl` prints of the daemon's text has no control character, whatever name the
+    /// other process gave itself or its file: `\e]0;PWN\a\e[2K` set the window title and erased the
+    /// line. Before: printed raw (the `comm` the process chose).
+    @Test func busyLine_namingAProgramWithEscapesInItsNameAndPath_reachesTheTerminalWithoutControls() async throws {
+        let d = try DaemonHarness()
+        try await RightIntegrationTests.ownerWithRight(d)
+        let hostile = "\u{1B}]0;PWN\u{07}\u{1B}[2K"
+        let directory = d.directory + "/" + hostile
+        #expect(mkdir(directory, 0o755) == 0)
+        let copy = directory + "/python3"
+        #expect(Self.copyFile(from: "/usr/bin/python3", to: copy))
+        let holder = try RenamedHolder(d, name: hostile, executable: copy)
+
+        let told = try d.ctl(["right", "secret", "vault", "--timeout", "5"], asUser: Self.ownerUID)
+        #expect(told.status == 2, "\(told.err)")
+        #expect(told.err.contains("the reader is in use by"), "\(told.err)")
+        #expect(
+            !told.err.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) },
+            "\(told.err.debugDescription)")
+        #expect(
+            told.err.contains("\u{FFFD}]0;PWN\u{FFFD}\u{FFFD}[2K/python3 for nobody"), "\(told.err.debugDescription)")
+
+        try d.simulate("touch", "owner-1")
+        _ = try holder.finish()
+    }
+
+    /// A user's own mount namespace (`unshare -rm`, open to every user here) can bind any file over
+    /// `/usr/bin/sudo`: the process's exe then reads "/usr/bin/sudo". The daemon names a path only
+    /// when it is the same file in the daemon's namespace (device and inode), else "a program that is
+    /// not /usr/bin/sudo".
+    @Test func rightUse_fromANamespaceWhereItsFileIsMountedOverSudo_isNotNamedSudo() async throws {
+        let d = try DaemonHarness()
+        try await RightIntegrationTests.ownerWithRight(d)
+        let directory = d.directory + "/bin"
+        #expect(mkdir(directory, 0o755) == 0)
+        let copy = directory + "/python3"
+        #expect(Self.copyFile(from: "/usr/bin/python3", to: copy))
+        let launcher = directory + "/as-sudo"
+        let shell = "#!/bin/sh\nmount --bind \"\(copy)\" /usr/bin/sudo && exec /usr/bin/sudo \"$@\"\n"
+        #expect(
+            FileManager.default.createFile(
+                atPath: launcher, contents: Data(shell.utf8), attributes: [.posixPermissions: 0o755]))
+        let holder = try RenamedHolder(d, name: "sudo", executable: "/usr/bin/unshare", prefix: ["-rm", launcher])
+
+        let told = try d.ctl(["right", "secret", "vault", "--timeout", "5"], asUser: Self.ownerUID)
+        #expect(told.status == 2, "\(told.err)")
+        #expect(
+            told.err.contains("in use by a program that is not /usr/bin/sudo for nobody, asking to release vault"),
+            "\(told.err)")
+
+        try d.simulate("touch", "owner-1")
+        _ = try holder.finish()
+    }
+
+    /// Under the shipped unit the daemon has no capabilities (`CapabilityBoundingSet=`), and may not
+    /// read another uid's exe. Then the renamed process is said to be what is known of it, a program
+    /// calling itself 'sudo', never "sudo"; and a setuid-root program the user started (root's
+    /// credentials, the user's real uid: su, sudo) by the kernel's name of it, which no process of the
+    /// user can set.
+    @Test func withoutCapabilities_aRenamedProcessIsSaidToCallItselfSudo_andASetuidProgramIsNamed() async throws {
+        let d = try DaemonHarness(launcher: ["/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all"])
+        try await RightIntegrationTests.ownerWithRight(d)
+        let holder = try RenamedHolder(d, name: "sudo")
+        let told = try d.ctl(["right", "secret", "vault", "--timeout", "5"], asUser: Self.ownerUID)
+        #expect(
+            told.err.contains(
+                "the reader is in use by a program calling itself 'sudo' for nobody, asking to release vault"),
+            "\(told.err)")
+        try d.simulate("touch", "owner-1")
+        _ = try holder.finish()
+
+        let setuid = Task.detached {
+            try d.ctl(["verify", "--timeout", "10", "--user", Self.owner], setuidBy: Self.ownerUID)
+        }
+        usleep(500_000)
+        let second = try d.ctl(["right", "secret", "vault", "--timeout", "5"], asUser: Self.ownerUID)
+        #expect(second.err.contains("the reader is in use by localauthctl for nobody;"), "\(second.err)")
+        try d.simulate("touch", "owner-1")
+        let verified = try await setuid.value
+        #expect(verified.status == 0, "\(verified.out) \(verified.err)")
+    }
+
+    /// An account keeps at most 64 rights: the 65th is refused with the limit named, and removing one
+    /// makes room again (before, a user's processes could save rights until the disk was full).
+    @Test func saveRight_beyondSixtyFour_isRefusedWithTheLimit_andRemovingOneMakesRoom() async throws {
+        let d = try DaemonHarness()
+        for i in 0..<64 {
+            let saved = try d.ctl(
+                ["right", "save", "app-\(i)", "--requirement", "passcode", "--secret-stdin"], asUser: Self.ownerUID,
+                stdin: String(repeating: "s", count: 1024))
+            try #require(saved.status == 0, "right \(i): \(saved.err)")
+        }
+        let refused = try d.ctl(["right", "save", "app-64", "--requirement", "passcode"], asUser: Self.ownerUID)
+        #expect(refused.status == 5, "\(refused.err)")
+        #expect(refused.err.contains("An account has at most 64 rights"), "\(refused.err)")
+        #expect(refused.err.contains("invalidRequest"), "\(refused.err)")
+        #expect(try d.ctl(["right", "show", "app-64"], asUser: Self.ownerUID).status == 5)
+
+        #expect(try d.ctl(["right", "remove", "app-3"], asUser: Self.ownerUID).status == 0)
+        let room = try d.ctl(["right", "save", "app-64", "--requirement", "passcode"], asUser: Self.ownerUID)
+        #expect(room.status == 0, "\(room.err)")
+        // Another account's limit is its own.
+        let other = try d.ctl(["right", "save", "app-0", "--requirement", "passcode"], asUser: "1")
+        #expect(other.status == 0, "\(other.err)")
+    }
+
+    static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    static func copyFile(from: String, to: String) -> Bool {
+        guard let data = FileManager.default.contents(atPath: from) else { return false }
+        return FileManager.default.createFile(atPath: to, contents: data, attributes: [.posixPermissions: 0o755])
+    }
+}
