@@ -218,6 +218,49 @@ private final class HangupWatch: @unchecked Sendable {
     }
 }
 
+/// The keys' open reuse windows (`--reuse`): key name → when it closes (monotonic ms). While one is
+/// open the daemon holds an authorization of the key for this process; when it closes (its own
+/// timer, or a signature that finds it closed) the agent sends RIGHT_USE deauthorize.
+final class ReuseWindows: @unchecked Sendable {
+    private let closes = Locked([String: Int64]())
+
+    func isOpen(_ name: String) -> Bool {
+        let now = DaemonConnection.now()
+        return closes.with { ($0[name] ?? 0) > now }
+    }
+
+    func open(_ name: String, seconds: Int64, agent: SSHAgent, identifier: String) {
+        let closesAt = DaemonConnection.now() + seconds * 1000
+        closes.with { $0[name] = closesAt }
+        _ = detachThread { [self] in
+            let wait = closesAt - DaemonConnection.now()
+            if wait > 0 { usleep(UInt32(min(wait, 300_000)) * 1000) }
+            // A later finger opened a new window: that one's timer closes it.
+            guard closes.with({ $0[name] == closesAt }) else { return }
+            close(name, agent: agent, identifier: identifier)
+        }
+    }
+
+    func close(_ name: String, agent: SSHAgent, identifier: String) {
+        closes.with { $0[name] = nil }
+        guard
+            let connection = try? DaemonConnection(
+                socketPath: agent.daemonSocket ?? DaemonConnection.defaultSocketPath,
+                // English: a program's name
+                clientName: "localauthctl ssh-agent"),
+            let result = try? connection.perform(
+                .rightUse(RightUseOptions(identifier: identifier, operation: .deauthorize)), timeoutMs: 10_000),
+            result.isSuccess
+        else {
+            // English: the agent's log
+            agentLog("key \(name): the reuse window closed, but the daemon could not be told")
+            return
+        }
+        // English: the agent's log
+        agentLog("key \(name): the reuse window closed")
+    }
+}
+
 /// A small lock for what connections share.
 private final class Locked<Value>: @unchecked Sendable {
     private var value: Value
@@ -238,6 +281,7 @@ final class SSHAgent: @unchecked Sendable {
     let timeoutMs: Int64
     static let maxConnections = 64
     private let connections = Locked(0)
+    let windows = ReuseWindows()
 
     init(daemonSocket: String?, timeoutMs: Int64) {
         self.daemonSocket = daemonSocket
@@ -396,14 +440,42 @@ struct AgentConnection {
             )
             return .failure
         }
-        let reason = reasonText(key: name, data: data)
-        // English: the agent's log
-        agentLog("\(program): key \(name): asking for a finger (\(reason))")
-        let options = RightUseOptions(
+        var reason = reasonText(key: name, data: data)
+        // No fallback button: nobody can type a passcode to an agent.
+        var signing = RightUseOptions(
             identifier: key.entry.identifier, operation: .sign, algorithm: "ecdsaSignatureMessageX962SHA256",
-            // No fallback button: nobody can type a passcode to an agent.
             data: data, service: "ssh-agent", reason: reason, fallbackTitle: "", timeoutMs: agent.timeoutMs)
-        let result: RequestResult
+        let reuse = key.entry.reuseSeconds
+        if reuse > 0 {
+            // The reuse window (ssh-key create --reuse): a finger authorizes the key for this agent
+            // process (RIGHT_USE authorize, held by the daemon for this process), the agent signs
+            // without asking while the window is open and deauthorizes when it closes.
+            signing.flags = [.interactionNotAllowed]
+            if agent.windows.isOpen(name) {
+                if let result = ask(signing, name: name), result.isSuccess {
+                    // English: the agent's log
+                    return answer(result, name: name, how: "signed in the reuse window")
+                }
+                agent.windows.close(name, agent: agent, identifier: key.entry.identifier)
+            }
+            reason = tr("%1$s (and for %2$d seconds after, with this key)", .text(reason), .number(reuse))
+            // English: the agent's log
+            agentLog("\(program): key \(name): asking for a finger (\(reason))")
+            let authorizing = RightUseOptions(
+                identifier: key.entry.identifier, operation: .authorize, service: "ssh-agent", reason: reason,
+                fallbackTitle: "", timeoutMs: agent.timeoutMs)
+            guard let authorized = ask(authorizing, name: name), authorized.isSuccess else { return .failure }
+            agent.windows.open(name, seconds: reuse, agent: agent, identifier: key.entry.identifier)
+        } else {
+            // English: the agent's log
+            agentLog("\(program): key \(name): asking for a finger (\(reason))")
+        }
+        return answer(ask(signing, name: name), name: name, how: "signed")
+    }
+
+    /// One RIGHT_USE on a connection of its own; its events on the log and the desktop. nil when the
+    /// daemon could not be asked (said on the log).
+    mutating func ask(_ options: RightUseOptions, name: String) -> RequestResult? {
         do {
             let connection = try DaemonConnection(
                 socketPath: agent.daemonSocket ?? DaemonConnection.defaultSocketPath,
@@ -412,28 +484,33 @@ struct AgentConnection {
             // A client that goes away (ssh interrupted) ends the request: the daemon cancels it.
             let watch = HangupWatch(client: fd, connection: connection)
             defer { watch.stop() }
-            result = try connection.perform(.rightUse(options), timeoutMs: agent.timeoutMs + 10_000) { event in
+            let result = try connection.perform(.rightUse(options), timeoutMs: options.timeoutMs + 10_000) { event in
                 // English: the agent's log
                 agentLog("key \(name): \(event.localizedMessage())")
                 notification.show(summary: tr("ssh: touch the fingerprint reader"), body: event.localizedMessage())
                 return event.kind == .passcodeNeeded ? .cancel : nil
             }
+            if !result.isSuccess {
+                // English: the agent's log
+                agentLog(
+                    "\(program): key \(name): refused: \(result.localizedMessage()) (\(result.resultCode?.name ?? String(result.code)))"
+                )
+            }
+            return result
         } catch {
             // English: the agent's log
             agentLog("\(program): key \(name): \(error.description)")
-            return .failure
+            return nil
         }
-        guard result.isSuccess, let der = result.fields.bytes(.data),
+    }
+
+    /// The signature of a successful RIGHT_USE sign, as OpenSSH reads it; else SSH_AGENT_FAILURE.
+    func answer(_ result: RequestResult?, name: String, how: String) -> AgentResponse {
+        guard let result, result.isSuccess, let der = result.fields.bytes(.data),
             let signature = SSHECDSAKey.signatureBlob(der: der)
-        else {
-            // English: the agent's log
-            agentLog(
-                "\(program): key \(name): refused: \(result.localizedMessage()) (\(result.resultCode?.name ?? String(result.code)))"
-            )
-            return .failure
-        }
+        else { return .failure }
         // English: the agent's log
-        agentLog("\(program): key \(name): signed")
+        agentLog("\(program): key \(name): \(how)")
         return .signature(signature)
     }
 

@@ -29,9 +29,7 @@ struct SSHKey: ParsableCommand {
         var allowForwarding = false
         @Option(
             help: ArgumentHelp(
-                tr(
-                    "Seconds a finger stays good for this key's next signatures; only 0 for now (docs/adr/0011-ssh-agent.md)."
-                )
+                tr("Seconds a finger stays good for this key's next signatures through the agent (0-300, default 0).")
             ))
         var reuse: Int64 = 0
 
@@ -44,11 +42,7 @@ struct SSHKey: ParsableCommand {
                     tr("an ssh key needs a finger: use biometry, biometry-current-set or biometry-or-passcode"))
             }
             _ = try Right.requirement(requirement)
-            // The daemon never reuses a finger for a right's use; a window per key needs a protocol
-            // change (docs/adr/0011-ssh-agent.md), so a promise it cannot keep is refused.
-            guard reuse == 0 else {
-                throw ValidationError(tr("--reuse: only 0 for now; every signature asks for a finger"))
-            }
+            guard (0...300).contains(reuse) else { throw ValidationError(tr("--reuse takes 0 to 300 seconds")) }
         }
 
         func run() throws {

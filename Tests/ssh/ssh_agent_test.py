@@ -447,7 +447,7 @@ def forwarding_key_signs_for_a_forwarded_connection_after_a_finger_and_delete_re
     r = w.as_user([w.ctl, "ssh-key", "create", "fwd", "--allow-forwarding"], check_rc=True)
     line = r.stdout.strip().splitlines()[-1]
     check(line.endswith(" localauth:fwd"), "created: %r" % r.stdout)
-    for refused in (["--reuse", "5"], ["--requirement", "passcode"]):
+    for refused in (["--reuse", "301"], ["--requirement", "passcode"]):
         r = w.as_user([w.ctl, "ssh-key", "create", "other"] + refused)
         check(r.returncode == 64, "create %s refused: %d %s" % (refused, r.returncode, r.stderr))
     r = w.as_user([w.ctl, "ssh-key", "create", "fwd"])
@@ -476,6 +476,45 @@ def forwarding_key_signs_for_a_forwarded_connection_after_a_finger_and_delete_re
     check(r.returncode != 0, "the daemon destroyed the right: %s" % r.stdout)
 
 
+def sign_in_background(w, line):
+    """One SSH_AGENTC_SIGN_REQUEST for the key `line` over a connection of its own, as the account;
+    the process prints the answer's message number."""
+    sign = bytes([13]) + sshstr(key_blob(line)) + sshstr(b"data") + struct.pack(">I", 0)
+    script = ("import socket,struct,sys\n"
+              "s=socket.socket(socket.AF_UNIX);s.settimeout(30);s.connect(sys.argv[1])\n"
+              "def rd(n):\n b=b''\n while len(b)<n: b+=s.recv(n-len(b))\n return b\n"
+              "s.sendall(bytes.fromhex(sys.argv[2]));n=struct.unpack('>I',rd(4))[0];print(rd(n)[:1].hex())\n")
+    return w.m.spawn(w.user_cmd(["python3", "-c", script, w.sock, frame(sign).hex()]), env=w.user_env(),
+                     stdout=subprocess.PIPE, text=True)
+
+
+def reuse_window_signs_again_without_a_finger_until_it_closes(w):
+    r = w.as_user([w.ctl, "ssh-key", "create", "quick", "--reuse", "3"], check_rc=True)
+    line = r.stdout.strip().splitlines()[-1]
+    try:
+        before = w.prompts()
+        p = sign_in_background(w, line)
+        w.wait_for_prompt(before)
+        check("(and for 3 seconds after, with this key)" in w.agent_text(), "the prompt says the window")
+        w.touch("finger-1")
+        check(p.communicate(timeout=sandbox.WAIT_S)[0].strip() == "0e", "signed after the finger")
+        # Within the window: signed at once, nobody asked.
+        p = sign_in_background(w, line)
+        check(p.communicate(timeout=sandbox.WAIT_S)[0].strip() == "0e", "signed in the window")
+        check(w.prompts() == before + 1, "no second prompt")
+        check("key quick: signed in the reuse window" in w.agent_text(), "the log says so")
+        # The window closes by itself; the daemon is told (deauthorize), and the next one asks again.
+        wait_until(lambda: "key quick: the reuse window closed" in w.agent_text(), "the window closes", timeout=15)
+        uses = [l for l in w.m.audit() if "op=rightUse" in l and 'right="ssh-key:quick"' in l]
+        check('operation="6"' in uses[-1] and "result=success" in uses[-1], "deauthorized: %s" % uses[-1:])
+        p = sign_in_background(w, line)
+        w.wait_for_prompt(before + 1)
+        w.touch("finger-1")
+        check(p.communicate(timeout=sandbox.WAIT_S)[0].strip() == "0e", "signed after a finger again")
+    finally:
+        w.as_user([w.ctl, "ssh-key", "delete", "quick"], check_rc=True)
+
+
 CASES = [
     ("socket_activation_serves_the_socket_systemd_passes", socket_activation_serves_the_socket_systemd_passes),
     ("enrolled_finger_logs_in", enrolled_finger_logs_in),
@@ -492,6 +531,8 @@ CASES = [
     ("no_touch_is_refused_at_the_timeout", no_touch_is_refused_at_the_timeout),
     ("forwarding_key_signs_for_a_forwarded_connection_after_a_finger_and_delete_removes_it",
      forwarding_key_signs_for_a_forwarded_connection_after_a_finger_and_delete_removes_it),
+    ("reuse_window_signs_again_without_a_finger_until_it_closes",
+     reuse_window_signs_again_without_a_finger_until_it_closes),
     ("wrong_finger_is_refused", wrong_finger_is_refused),
 ]
 
