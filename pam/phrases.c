@@ -162,6 +162,18 @@ static int label(struct la_parse *ps, char *part)
     return fill(part, LA_PHRASE_PART, N_("%1$s for %2$s"), program, account, NULL, NULL);
 }
 
+/* A right's use: the label, then the identifier of the right it would release. */
+static int right_label(struct la_parse *ps, char *part)
+{
+    const char *program, *account, *right;
+    if (text_arg(ps, &program) != 0 || text_arg(ps, &account) != 0 || text_arg(ps, &right) != 0)
+        return -1;
+    /* TRANSLATORS: whose request: %1$s is the program (/usr/bin/python3), %2$s the account
+       (alice), %3$s the identifier of the app's secret or key it asks for (com.example.vault). */
+    return fill(part, LA_PHRASE_PART, N_("%1$s for %2$s, asking to release %3$s"), program, account,
+                right, NULL);
+}
+
 static int render(struct la_parse *ps, int depth, char *out, size_t cap)
 {
     /* Parts of a line, on this frame's stack: at most LA_PHRASE_MAX_DEPTH frames deep. */
@@ -236,8 +248,9 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
         la_fill(out, cap, "%s", (const char *const[]){s1}, 1); /* the app's own text, as it is */
         return 0;
     }
-    if (strcmp(name, "forRequest") == 0) {
-        if (sub(ps, depth, a) != 0 || label(ps, b) != 0)
+    if (strcmp(name, "forRequest") == 0 || strcmp(name, "forRightRequest") == 0) {
+        int of_right = strcmp(name, "forRightRequest") == 0;
+        if (sub(ps, depth, a) != 0 || (of_right ? right_label(ps, b) : label(ps, b)) != 0)
             return -1;
         return fill(out, cap, N_("%s (%s)"), a, b, NULL, NULL);
     }
@@ -289,8 +302,8 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
         la_fill(out, cap, la_text(s1), args, (int)n1);
         return 0;
     }
-    if (strcmp(name, "readerBusyBy") == 0) {
-        if (label(ps, a) != 0)
+    if (strcmp(name, "readerBusyBy") == 0 || strcmp(name, "readerBusyByRight") == 0) {
+        if ((strcmp(name, "readerBusyByRight") == 0 ? right_label(ps, a) : label(ps, a)) != 0)
             return -1;
         return fill(out, cap, N_("the reader is in use by %s; try again when it is done"), a, NULL,
                     NULL, NULL);
