@@ -612,7 +612,13 @@ def journey_d(m, args):
     check(rc_of(s) == 0 and "verify-match" in s, "fprintd-verify: polkitd allows alice's active session, the finger matches", s)
     r = m.sh("fprintd-list %s" % ALICE, user=BOB, check=False)
     show("fprintd-list alice, run by bob outside any session", r.stdout + r.stderr)
-    check(r.returncode != 0 and "right-index-finger" not in r.stdout, "another user outside a session: polkitd refuses", r.stdout + r.stderr)
+    check(r.returncode != 0 and "right-index-finger" not in r.stdout and "may act only for its own account" in r.stdout + r.stderr,
+          "another user's fingers: refused (the daemon's own rule, before polkit)", r.stdout + r.stderr)
+    r = m.sh("fprintd-list %s" % BOB, user=BOB, check=False)
+    show("fprintd-list bob, run by bob outside any session", r.stdout + r.stderr)
+    check(r.returncode != 0 and re.search(r"(?i)not authori[sz]ed", r.stdout + r.stderr)
+          and "may act only" not in r.stdout + r.stderr,
+          "bob's own fingers from outside any session: polkitd refuses (no active session)", r.stdout + r.stderr)
     # A local drop-in that replaces ExecStart= (issue 25: it dropped --fprintd-compat) keeps the
     # mode, which the configuration sets now.
     m.write("/etc/systemd/system/localauthd.service.d/local.conf",
