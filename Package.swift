@@ -33,6 +33,8 @@ let package = Package(
         // The leaves: pure, no I/O.
         .target(name: "LocalAuthProtocol"),
         .target(name: "LocalAuthCore", dependencies: ["LocalAuthProtocol"]),
+        // The ssh agent protocol (draft-miller-ssh-agent) for `localauthctl ssh-agent`.
+        .target(name: "SSHAgentProtocol"),
 
         // The edges.
         .target(name: "FingerprintReader", dependencies: ["CLibfprint"]),
@@ -60,7 +62,7 @@ let package = Package(
         .executableTarget(
             name: "localauthctl",
             dependencies: [
-                "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization",
+                "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "SSHAgentProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .target(
@@ -80,6 +82,7 @@ let package = Package(
             path: "Tests/LocalAuthTesting"),
 
         .testTarget(name: "LocalAuthProtocolTests", dependencies: ["LocalAuthProtocol"], resources: []),
+        .testTarget(name: "SSHAgentProtocolTests", dependencies: ["SSHAgentProtocol"]),
         .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore", "LocalAuthProtocol"]),
         .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader", "LocalAuthTesting"]),
         .testTarget(
