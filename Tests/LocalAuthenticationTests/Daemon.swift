@@ -118,6 +118,13 @@ final class PromptRecorder: @unchecked Sendable {
             })
     }
 
+    /// A recorder that puts another finger ("mallory") on `d`'s reader each time it asks again.
+    static func otherFingerEachTry(on d: Daemon, answers: [String?] = []) -> PromptRecorder {
+        PromptRecorder(answers: answers) { message in
+            if message.kind == .noMatch, message.text.contains("left") { _ = try? d.touch("mallory") }
+        }
+    }
+
     var shown: [LALinuxPromptMessage] { lock.withLock { messages } }
     var asked: [LALinuxPasscodeRequest] { lock.withLock { questions } }
 }
