@@ -4,7 +4,7 @@
 user's verify during the burst, with the status clients as root or under many uids.
 
 Each burst runs on a freshly started release daemon (--virtual-reader, python-dbusmock's logind as
-in bench.py): idle after one `list`, then `localauth-bench concurrent` (or `concurrent-uids`), right
+in bench/stacks.py): idle after one `list`, then `localauth-bench concurrent` (or `concurrent-uids`), right
 after it and 10 s later the daemon's memory (/proc/PID/smaps per mapping kind, smaps_rollup,
 threads). Prints one JSON object; with --smaps the per-mapping differences too.
 
