@@ -298,13 +298,19 @@ import Testing
 
     // MARK: Reset
 
+    /// A store where alice has one finger and is locked out of biometrics.
+    func lockedOutAlice(_ tmp: String) throws -> (EnrollmentStore, UserAuthState) {
+        let store = try EnrollmentStore(stateDirectory: tmp)
+        let enrolled = try store.addPrint(samplePrint(), user: "alice")
+        var locked = counters
+        locked.biometryLocked = true
+        try store.saveState(locked, user: "alice")
+        return (store, enrolled)
+    }
+
     @Test func resetState_whenLockedOut_clearsCountersKeepsHashDomainStateAndPrints() throws {
         try withTemporaryDirectory { tmp in
-            let store = try EnrollmentStore(stateDirectory: tmp)
-            let enrolled = try store.addPrint(samplePrint(), user: "alice")
-            var locked = counters
-            locked.biometryLocked = true
-            try store.saveState(locked, user: "alice")
+            let (store, enrolled) = try lockedOutAlice(tmp)
             try store.resetState(user: "alice")
             #expect(
                 try store.loadState(user: "alice")
@@ -318,11 +324,7 @@ import Testing
 
     @Test func resetState_whenRecordCorruptButOurs_keepsWellFormedHashAndRedrawsDomainState() throws {
         try withTemporaryDirectory { tmp in
-            let store = try EnrollmentStore(stateDirectory: tmp)
-            let enrolled = try store.addPrint(samplePrint(), user: "alice")
-            var locked = counters
-            locked.biometryLocked = true
-            try store.saveState(locked, user: "alice")
+            let (store, enrolled) = try lockedOutAlice(tmp)
             let path = tmp + "/users/alice/state"
             try writeRaw(Array(try readBytes(path).dropLast(2)), to: path)
             try store.resetState(user: "alice")
