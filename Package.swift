@@ -114,3 +114,13 @@ let package = Package(
         .testTarget(name: "AppleStyleTests", dependencies: ["LocalAuthentication"]),
     ]
 )
+
+// Our own targets fail on any compiler warning; the dependencies keep their own settings (SwiftPM
+// gives a dependency's unsafe flags no effect, and these are set on this package's targets only).
+// SwiftPM's note that pkg-config's `-pthread` (GLib's, for CLibfprint) is a "prohibited flag" is
+// SwiftPM's, not the compiler's, and no flag makes it an error: the flag is dropped (glibc's libc
+// has pthread since 2.34) and the note is printed once per build; it is the one `warning:` line
+// a build may print.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-warnings-as-errors"])]
+}
