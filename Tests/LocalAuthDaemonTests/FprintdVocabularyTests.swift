@@ -27,9 +27,7 @@ import Testing
     /// fprintd's `verify_result_to_name`: a protocol error is "disconnected", an unplugged reader an
     /// unknown error, a print the reader does not hold a no-match, a full storage "data-full".
     @Test func resultNames_forReaderFailures_areFprintds() {
-        func failed(_ error: ReaderError) -> RequestResult {
-            RequestResult(.biometryNotAvailable, ReaderError.failureMessage(error))
-        }
+        func failed(_ error: ReaderError) -> RequestResult { ReaderFailure(error).result }
         #expect(Fprintd.verifyResultName(failed(.communication)) == "verify-disconnected")
         #expect(Fprintd.enrollResultName(failed(.communication)) == "enroll-disconnected")
         #expect(Fprintd.verifyResultName(failed(.removed)) == "verify-unknown-error")
@@ -37,6 +35,10 @@ import Testing
         #expect(Fprintd.verifyResultName(failed(.dataNotFound)) == "verify-no-match")
         #expect(Fprintd.enrollResultName(failed(.dataFull)) == "enroll-data-full")
         #expect(Fprintd.verifyResultName(failed(.failed("GENERAL"))) == "verify-unknown-error")
+        // The door reads the failure's type, never its words: a message that names a failure is none.
+        let worded = RequestResult(
+            .biometryNotAvailable, "The fingerprint reader failed: \(ReaderFailure.communication.english)")
+        #expect(Fprintd.verifyResultName(worded) == "verify-unknown-error")
     }
 
     @Test(arguments: [

@@ -286,6 +286,21 @@ class VerifyTests(DoorTest):
         c.ok("Release")
         self.assertIn('op=evaluate user="ladbus1"', WORLD.log())
 
+    def test_verifyStart_isOneEvaluation_leavingOneAuditRecordAndNoList(self):
+        # Issue 28: a VerifyStart asked the daemon three times (list, canEvaluate, evaluate), which
+        # left an op=list record beside the evaluation's for every verification over the bus.
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        before = len(WORLD.log())
+        c.ok("VerifyStart", "any")
+        self.assertEqual(c.wait("VerifyFingerSelected"), {"ok": ["right-index-finger"]})
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        c.ok("VerifyStop")
+        c.ok("Release")
+        records = re.findall(r"audit (op=\S+) ", WORLD.log()[before:])
+        self.assertEqual(records, ["op=evaluate"], WORLD.log()[before:])
+
     def test_verify_whenAnotherFingerTouches_reportsNoMatch(self):
         c = self.client("ladbus1")
         c.ok("Claim", "")

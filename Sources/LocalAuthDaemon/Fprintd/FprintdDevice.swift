@@ -72,6 +72,8 @@ final class FprintdDevice: @unchecked Sendable {
     /// Verifications whose reader scans have not all ended.
     var scanning = 0
     var statusReported = false
+    /// The VerifyStart not answered yet: its evaluation has started no scan so far.
+    var verifyCall: BusCall?
     /// Counts starts and stops: a start whose preparation (the daemon's list, canEvaluate, the
     /// replaced print) outlived a Stop or Release of the same action does not begin.
     var startGeneration = 0

@@ -254,7 +254,7 @@ extension FprintdDevice {
                 guard let opened else { return call.reply() }
                 self.letGo()
                 if self.session?.sender == session.sender { self.endSession() }
-                call.fail(Fprintd.ErrorName.internal("Open failed with error: \(ReaderError.describe(opened))"))
+                call.fail(Fprintd.ErrorName.internal("Open failed with error: \(ReaderFailure(opened).english)"))
             }
         }
     }
@@ -290,7 +290,7 @@ extension FprintdDevice {
                     defer { self.resumeClaims() }
                     guard let closeError else { return call.reply() }
                     call.fail(
-                        Fprintd.ErrorName.internal("Release failed with error: \(ReaderError.describe(closeError))"))
+                        Fprintd.ErrorName.internal("Release failed with error: \(ReaderFailure(closeError).english)"))
                 }
             }
             return
@@ -299,7 +299,7 @@ extension FprintdDevice {
         if unplugged {
             // As fprintd: the claimer learns the reader is gone, then the device leaves the bus.
             call.fail(
-                Fprintd.ErrorName.internal("Release failed with error: \(ReaderError.describe(ReaderError.removed))"))
+                Fprintd.ErrorName.internal("Release failed with error: \(ReaderFailure.removed.english)"))
             gone?()
         } else {
             call.reply()
