@@ -160,6 +160,17 @@ class ClaimTests(DoorTest):
         harness.wait_for("the claim to go", lambda: "ok" in b.call("Claim", ""))
         b.ok("Release")
 
+    def test_claimAndRelease_areTheDaemonsRequests_eachWithItsAuditRecord(self):
+        # Issue 28: Claim and Release reached past the daemon into the authorisation table and the
+        # reader, and left no record; now each is a request of the daemon with a row of its own.
+        c = self.client("ladbus1")
+        before = len(WORLD.log())
+        c.ok("Claim", "")
+        c.ok("Release")
+        log = WORLD.log()[before:]
+        self.assertRegex(log, r'audit op=claimReader user="ladbus1" caller_uid=64201 [^\n]*via="dbus" result=success')
+        self.assertRegex(log, r'audit op=releaseReader user="ladbus1" caller_uid=64201 [^\n]*via="dbus" result=success')
+
     def test_claimOtherUser_byOrdinaryUserWhomPolkitAllowsIt_isPermissionDenied(self):
         # polkit lets ladbus4 act for others (setusername): localauthd still lets a user act only
         # for their own account, as on its socket.
@@ -298,7 +309,7 @@ class VerifyTests(DoorTest):
         self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
         c.ok("VerifyStop")
         c.ok("Release")
-        records = re.findall(r"audit (op=\S+) ", WORLD.log()[before:])
+        records = re.findall(r"audit (op=(?:list|canEvaluate|evaluate)) ", WORLD.log()[before:])
         self.assertEqual(records, ["op=evaluate"], WORLD.log()[before:])
 
     def test_verify_whenAnotherFingerTouches_reportsNoMatch(self):

@@ -15,6 +15,9 @@ import Synchronization
 protocol FprintdBackend: Sendable {
     func handle(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
         -> RequestResult
+    func claimReader(user: String, caller: PeerCredentials, door: DoorContext, hold: Bool) async -> RequestResult
+    func releaseReader(user: String, caller: PeerCredentials, door: DoorContext, close: Bool) async -> RequestResult
+    func abandonReader(user: String, caller: PeerCredentials, door: DoorContext)
 }
 
 extension Daemon: FprintdBackend {}
@@ -41,8 +44,7 @@ final class FprintdDevice: @unchecked Sendable {
     let bus: BusConnection
     let polkit: Polkit
     let backend: FprintdBackend
-    /// The reader layer, held open while the device is claimed (fprintd opens it on Claim).
-    let readers: FingerprintReader?
+    /// The daemon holds the reader open for this device's claim (fprintd opens it on Claim).
     var holding = false
     /// A Release is closing the reader.
     var closing = false
@@ -84,9 +86,8 @@ final class FprintdDevice: @unchecked Sendable {
 
     init(
         index: Int, reader: ReaderDeviceInfo, bus: BusConnection, polkit: Polkit, backend: FprintdBackend,
-        readers: FingerprintReader?, audit: AuditLog, gate: FprintdGate
+        audit: AuditLog, gate: FprintdGate
     ) {
-        self.readers = readers
         self.index = index
         self.path = Fprintd.devicePath(index)
         self.reader = reader

@@ -93,6 +93,7 @@ extension FprintdDevice {
         switch member {
         case "ListEnrolledFingers": .list
         case "DeleteEnrolledFingers": .delete
+        case "Claim": .claimReader
         default: .evaluate
         }
     }
@@ -235,35 +236,42 @@ extension FprintdDevice {
         guard EnrollmentStore.isValidUserName(user) else {
             return refuse(call, Fprintd.ErrorName.internal("Not a valid user name (\(user.utf8.count) bytes)"))
         }
-        // The daemon's own rule first: a user acts only for their own account, whatever polkit said.
-        if case .refused(let why) = Authorization.decide(.evaluate, caller: caller, target: user) {
-            return refuseAudited(call, .evaluate, user: user, caller: caller, result: .notAuthorized, why: why)
-        }
+        // The claim is the daemon's request (`Daemon.claimReader`): its account rule (a user claims
+        // only for their own account, whatever polkit said), its audit record, and the reader held
+        // open until Release (fprintd opens it on Claim). The device counts as claimed meanwhile.
         let session = Session(sender: call.sender, user: user, caller: caller)
         self.session = session
-        audit.debug("D-Bus client \(call.sender) (\(caller)) claimed \(path) for \(user)")
-        // fprintd opens the reader on Claim and keeps it open until Release; so do we.
-        guard let readers, !holding else { return call.reply() }
+        audit.debug("D-Bus client \(call.sender) (\(caller)) claims \(path) for \(user)")
+        let hold = !holding
         holding = true
-        let id = reader.id
+        let backend = self.backend
+        let door = self.door()
         Task {
-            var failure: ReaderError?
-            do throws(ReaderError) { try await readers.hold(deviceID: id) } catch { failure = error }
-            let opened = failure
+            let result = await backend.claimReader(user: user, caller: caller, door: door, hold: hold)
             self.bus.queue.async {
-                guard let opened else { return call.reply() }
-                self.letGo()
+                if result.isSuccess { return call.reply() }
+                if hold { self.holding = false }  // nothing is held: the daemon's hold failed or never began
                 if self.session?.sender == session.sender { self.endSession() }
-                call.fail(Fprintd.ErrorName.internal("Open failed with error: \(ReaderFailure(opened).english)"))
+                call.fail(Self.claimError(result))
             }
         }
     }
 
-    /// Lets the reader close again after a claim.
-    func letGo() {
+    /// fprintd's error for a Claim the daemon refused or could not open the reader for.
+    static func claimError(_ result: RequestResult) -> BusError {
+        if let failure = result.readerFailure {
+            return Fprintd.ErrorName.internal("Open failed with error: \(failure.english)")
+        }
+        return error(for: result)
+    }
+
+    /// Gives up the reader after a claim that ends without a Release (the claimer left, the reader was
+    /// unplugged): through the daemon, which audits it.
+    func letGo(_ claim: Session?) {
         guard holding else { return }
         holding = false
-        readers?.releaseHold(deviceID: reader.id)
+        guard let claim else { return }
+        backend.abandonReader(user: claim.user, caller: claim.caller, door: door())
     }
 
     func release(_ call: BusCall) {
@@ -274,23 +282,22 @@ extension FprintdDevice {
             stopRunning?()
             return
         }
-        if holding, !unplugged, let readers {
+        if holding, !unplugged, let claim = session {
             // fprintd closes the reader on Release and answers with the close's error; a second
             // Release meanwhile is AlreadyInUse.
             holding = false
             closing = true
-            let id = reader.id
+            let backend = self.backend
+            let door = self.door()
             Task {
-                var failure: ReaderError?
-                do throws(ReaderError) { try await readers.releaseHoldAndClose(deviceID: id) } catch { failure = error }
-                let closeError = failure
+                let released = await backend.releaseReader(
+                    user: claim.user, caller: claim.caller, door: door, close: true)
                 self.bus.queue.async {
                     self.closing = false
                     self.endSession()
                     defer { self.resumeClaims() }
-                    guard let closeError else { return call.reply() }
-                    call.fail(
-                        Fprintd.ErrorName.internal("Release failed with error: \(ReaderFailure(closeError).english)"))
+                    guard let failure = released.readerFailure else { return call.reply() }
+                    call.fail(Fprintd.ErrorName.internal("Release failed with error: \(failure.english)"))
                 }
             }
             return
@@ -315,11 +322,12 @@ extension FprintdDevice {
     }
 
     func endSession() {
+        let ended = session
         session = nil
         action = .none
         statusReported = false
         startGeneration += 1
-        letGo()
+        letGo(ended)
     }
 
     /// A name left the bus. The claimer: what it started is stopped and the device is free at once

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+import FingerprintReader
+import LocalAuthProtocol
+import LocalAuthStore
+
+/// A door's claim on one reader for one account, and its release (fprintd's Claim and Release): the
+/// reader stays open from the claim to the release, as fprintd opens it on Claim. Requests of their
+/// own, with rows in the authorisation table (`Operation.claimReader`, `.releaseReader`: the caller's
+/// own account, root any) and audit records (`op=claimReader`, `op=releaseReader`, with the door's
+/// `via=`); the door holds no reader and decides no account rule itself.
+extension Daemon {
+    /// Claims the reader `door.readerID` for `user`, and holds it open when `hold` (a door that holds
+    /// it already from an earlier claim does not hold it twice). A refusal or a reader that cannot be
+    /// opened answers with the reason (`readerFailure`).
+    public func claimReader(user: String, caller: PeerCredentials, door: DoorContext, hold: Bool) async
+        -> RequestResult
+    {
+        let fields = Self.claimFields(door)
+        if case .refused(let why) = Authorization.decide(.claimReader, caller: caller, target: user) {
+            parts.audit.decision(
+                .claimReader, user: user, caller: caller, result: .notAuthorized, detail: why, fields: fields)
+            return RequestResult(.notAuthorized, Phrase.said("Not allowed: %s", .verbatim(why)))
+        }
+        guard EnrollmentStore.isValidUserName(user) else {
+            return RequestResult(
+                .invalidRequest, Phrase.said("%s is not a valid user name", .verbatim(Echo.quoted(user))))
+        }
+        var result = RequestResult(.success, "Reader claimed")
+        if hold, let reader = parts.reader, let id = door.readerID {
+            do throws(ReaderError) { try await reader.hold(deviceID: id) } catch {
+                result = ReaderFailure(error).result
+            }
+        }
+        parts.audit.decision(
+            .claimReader, user: user, caller: caller, result: result.resultCode ?? .internalError,
+            detail: result.message, fields: fields)
+        return result
+    }
+
+    /// Ends a claim: lets the reader close when `close` (after the operations queued before, with the
+    /// close's failure as the answer, as fprintd's Release answers), else only gives up the hold.
+    public func releaseReader(user: String, caller: PeerCredentials, door: DoorContext, close: Bool) async
+        -> RequestResult
+    {
+        var result = RequestResult(.success, "Reader released")
+        if close, let reader = parts.reader, let id = door.readerID {
+            do throws(ReaderError) { try await reader.releaseHoldAndClose(deviceID: id) } catch {
+                result = ReaderFailure(error).result
+            }
+        }
+        parts.audit.decision(
+            .releaseReader, user: user, caller: caller, result: result.resultCode ?? .internalError,
+            detail: result.message, fields: Self.claimFields(door))
+        return result
+    }
+
+    /// A claim that ends without a Release (its claimer left the bus, the reader was unplugged, the
+    /// open failed): the hold is given up at once, in the caller's order, and audited.
+    public nonisolated func abandonReader(user: String, caller: PeerCredentials, door: DoorContext) {
+        if let reader = parts.reader, let id = door.readerID { reader.releaseHold(deviceID: id) }
+        parts.audit.decision(
+            .releaseReader, user: user, caller: caller, result: .success, detail: "Claim ended without Release",
+            fields: Self.claimFields(door))
+    }
+
+    private static func claimFields(_ door: DoorContext) -> [(String, String)] {
+        [("reader", door.readerID ?? "-"), ("via", door.name ?? "-")]
+    }
+}
