@@ -71,6 +71,21 @@ import Testing
         #expect(Fprintd.FingerArgument(String(repeating: "x", count: 100_000)) == .invalid)
     }
 
+    /// One table (`FprintdDevice.methods`) gives the served interface, the claim each call needs, the
+    /// account it names and what it does: fprintd's ten Device methods, each once.
+    @Test func methodTable_isFprintdsDeviceInterface() {
+        let members = FprintdDevice.methods.map(\.member)
+        #expect(Set(members).count == 10 && members.count == 10)
+        #expect(FprintdDevice.method("Claim")?.claim == .unclaimed)
+        #expect(FprintdDevice.method("DeleteEnrolledFingers")?.claim == .autoClaim)
+        #expect(FprintdDevice.method("ListEnrolledFingers")?.claim == .anytime)
+        #expect(FprintdDevice.method("VerifyStart")?.claim == .claimed)
+        let naming = FprintdDevice.methods.filter { $0.account != nil }.map(\.member).sorted()
+        #expect(naming == ["Claim", "DeleteEnrolledFingers", "ListEnrolledFingers"])
+        #expect(FprintdDevice.method("Claim")?.account == .claimReader)
+        #expect(FprintdDevice.method("GetDevices") == nil)
+    }
+
     @Test func actions_areFprintdsPermissionTable() {
         #expect(FprintdDevice.actions(for: "Claim") == [.verify, .enroll])
         #expect(FprintdDevice.actions(for: "VerifyStart") == [.verify])

@@ -103,18 +103,7 @@ final class FprintdDevice: @unchecked Sendable {
     var interface: BusInterface {
         BusInterface(
             name: Fprintd.deviceInterface,
-            methods: [
-                .init(member: "ListEnrolledFingers", signature: "s", result: "as"),
-                .init(member: "DeleteEnrolledFingers", signature: "s", result: ""),
-                .init(member: "DeleteEnrolledFingers2", signature: "", result: ""),
-                .init(member: "DeleteEnrolledFinger", signature: "s", result: ""),
-                .init(member: "Claim", signature: "s", result: ""),
-                .init(member: "Release", signature: "", result: ""),
-                .init(member: "VerifyStart", signature: "s", result: ""),
-                .init(member: "VerifyStop", signature: "", result: ""),
-                .init(member: "EnrollStart", signature: "s", result: ""),
-                .init(member: "EnrollStop", signature: "", result: ""),
-            ],
+            methods: Self.methods.map { .init(member: $0.member, signature: $0.signature, result: $0.result) },
             signals: [
                 .init(member: "VerifyFingerSelected", signature: "s"),
                 .init(member: "VerifyStatus", signature: "sb"),

@@ -15,34 +15,9 @@ import Synchronization
 extension FprintdDevice {
     // MARK: Calls
 
-    /// Which claim a method needs (fprintd's `get_claim_state_for_invocation`).
-    enum ClaimNeed {
-        case unclaimed, claimed, autoClaim, anytime
-    }
-
-    static func claimNeed(_ member: String) -> ClaimNeed {
-        switch member {
-        case "Claim": .unclaimed
-        case "DeleteEnrolledFingers": .autoClaim
-        case "ListEnrolledFingers": .anytime
-        default: .claimed
-        }
-    }
-
-    /// The polkit actions of which one must allow the method (fprintd's `get_permissions_for_invocation`,
-    /// in its priority order).
-    static func actions(for member: String) -> [Fprintd.Action] {
-        switch member {
-        case "Claim": [.verify, .enroll]
-        case "DeleteEnrolledFinger", "DeleteEnrolledFingers", "DeleteEnrolledFingers2", "EnrollStart": [.enroll]
-        case "ListEnrolledFingers", "VerifyStart": [.verify]
-        default: []
-        }
-    }
-
     /// fprintd's `_fprint_device_check_claimed`.
     func claimProblem(_ call: BusCall) -> BusError? {
-        var need = Self.claimNeed(call.member)
+        var need = Self.method(call.member)?.claim ?? .claimed
         if need == .anytime { return nil }
         if need == .autoClaim { need = session == nil ? .unclaimed : .claimed }
         if need == .unclaimed {
@@ -88,20 +63,13 @@ extension FprintdDevice {
         gate.admit(call, caller: caller) { [self] in admitted(call, caller: caller, own: own) }
     }
 
-    /// The daemon operation a call that names an account stands for, in its audit record.
-    static func operation(of member: String) -> Operation {
-        switch member {
-        case "ListEnrolledFingers": .list
-        case "DeleteEnrolledFingers": .delete
-        case "Claim": .claimReader
-        default: .evaluate
-        }
-    }
-
     /// A call that has its turn: the account it names, polkit, then the method.
     func admitted(_ call: BusCall, caller: PeerCredentials, own: String) {
+        guard let method = Self.method(call.member) else {
+            return call.fail(BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: call.member))
+        }
         var user: String?
-        if ["Claim", "DeleteEnrolledFingers", "ListEnrolledFingers"].contains(call.member) {
+        if method.account != nil {
             let requested = call.string(0) ?? ""
             user = requested.isEmpty ? own : requested
         }
@@ -109,21 +77,20 @@ extension FprintdDevice {
         // The daemon's rule before polkit's: a user acts only for their own account, so polkit is not
         // even asked (no administrator's password dialog for a request that is refused anyway).
         // Audited as the socket audits the same refusal.
-        let operation = Self.operation(of: call.member)
-        if needsOtherUser, let user,
+        if needsOtherUser, let user, let operation = method.account,
             case .refused(let why) = Authorization.decide(operation, caller: caller, target: user)
         {
             return refuseAudited(call, operation, user: user, caller: caller, result: .notAuthorized, why: why)
         }
         authorize(call, caller: caller, actions: needsOtherUser ? [.setUsername] : []) { [self] setUsername in
             guard setUsername != nil else { return }
-            authorize(call, caller: caller, actions: Self.actions(for: call.member)) { [self] answer in
+            authorize(call, caller: caller, actions: method.actions) { [self] answer in
                 guard let answer else { return }
                 if let problem = claimProblem(call) {
                     refuse(call, problem)
                     return
                 }
-                perform(call, caller: caller, user: user, enrollAnswer: answer)
+                perform(method, call, caller: caller, user: user, polkit: answer)
             }
         }
     }
@@ -185,26 +152,11 @@ extension FprintdDevice {
         DoorContext(readerID: reader.id, finger: finger, presence: presence, name: "dbus")
     }
 
-    func perform(_ call: BusCall, caller: PeerCredentials, user: String?, enrollAnswer: PolkitAnswer) {
+    func perform(_ method: Method, _ call: BusCall, caller: PeerCredentials, user: String?, polkit: PolkitAnswer) {
         audit.debug(
             "\(path): \(call.member) of \(call.sender) authorised; action \(action), running \(running != nil), scanning \(scanning)"
         )
-        switch call.member {
-        case "Claim": claim(call, caller: caller, user: user!)
-        case "Release": release(call)
-        case "VerifyStart": verifyStart(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""))
-        case "VerifyStop": stop(call, kind: .verify)
-        case "EnrollStart":
-            enrollStart(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""), polkit: enrollAnswer)
-        case "EnrollStop": stop(call, kind: .enroll)
-        case "ListEnrolledFingers": list(call, caller: caller, user: user!)
-        case "DeleteEnrolledFinger": deleteOne(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""))
-        case "DeleteEnrolledFingers2":
-            guard let session else { return refuse(call, Fprintd.ErrorName.claimDevice("Device was not claimed")) }
-            delete(call, caller: session.caller, user: session.user, finger: nil)
-        case "DeleteEnrolledFingers": delete(call, caller: caller, user: user!, finger: nil)
-        default: call.fail(BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: call.member))
-        }
+        method.perform(self, call, caller, user, polkit)
     }
 
     /// fprintd's `can_start_action`.
