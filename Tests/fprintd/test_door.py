@@ -312,6 +312,25 @@ class VerifyTests(DoorTest):
         records = re.findall(r"audit (op=(?:list|canEvaluate|evaluate)) ", WORLD.log()[before:])
         self.assertEqual(records, ["op=evaluate"], WORLD.log()[before:])
 
+    def test_verifyStart_whileAnotherAccountHasTheReader_startsAndEndsAtOnceAsBefore(self):
+        # One evaluation per VerifyStart (issue 28) must not turn a reader that another account's
+        # verification holds into a refused VerifyStart: as when the door asked canEvaluate first
+        # (which does not look at the reader's holder), it starts and ends with verify-unknown-error.
+        WORLD.enrol_as_root("ladbus4", "right-index-finger")
+        other = subprocess.Popen([os.path.join(WORLD.bin, "localauthctl"), "verify", "--user", "ladbus4"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        watcher = self.client()
+        harness.wait_for("ladbus4's scan", lambda: watcher.send(get="finger-needed") == {"ok": True})
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        c.ok("VerifyStart", "any")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-unknown-error", True]})
+        WORLD.virtual("SCAN ladbus4-right-index-finger")
+        out, _ = other.communicate(timeout=30)
+        self.assertEqual(other.returncode, 0, out)
+        c.ok("VerifyStop")
+        c.ok("Release")
+
     def test_verify_whenAnotherFingerTouches_reportsNoMatch(self):
         c = self.client("ladbus1")
         c.ok("Claim", "")

@@ -48,7 +48,10 @@ extension FprintdDevice {
     }
 
     /// A verification that ended before its first scan: VerifyStart's answer. A success (the
-    /// account's reuse window) is answered as a verification that matched at once.
+    /// account's reuse window) is answered as a verification that matched at once, and a reader
+    /// another request had taken as one that failed at once (`verify-unknown-error`), as when the
+    /// door asked canEvaluate first, which does not look at the reader's holder: true when a final
+    /// status follows.
     func verifyEndedUnscanned(_ call: BusCall, result: RequestResult, stopped: Bool, finger: FingerName?) -> Bool {
         if stopped {
             action = .none
@@ -60,13 +63,14 @@ extension FprintdDevice {
             refuse(call, Fprintd.ErrorName.claimDevice("Device was released"))
             return false
         }
-        switch result.resultCode {
-        case .success:
+        if result.isSuccess || Self.readerWasTaken(result) {
             call.reply()
             bus.emitSignal(
                 path: path, interface: Fprintd.deviceInterface, member: "VerifyFingerSelected",
                 [.string(finger?.rawValue ?? "any")], destination: session.sender)
             return true
+        }
+        switch result.resultCode {
         case .biometryNotEnrolled:
             action = .none
             let message = finger.map { "No such print \($0.fingerNumber)" } ?? "No fingerprints enrolled"
@@ -76,6 +80,16 @@ extension FprintdDevice {
             refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(result.message)"))
         }
         return false
+    }
+
+    /// Whether an evaluation found the reader held by another request (or its account's share of it
+    /// used up): the answer's phrase says so, by type.
+    static func readerWasTaken(_ result: RequestResult) -> Bool {
+        guard case .fingerNotAvailable(let why) = result.phrase else { return false }
+        switch why {
+        case .readerBusy, .readerShareUsed: return true
+        default: return false
+        }
     }
 
     func startVerification(_ session: Session, finger: FingerName?) {
