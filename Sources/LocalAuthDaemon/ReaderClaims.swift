@@ -67,3 +67,20 @@ extension Daemon {
         [("reader", door.readerID ?? "-"), ("via", door.name ?? "-")]
     }
 }
+
+extension Daemon {
+    /// The authorisation table asked ahead, for a door that must know before its own checks (the
+    /// fprintd door before polkit, so that no password dialog goes up for a call the daemon would
+    /// refuse): nil when allowed; else the refusal, audited as `handle` audits it.
+    public nonisolated func refusal(_ operation: Operation, caller: PeerCredentials, target: String, door: DoorContext)
+        -> RequestResult?
+    {
+        guard case .refused(let why) = Authorization.decide(operation, caller: caller, target: target) else {
+            return nil
+        }
+        parts.audit.decision(
+            operation, user: target, caller: caller, result: .notAuthorized, detail: why,
+            fields: door.name.map { [("via", $0)] } ?? [])
+        return RequestResult(.notAuthorized, Phrase.said("Not allowed: %s", .verbatim(why)))
+    }
+}

@@ -18,6 +18,7 @@ protocol FprintdBackend: Sendable {
     func claimReader(user: String, caller: PeerCredentials, door: DoorContext, hold: Bool) async -> RequestResult
     func releaseReader(user: String, caller: PeerCredentials, door: DoorContext, close: Bool) async -> RequestResult
     func abandonReader(user: String, caller: PeerCredentials, door: DoorContext)
+    func refusal(_ operation: Operation, caller: PeerCredentials, target: String, door: DoorContext) -> RequestResult?
 }
 
 extension Daemon: FprintdBackend {}

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
-import FingerprintReader
 import LocalAuthProtocol
 import LocalAuthStore
 import LocalAuthSystemd
@@ -76,11 +75,11 @@ extension FprintdDevice {
         let needsOtherUser = user.map { $0 != own } ?? false
         // The daemon's rule before polkit's: a user acts only for their own account, so polkit is not
         // even asked (no administrator's password dialog for a request that is refused anyway).
-        // Audited as the socket audits the same refusal.
+        // The daemon decides it and audits a refusal as the socket's (`Daemon.refusal`).
         if needsOtherUser, let user, let operation = method.account,
-            case .refused(let why) = Authorization.decide(operation, caller: caller, target: user)
+            let refused = backend.refusal(operation, caller: caller, target: user, door: door())
         {
-            return refuseAudited(call, operation, user: user, caller: caller, result: .notAuthorized, why: why)
+            return call.fail(Self.error(for: refused))
         }
         authorize(call, caller: caller, actions: needsOtherUser ? [.setUsername] : []) { [self] setUsername in
             guard setUsername != nil else { return }
@@ -133,18 +132,6 @@ extension FprintdDevice {
             "D-Bus \(call.member) on \(path) refused to \(call.sender) (\(caller)): \(error.message)",
             uid: caller.accountUID, kind: "D-Bus calls refused")
         call.fail(error)
-    }
-
-    /// A decision about an account that the door makes itself: the audit record the socket writes for
-    /// it (`op=… result=…`, with `via="dbus"`), then PermissionDenied.
-    func refuseAudited(
-        _ call: BusCall, _ operation: Operation, user: String, caller: PeerCredentials, result: ResultCode,
-        why: String, fields: [(String, String)] = [], phrase: String? = nil
-    ) {
-        audit.decision(
-            operation, user: user, caller: caller, result: result, detail: why, fields: fields + [("via", "dbus")],
-            phrase: phrase)
-        call.fail(Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
     }
 
     /// This device's requests to the daemon: on its reader, named as the D-Bus door in the audit.

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
-import FingerprintReader
 import LocalAuthProtocol
 import LocalAuthStore
 import LocalAuthSystemd

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-import FingerprintReader
 import LocalAuthProtocol
 import LocalAuthSystemd
 
