@@ -23,6 +23,16 @@ protocol FprintdBackend: Sendable {
 
 extension Daemon: FprintdBackend {}
 
+/// What a device needs of its bus connection: the queue it lives on and the signals it sends.
+/// `BusConnection` on the system bus; an in-memory endpoint in the door's in-process tests.
+protocol FprintdBus: AnyObject, Sendable {
+    var queue: DispatchQueue { get }
+    func emitSignal(path: String, interface: String, member: String, _ values: [BusValue], destination: String?)
+    func emitPropertiesChanged(path: String, interface: String, names: [String])
+}
+
+extension BusConnection: FprintdBus {}
+
 /// One reader as fprintd's `net.reactivated.Fprint.Device`: claim, verify, enrol, list and delete,
 /// with fprintd's state machine (`src/device.c`: one claimer, one action at a time, an action stays
 /// until its Stop) and its error names. Lives on the bus queue; daemon work runs in tasks whose
@@ -42,8 +52,8 @@ final class FprintdDevice: @unchecked Sendable {
     let index: Int
     let path: String
     let reader: ReaderDeviceInfo
-    let bus: BusConnection
-    let polkit: Polkit
+    let bus: FprintdBus
+    let polkit: PolkitAuthority
     let backend: FprintdBackend
     /// The daemon holds the reader open for this device's claim (fprintd opens it on Claim).
     var holding = false
@@ -86,7 +96,7 @@ final class FprintdDevice: @unchecked Sendable {
     var isSwipe: Bool
 
     init(
-        index: Int, reader: ReaderDeviceInfo, bus: BusConnection, polkit: Polkit, backend: FprintdBackend,
+        index: Int, reader: ReaderDeviceInfo, bus: FprintdBus, polkit: PolkitAuthority, backend: FprintdBackend,
         audit: AuditLog, gate: FprintdGate
     ) {
         self.index = index
