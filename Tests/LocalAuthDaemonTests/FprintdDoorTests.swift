@@ -6,7 +6,7 @@
 // up with getpwuid as it does for every caller. Each test is a child process of its own (one
 // libfprint context per process); `make test` runs them with the other exit tests.
 
-import Dispatch
+import Foundation
 import Glibc
 import LocalAuthProtocol
 import LocalAuthSystemd
