@@ -54,12 +54,14 @@ extension Daemon {
         return result
     }
 
-    /// A claim that ends without a Release (its claimer left the bus, the reader was unplugged, the
-    /// open failed): the hold is given up at once, in the caller's order, and audited.
+    /// A claim that ends without closing the reader (its claimer left the bus, the reader was
+    /// unplugged, a Release that waited for a running request): the hold is given up at once, in the
+    /// caller's order (the reader closes after its linger time), and audited.
     public nonisolated func abandonReader(user: String, caller: PeerCredentials, door: DoorContext) {
         if let reader = parts.reader, let id = door.readerID { reader.releaseHold(deviceID: id) }
         parts.audit.decision(
-            .releaseReader, user: user, caller: caller, result: .success, detail: "Claim ended without Release",
+            .releaseReader, user: user, caller: caller, result: .success,
+            detail: "Claim ended; the reader is not closed at once",
             fields: Self.claimFields(door))
     }
 

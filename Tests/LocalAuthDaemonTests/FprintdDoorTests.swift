@@ -124,6 +124,12 @@ struct FprintdDoorTests {
             door.daemon.finish()
         }
         reportChildErrors(result)
+        // Each claim and its end is the daemon's request, with its audit record.
+        let log = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        let records = log.split(separator: "\n").filter { $0.contains("audit op=claimReader user=\"nobody\"") }
+        #expect(records.count == 2 && records.allSatisfy { $0.contains("result=success") }, "\(log)")
+        #expect(log.contains("message=\"Claim ended; the reader is not closed at once\""), "\(log)")
+        #expect(log.contains("audit op=releaseReader user=\"nobody\""), "\(log)")
     }
 
     @Test func verifyStop_duringAScan_endsTheVerificationAndTellsTheClaimerOnly() async {
