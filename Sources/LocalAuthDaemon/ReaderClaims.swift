@@ -25,6 +25,7 @@ extension Daemon {
             return RequestResult(
                 .invalidRequest, Phrase.said("%s is not a valid user name", .verbatim(Echo.quoted(user))))
         }
+        // English: the door and the audit record read it; no client is shown a claim's answer.
         var result = RequestResult(.success, "Reader claimed")
         if hold, let reader = parts.reader, let id = door.readerID {
             do throws(ReaderError) { try await reader.hold(deviceID: id) } catch {
@@ -42,6 +43,7 @@ extension Daemon {
     public func releaseReader(user: String, caller: PeerCredentials, door: DoorContext, close: Bool) async
         -> RequestResult
     {
+        // English: the door and the audit record read it; no client is shown a release's answer.
         var result = RequestResult(.success, "Reader released")
         if close, let reader = parts.reader, let id = door.readerID {
             do throws(ReaderError) { try await reader.releaseHoldAndClose(deviceID: id) } catch {

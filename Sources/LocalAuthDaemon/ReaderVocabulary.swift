@@ -42,8 +42,11 @@ extension ReaderFailure {
         }
     }
 
-    /// The answer to a request the reader could not serve.
+    /// The answer to a request the reader could not serve: the evaluation's phrase for it, which
+    /// each client renders in its language (the failure's own words stay English).
     var result: RequestResult {
-        RequestResult(.biometryNotAvailable, "The fingerprint reader failed: \(english)", readerFailure: self)
+        var result = RequestResult(.biometryNotAvailable, .readerFailed(english))
+        result.readerFailure = self
+        return result
     }
 }

@@ -37,7 +37,7 @@ import Testing
         #expect(Fprintd.verifyResultName(failed(.failed("GENERAL"))) == "verify-unknown-error")
         // The door reads the failure's type, never its words: a message that names a failure is none.
         let worded = RequestResult(
-            .biometryNotAvailable, "The fingerprint reader failed: \(ReaderFailure.communication.english)")
+            .biometryNotAvailable, .readerFailed(ReaderFailure.communication.english))
         #expect(Fprintd.verifyResultName(worded) == "verify-unknown-error")
     }
 
