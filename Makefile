@@ -73,6 +73,7 @@ test: check-checkout deps lint build-debug pam pam-asan locale test-locales chec
 	$(MAKE) pam-test-locker pam-test-terminal pam-test-stacks pam-test-keyring
 	$(MAKE) pam-test-death pam-test-hostile pam-test-memcheck pam-test-failinject
 	$(MAKE) test-fprintd
+	$(MAKE) test-ssh
 	$(MAKE) test-system
 
 # Formatting first: a mis-formatted tree fails in seconds, not after the tests. swift-format for
@@ -108,6 +109,7 @@ BUILT ?= .build/$(CONFIG)
 SBINDIR ?= $(PREFIX)/sbin
 BINDIR ?= $(PREFIX)/bin
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+USERUNITDIR ?= $(PREFIX)/lib/systemd/user
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/localauth
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
@@ -117,7 +119,7 @@ MAN_PAGES := man/localauthd.8 man/localauthctl.1 man/localauthd.conf.5
 
 install: pam locale
 	@test -x $(BUILT)/localauthd -a -x $(BUILT)/localauthctl || $(MAKE) build
-	install -d -m 0755 $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) \
+	install -d -m 0755 $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 $(BUILT)/localauthd $(DESTDIR)$(SBINDIR)/localauthd
@@ -125,6 +127,10 @@ install: pam locale
 	sed 's|@SBINDIR@|$(SBINDIR)|g' systemd/localauthd.service > $(DESTDIR)$(UNITDIR)/localauthd.service
 	install -m 0644 systemd/localauthd.socket $(DESTDIR)$(UNITDIR)/localauthd.socket
 	chmod 0644 $(DESTDIR)$(UNITDIR)/localauthd.service
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/user/localauth-ssh-agent.service \
+		> $(DESTDIR)$(USERUNITDIR)/localauth-ssh-agent.service
+	chmod 0644 $(DESTDIR)$(USERUNITDIR)/localauth-ssh-agent.service
+	install -m 0644 systemd/user/localauth-ssh-agent.socket $(DESTDIR)$(USERUNITDIR)/localauth-ssh-agent.socket
 	for page in $(MAN_PAGES); do \
 		section=$${page##*.}; \
 		gzip -9n -c $$page > $(DESTDIR)$(MANDIR)/man$$section/$${page#man/}.gz; \
@@ -143,6 +149,7 @@ install: pam locale
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/localauthd $(DESTDIR)$(BINDIR)/localauthctl \
 		$(DESTDIR)$(UNITDIR)/localauthd.service $(DESTDIR)$(UNITDIR)/localauthd.socket \
+		$(DESTDIR)$(USERUNITDIR)/localauth-ssh-agent.service $(DESTDIR)$(USERUNITDIR)/localauth-ssh-agent.socket \
 		$(DESTDIR)$(MANDIR)/man8/localauthd.8.gz $(DESTDIR)$(MANDIR)/man1/localauthctl.1.gz \
 		$(DESTDIR)$(MANDIR)/man5/localauthd.conf.5.gz $(DESTDIR)$(DOCDIR)/localauthd.conf \
 		$(DESTDIR)$(BASHCOMPDIR)/localauthctl $(DESTDIR)$(ZSHCOMPDIR)/_localauthctl \
@@ -150,6 +157,7 @@ uninstall:
 	$(MAKE) pam-uninstall PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	$(MAKE) locale-uninstall PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	if [ -d $(DESTDIR)$(DOCDIR) ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(DOCDIR); fi
+	if [ -d $(DESTDIR)$(USERUNITDIR) ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(USERUNITDIR); fi
 
 # fprintd's D-Bus API (the localauth-fprintd-compat package): the bus policy, the D-Bus activation
 # file, fprintd's polkit actions, and the configuration drop-in that turns the API on
@@ -199,6 +207,13 @@ test-fprintd: build-debug pam
 	LOCALAUTH_PAM_MODULE=$(abspath $(PAM_MODULE)) Tests/fprintd/host-passwd-churn.sh $(BIN_DEBUG) \
 		ClaimTests FirstFingerTests
 
+# Touch ID for ssh (issue 30): OpenSSH's sshd on 127.0.0.1 and the real ssh, ssh-add and ssh-keygen
+# through `localauthctl ssh-agent`, against the real daemon, in a private mount namespace.
+.PHONY: test-ssh
+test-ssh: build-debug pam
+	$(PAM_PRIVATE_TMP) $(PAM_PYTHON) Tests/ssh/ssh_agent_test.py --module $(abspath $(PAM_MODULE)) \
+		--bin $(abspath $(BIN_DEBUG))
+
 # The installed tree, the units under systemd-analyze, the man pages, the promised config errors.
 test-system: build-debug pam
 	Tests/system/install.sh
@@ -213,6 +228,8 @@ bench: deps pam pam-bench $(STATIC_CXX_DIR)/libstdc++.so
 	/usr/bin/python3 bench/bench.py --bin $(BIN_RELEASE) $(BENCH_ARGS)
 	/usr/bin/python3 bench/terminal.py --module pam/build/pam_localauth.so --bin $(BIN_RELEASE) \
 		$(BENCH_TERMINAL_ARGS)
+	/usr/bin/python3 pam/tests/privtmp.py /usr/bin/python3 bench/ssh_sign.py \
+		--module $(abspath pam/build/pam_localauth.so) --bin $(abspath $(BIN_RELEASE))
 
 # sudo in a real terminal, ours beside pam_fprintd (bench/terminal.py; docs/performance.md).
 # Uses whatever build BIN names (release by default); fprintd and polkitd must be installed.

@@ -33,6 +33,8 @@ let package = Package(
         // The leaves: pure, no I/O.
         .target(name: "LocalAuthProtocol"),
         .target(name: "LocalAuthCore", dependencies: ["LocalAuthProtocol"]),
+        // The ssh agent protocol (draft-miller-ssh-agent) for `localauthctl ssh-agent`.
+        .target(name: "SSHAgentProtocol"),
 
         // The edges.
         .target(name: "FingerprintReader", dependencies: ["CLibfprint"]),
@@ -60,7 +62,7 @@ let package = Package(
         .executableTarget(
             name: "localauthctl",
             dependencies: [
-                "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization",
+                "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "SSHAgentProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .target(
@@ -80,6 +82,7 @@ let package = Package(
             path: "Tests/LocalAuthTesting"),
 
         .testTarget(name: "LocalAuthProtocolTests", dependencies: ["LocalAuthProtocol"], resources: []),
+        .testTarget(name: "SSHAgentProtocolTests", dependencies: ["SSHAgentProtocol"]),
         .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore", "LocalAuthProtocol"]),
         .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader", "LocalAuthTesting"]),
         .testTarget(
@@ -111,3 +114,13 @@ let package = Package(
         .testTarget(name: "AppleStyleTests", dependencies: ["LocalAuthentication"]),
     ]
 )
+
+// Our own targets fail on any compiler warning; the dependencies keep their own settings (SwiftPM
+// gives a dependency's unsafe flags no effect, and these are set on this package's targets only).
+// SwiftPM's note that pkg-config's `-pthread` (GLib's, for CLibfprint) is a "prohibited flag" is
+// SwiftPM's, not the compiler's, and no flag makes it an error: the flag is dropped (glibc's libc
+// has pthread since 2.34) and the note is printed once per build; it is the one `warning:` line
+// a build may print.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-warnings-as-errors"])]
+}

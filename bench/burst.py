@@ -4,7 +4,7 @@
 user's verify during the burst, with the status clients as root or under many uids.
 
 Each burst runs on a freshly started release daemon (--virtual-reader, python-dbusmock's logind as
-in bench.py): idle after one `list`, then `localauth-bench concurrent` (or `concurrent-uids`), right
+in bench/stacks.py): idle after one `list`, then `localauth-bench concurrent` (or `concurrent-uids`), right
 after it and 10 s later the daemon's memory (/proc/PID/smaps per mapping kind, smaps_rollup,
 threads). Prints one JSON object; with --smaps the per-mapping differences too.
 
@@ -25,7 +25,8 @@ import time
 sys.dont_write_bytecode = True
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-import bench as B  # noqa: E402
+import common as B  # noqa: E402
+import stacks  # noqa: E402
 
 
 def mappings(pid):
@@ -95,7 +96,7 @@ def snapshot(pid, log=None):
 
 
 class Args:
-    """What bench.Ours reads of bench.py's arguments."""
+    """What stacks.Ours reads of bench.py's arguments."""
 
     def __init__(self, bin_dir, module):
         self.bin = bin_dir
@@ -222,7 +223,7 @@ def main():
             if ours is None or not a.same:
                 tmp = tempfile.mkdtemp(prefix="la-burst-")
                 os.chmod(tmp, 0o755)
-                ours = B.Ours(shim, os.path.join(tmp, "ours"))
+                ours = stacks.Ours(shim, os.path.join(tmp, "ours"))
             r = one_burst(ours, os.path.join(a.bin, "localauth-bench"), a, extra_env,
                           idle=runs[0]["idle"] if a.same and runs else None,
                           keep=a.same and i < a.bursts - 1)

@@ -32,7 +32,7 @@ sys.dont_write_bytecode = True
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "pam", "tests"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-import bench  # noqa: E402
+import common  # noqa: E402
 import sandbox  # noqa: E402
 import terminal_test  # noqa: E402
 import tmuxterm  # noqa: E402
@@ -116,7 +116,7 @@ def enable_profile(name, *disable):
 
 def scan(path, print_id):
     """One SCAN to a virtual device; returns once the device took it."""
-    bench.read_to_eof(bench.send_scan(path, print_id))
+    common.read_to_eof(common.send_scan(path, print_id))
 
 
 class Fprintd:

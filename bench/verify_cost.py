@@ -20,10 +20,12 @@ sys.dont_write_bytecode = True
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import bench  # noqa: E402
-import seat  # noqa: E402 (bench puts pam/tests on the path)
+import common  # noqa: E402
+import seat  # noqa: E402 (common puts pam/tests on the path)
+import stacks  # noqa: E402
 
 
-class Side(bench.Ours):
+class Side(stacks.Ours):
     def __init__(self, b, tmp, name, bin_dir):
         super().__init__(b, tmp)
         self.name = name
@@ -58,7 +60,7 @@ def logind_visits_per_verify(side, runs):
     # answers, so that a fast answer is not taken for a round trip waited for.
     seat.say("slow 20")
     start = os.path.getsize(path) if os.path.exists(path) else 0
-    monitored(lambda: side.client(runs, [(side.match, bench.PRINT_ID)]))
+    monitored(lambda: side.client(runs, [(side.match, common.PRINT_ID)]))
     seat.say("slow 0")
     with open(path) as f:
         f.seek(start)
@@ -82,7 +84,7 @@ def fsyncs_per_verify(side, runs):
     tracer = subprocess.Popen(["strace", "-f", "-c", "-e", "trace=fsync,fdatasync,sync_file_range",
                                "-o", out, "-p", str(side.pid)], stderr=subprocess.DEVNULL)
     time.sleep(0.5)
-    side.client(runs, [(side.match, bench.PRINT_ID)])
+    side.client(runs, [(side.match, common.PRINT_ID)])
     tracer.send_signal(2)
     tracer.wait(timeout=10)
     counts = {}
@@ -108,7 +110,7 @@ def main():
     args.bin = args.after
     b = bench.Bench.__new__(bench.Bench)
     b.args = args
-    b.procs = bench.Processes()
+    b.procs = common.Processes()
     import tempfile
     b.tmp = tempfile.mkdtemp(prefix="la-verify-cost-")
     os.chmod(b.tmp, 0o755)
@@ -122,13 +124,13 @@ def main():
             side.start()
             side.enrol()
         per_block = args.runs // args.blocks
-        rows = b.interleaved(args.blocks, lambda s: s.client(per_block + 1, [(s.match, bench.PRINT_ID)])[1:])
+        rows = b.interleaved(args.blocks, lambda s: s.client(per_block + 1, [(s.match, common.PRINT_ID)])[1:])
         for side in sides:
             r = sum(rows[side.name], [])
             if any(x["rc"] != 0 for x in r):
                 sys.exit("%s: a verify failed" % side.name)
             for key in ("total_ns", "prompt_ns", "result_ns"):
-                results.setdefault(side.name, {})[key] = bench.stats([x[key] for x in r])
+                results.setdefault(side.name, {})[key] = common.stats([x[key] for x in r])
         # Load drifts on a shared machine: the median, over blocks, of (after's block median minus
         # before's block median), the two blocks of a pair run back to back.
         for key in ("total_ns", "prompt_ns", "result_ns"):

@@ -12,12 +12,16 @@ FUZZ_SWIFTC ?= swiftc
 FUZZ_BUILD := .build/fuzz
 FUZZ_SWIFT := $(FUZZ_BUILD)/fuzz_swift_codec
 FUZZ_SWIFT_SRCS := $(wildcard Sources/LocalAuthProtocol/*.swift) fuzz/codec.swift
+# The ssh agent's codec (Sources/SSHAgentProtocol), seeded with a few well-formed agent frames.
+FUZZ_AGENT := $(FUZZ_BUILD)/fuzz_ssh_agent
+FUZZ_AGENT_SRCS := $(wildcard Sources/SSHAgentProtocol/*.swift) fuzz/agent.swift
 
-.PHONY: fuzz fuzz-swift
+.PHONY: fuzz fuzz-swift fuzz-agent
 
 fuzz:
 	$(MAKE) pam-fuzz PAM_FUZZ_SECONDS=$(FUZZ_SECONDS)
 	$(MAKE) fuzz-swift FUZZ_SECONDS=$(FUZZ_SECONDS)
+	$(MAKE) fuzz-agent FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 $(FUZZ_SWIFT): $(FUZZ_SWIFT_SRCS) fuzz/fuzz.mk
 	@mkdir -p $(@D)
@@ -39,4 +43,33 @@ fuzz-swift: $(FUZZ_SWIFT) $(FUZZ_BUILD)/seed-swift.stamp
 		|| { tail -n 40 $(FUZZ_BUILD)/fuzz_swift_codec.log; \
 		     echo "crashes: 1 ($$(ls $(FUZZ_BUILD)/crash-swift-* | tail -n 1))"; exit 1; }
 	@grep -E '^stat::(number_of_executed_units|new_units_added)' $(FUZZ_BUILD)/fuzz_swift_codec.log
+	@echo "crashes: 0"
+
+$(FUZZ_AGENT): $(FUZZ_AGENT_SRCS) fuzz/fuzz.mk
+	@mkdir -p $(@D)
+	$(FUZZ_SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -module-name SSHAgentFuzz \
+		$(FUZZ_AGENT_SRCS) -o $@ 2>&1 | { grep -v 'Cannot export local symbol' || true; }
+	@test -x $@
+
+# Seeds: REQUEST_IDENTITIES, a SIGN_REQUEST, a session-bind, an ADD_IDENTITY, an unknown number.
+$(FUZZ_BUILD)/seed-agent.stamp: fuzz/fuzz.mk
+	@mkdir -p $(FUZZ_BUILD)/seed-agent
+	@printf '\x00\x00\x00\x01\x0b' > $(FUZZ_BUILD)/seed-agent/identities
+	@printf '\x00\x00\x00\x0e\x0d\x00\x00\x00\x01\x41\x00\x00\x00\x01\x42\x00\x00\x00\x00' \
+		> $(FUZZ_BUILD)/seed-agent/sign
+	@printf '\x00\x00\x00\x2c\x1b\x00\x00\x00\x18session-bind@openssh.com\x00\x00\x00\x01\x01\x00\x00\x00\x01\x02\x00\x00\x00\x00\x01' \
+		> $(FUZZ_BUILD)/seed-agent/bind
+	@printf '\x00\x00\x00\x01\x11' > $(FUZZ_BUILD)/seed-agent/add
+	@printf '\x00\x00\x00\x01\xc8' > $(FUZZ_BUILD)/seed-agent/unknown
+	@touch $@
+
+fuzz-agent: $(FUZZ_AGENT) $(FUZZ_BUILD)/seed-agent.stamp
+	@mkdir -p $(FUZZ_BUILD)/corpus-agent
+	@echo "fuzz_ssh_agent: $(FUZZ_SECONDS) s"
+	@$(FUZZ_AGENT) -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_BUILD)/crash-agent- $(FUZZ_BUILD)/corpus-agent \
+		$(FUZZ_BUILD)/seed-agent > $(FUZZ_BUILD)/fuzz_ssh_agent.log 2>&1 \
+		|| { tail -n 40 $(FUZZ_BUILD)/fuzz_ssh_agent.log; \
+		     echo "crashes: 1 ($$(ls $(FUZZ_BUILD)/crash-agent-* | tail -n 1))"; exit 1; }
+	@grep -E '^stat::(number_of_executed_units|new_units_added)' $(FUZZ_BUILD)/fuzz_ssh_agent.log
 	@echo "crashes: 0"

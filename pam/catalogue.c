@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fill.h"
 #include "messages.h"
-#include "phrases.h"
 
 /* A plural line for n, filled with n. */
 void la_plural(char *out, size_t cap, const char *line, long long n)

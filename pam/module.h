@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * pam_localauth's internals shared by pam_localauth.c (the pam_sm_* entry points),
- * exchange.c (the daemon) and conversation.c (the person). Not part of the module's interface:
- * nothing here is exported (-fvisibility=hidden, pam/export.map).
+ * pam_localauth's internals shared by its files, which call only downwards (a request's path
+ * reads straight down): pam_localauth.c (the pam_sm_* entry points) → exchange.c (run(), the
+ * request) → conversation.c (the person) → socket.c (the daemon's socket) → session.c (clock,
+ * debug lines, reasons). Not part of the module's interface: nothing here is exported
+ * (-fvisibility=hidden, pam/export.map).
  */
 #ifndef LA_MODULE_H
 #define LA_MODULE_H
@@ -64,17 +66,17 @@ struct session {
     char pending[2 * LA_WIRE_MAX_FIELD]; /* the last miss's line, until what follows is known */
 };
 
+/* session.c */
 int64_t la_now_ms(void);
 void la_debug(const struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Formats a reason (a msgid of messages.h) twice: as it is for syslog, and translated. */
 void la_why_format(struct why *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* exchange.c */
+/* socket.c */
 int la_send_frame(struct session *s, size_t len);
 int la_read_reply(struct session *s, int64_t deadline);
 int la_connect_daemon(struct session *s, struct why *why);
 void la_refused_or_silent(struct session *s, struct why *why);
-int la_run(struct session *s, int pam_silent);
 
 /* conversation.c */
 /* Replaces each control character of text, in place, by one '?': C0, DEL and C1 (U+0080-U+009F,
@@ -94,5 +96,8 @@ int la_typed_password(struct session *s, const char *user, int *answered);
 const char *la_reply_text(struct session *s);
 int la_on_event(struct session *s);
 int la_wait_event(struct session *s);
+
+/* exchange.c */
+int la_run(struct session *s, int pam_silent);
 
 #endif

@@ -23,9 +23,9 @@ PAM_ASAN_MODULE := $(PAM_BUILD)/asan/pam_localauth.so
 PAM_GOLDEN := Tests/Fixtures/protocol/golden.txt
 PAM_VOCABULARY := Tests/Fixtures/protocol/vocabulary.txt
 
-PAM_CORE_SRCS := pam/wire.c pam/options.c pam/codes.c pam/rules.c pam/phrases.c pam/catalogue.c
-PAM_SRCS := pam/pam_localauth.c pam/exchange.c pam/conversation.c pam/terminal.c $(PAM_CORE_SRCS)
-PAM_HDRS := pam/module.h pam/catalogue.h pam/wire.h pam/options.h pam/codes.h pam/rules.h pam/terminal.h pam/messages.h pam/phrases.h
+PAM_CORE_SRCS := pam/wire.c pam/options.c pam/codes.c pam/rules.c pam/phrases.c pam/catalogue.c pam/fill.c
+PAM_SRCS := pam/pam_localauth.c pam/exchange.c pam/conversation.c pam/socket.c pam/session.c pam/terminal.c $(PAM_CORE_SRCS)
+PAM_HDRS := pam/module.h pam/catalogue.h pam/fill.h pam/wire.h pam/options.h pam/codes.h pam/rules.h pam/terminal.h pam/messages.h pam/phrases.h
 PAM_TEST_SRCS := pam/tests/unit.c pam/tests/test_wire.c pam/tests/test_options.c \
                  pam/tests/test_codes.c pam/tests/test_exports.c pam/tests/test_rules.c \
                  pam/tests/test_phrases.c \

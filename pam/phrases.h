@@ -21,9 +21,4 @@ enum la_phrase_style { LA_PHRASE_DEFAULT = 0, LA_PHRASE_PASSWORD_FALLBACK = 1 };
 int la_phrase_render(const uint8_t *value, size_t len, enum la_phrase_style style, char *out,
                      size_t cap);
 
-/* printf's %s, %lld (any length modifier, d/i/u), %.Ns, positional %N$s and %% over string
- * arguments, into out (cut at cap, never past a UTF-8 character's start). Other conversions are
- * copied as written; one without an argument becomes empty. Never reads past args[nargs]. */
-void la_fill(char *out, size_t cap, const char *tmpl, const char *const *args, int nargs);
-
 #endif

@@ -18,6 +18,8 @@ packages+=(swtpm swtpm-tools libtss2-esys-3.0.2-0 libtss2-mu0 libtss2-rc0 libtss
 packages+=(gettext locales)
 # dbus-monitor: Tests/system/logind_mock.py logs every message on its bus, so tests count logind's round trips.
 packages+=(dbus-bin)
+# Touch ID for ssh (make test-ssh): OpenSSH's sshd on 127.0.0.1, and ssh, ssh-add, ssh-keygen through the agent.
+packages+=(openssh-server openssh-client)
 packages+=("$@")
 missing=()
 for p in "${packages[@]}"; do

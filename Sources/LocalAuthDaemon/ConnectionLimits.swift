@@ -59,19 +59,26 @@ final class RequestGate: Sendable {
     }
     private let state = Mutex(State())
     private let clock = ContinuousClock()
+    /// The time the pace is counted in: the clock's, or a test's (which then moves it itself, so
+    /// that a loaded machine's delays between two steps cannot open a slot).
+    private let now: @Sendable () -> ContinuousClock.Instant
     let limit: Int
     let interval: Duration
     let burst: Int
 
-    init(limit: Int, perSecond: Int = 1_000_000, burst: Int = 0) {
+    init(
+        limit: Int, perSecond: Int = 1_000_000, burst: Int = 0,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+    ) {
         self.limit = limit
         self.interval = .nanoseconds(1_000_000_000 / max(1, perSecond))
         self.burst = burst
+        self.now = now
     }
 
     /// Waits until `uid` may start another request; false when cancelled meanwhile.
     private func pace(uid: UInt32) async -> Bool {
-        let now = clock.now
+        let now = self.now()
         let slot = state.withLock { s in
             let earliest = now - interval * burst
             if s.nextSlot.count > 1024 { s.nextSlot = s.nextSlot.filter { $0.value > earliest } }
@@ -126,7 +133,7 @@ final class RequestGate: Sendable {
     /// nothing. For a door that must keep its calls in order (the D-Bus door).
     func tryEnter(uid: UInt32) -> Bool {
         guard uid != 0 else { return true }
-        let now = clock.now
+        let now = self.now()
         return state.withLock { s in
             let earliest = now - interval * burst
             let slot = max(s.nextSlot[uid] ?? earliest, earliest)

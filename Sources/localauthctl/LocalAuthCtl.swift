@@ -30,6 +30,6 @@ struct LocalAuthCtl: ParsableCommand {
         ].joined(separator: "\n"),
         subcommands: [
             Devices.self, Enroll.self, Verify.self, List.self, Delete.self, Status.self, Simulate.self, Passcode.self,
-            Lockout.self, Right.self, ImportFprintd.self,
+            Lockout.self, Right.self, SSHKey.self, SSHAgentCommand.self, ImportFprintd.self,
         ])
 }

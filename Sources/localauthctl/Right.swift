@@ -87,22 +87,36 @@ struct Right: ParsableCommand {
         }
     }
 
-    struct Secret: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: tr("Ask for a finger (or the passcode) and write the right's secret to standard output."))
+    /// What `secret` and `sign` take: the daemon, the right, how long to wait.
+    struct RightUse: ParsableArguments {
         @OptionGroup var connection: ClientOptions
         @Argument var identifier: String
         @Option(help: ArgumentHelp(tr("Seconds to wait.")))
         var timeout: Int64 = 30
-        func run() throws {
+
+        /// A RIGHT_USE of `operation`, the passcode accepted; its data printed in hex when `hex`.
+        func run(
+            _ operation: RightOperation, algorithm: String? = nil, data: [UInt8]? = nil, reason: String, hex: Bool
+        ) -> Never {
             Right.run(
                 connection,
                 RightUseOptions(
                     // English: the command
-                    identifier: identifier, operation: .loadSecret, service: "localauthctl right",
+                    identifier: identifier, operation: operation, algorithm: algorithm, data: data,
                     // English: the command
-                    reason: "localauthctl right secret", flags: [.passcodeCapable], timeoutMs: timeout * 1000),
-                hex: false)
+                    service: "localauthctl right", reason: reason, flags: [.passcodeCapable],
+                    timeoutMs: timeout * 1000),
+                hex: hex)
+        }
+    }
+
+    struct Secret: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: tr("Ask for a finger (or the passcode) and write the right's secret to standard output."))
+        @OptionGroup var use: RightUse
+        func run() throws {
+            // English: the command
+            use.run(.loadSecret, reason: "localauthctl right secret", hex: false)
         }
     }
 
@@ -111,19 +125,13 @@ struct Right: ParsableCommand {
             abstract:
                 tr("Ask for a finger and sign standard input (ECDSA P-256, SHA-256, DER); prints the signature in hex.")
         )
-        @OptionGroup var connection: ClientOptions
-        @Argument var identifier: String
-        @Option(help: ArgumentHelp(tr("Seconds to wait.")))
-        var timeout: Int64 = 30
+        @OptionGroup var use: RightUse
         func run() throws {
-            Right.run(
-                connection,
-                RightUseOptions(
-                    identifier: identifier, operation: .sign, algorithm: "ecdsaSignatureMessageX962SHA256",
-                    // English: the command
-                    data: Right.standardInput(), service: "localauthctl right", reason: "localauthctl right sign",
-                    flags: [.passcodeCapable], timeoutMs: timeout * 1000),
-                hex: true)
+            use.run(
+                // English: the command
+                .sign, algorithm: "ecdsaSignatureMessageX962SHA256", data: Right.standardInput(),
+                // English: the command
+                reason: "localauthctl right sign", hex: true)
         }
     }
 

@@ -121,8 +121,9 @@ final class BiometricLogin {
     }
 }
 
-/// A test double, as Apple-platform tests subclass `LAContext`.
-final class FakeContext: LAContext {
+/// A test double, as Apple-platform tests subclass `LAContext` (which is `Sendable` here: a subclass
+/// says again that it is, unchecked, as Swift 6 asks of a subclass of an unchecked class).
+final class FakeContext: LAContext, @unchecked Sendable {
     var canEvaluate = true
     var outcome: (Bool, Error?) = (true, nil)
     var fakeBiometryType = LABiometryType.touchID

@@ -186,35 +186,12 @@ struct AuthorizationMatrixTests {
     /// Sends `bytes` on a fresh connection made as `uid`, and returns what came back up to the
     /// first RESULT or ERROR frame (or the daemon closing).
     static func relay(_ bytes: [UInt8], uid: String, socket: String) throws -> [UInt8] {
-        let script = """
-            import socket, struct, sys
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.settimeout(60)
-            s.connect(sys.argv[1])
-            s.sendall(sys.stdin.buffer.read())
-            out = b''
-            def need(n):
-                global out
-                while len(out) < n:
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        return False
-                    out += chunk
-                return True
-            at = 0
-            while need(at + 6):
-                (length,) = struct.unpack('>I', out[at:at + 4])
-                (kind,) = struct.unpack('>H', out[at + 4:at + 6])
-                if not need(at + 4 + length):
-                    break
-                at += 4 + length
-                if kind in (0x8003, 0x80FF):
-                    break
-            sys.stdout.buffer.write(out[:at])
-            """
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        p.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", script, socket]
+        p.arguments = [
+            "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", FrameRelay.script, socket,
+            "", "",
+        ]
         let input = Pipe()
         let output = Pipe()
         p.standardInput = input

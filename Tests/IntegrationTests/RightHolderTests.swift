@@ -31,43 +31,12 @@ struct RightHolderTests {
             mkdir(marks, 0o777)
             chmod(marks, 0o777)
             prompted = marks + "/holder-prompted"
-            let script = """
-                import ctypes, socket, struct, sys
-                libc = ctypes.CDLL(None, use_errno=True)
-                if libc.prctl(15, ctypes.c_char_p(sys.argv[3].encode('latin-1')), 0, 0, 0) != 0:
-                    sys.exit('prctl failed')
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.settimeout(60)
-                s.connect(sys.argv[1])
-                s.sendall(sys.stdin.buffer.read())
-                out = b''
-                def need(n):
-                    global out
-                    while len(out) < n:
-                        chunk = s.recv(4096)
-                        if not chunk:
-                            return False
-                        out += chunk
-                    return True
-                at = 0
-                while need(at + 6):
-                    (length,) = struct.unpack('>I', out[at:at + 4])
-                    (kind,) = struct.unpack('>H', out[at + 4:at + 6])
-                    if not need(at + 4 + length):
-                        break
-                    at += 4 + length
-                    if kind == 0x8002:
-                        open(sys.argv[2], 'w').close()
-                    if kind in (0x8003, 0x80FF):
-                        break
-                sys.stdout.buffer.write(out[:at])
-                """
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             process.arguments =
                 [
                     "--reuid=\(RightHolderTests.ownerUID)", "--regid=\(RightHolderTests.ownerUID)", "--clear-groups",
                     executable,
-                ] + prefix + ["-c", script, d.socketPath, prompted, name]
+                ] + prefix + ["-c", FrameRelay.script, d.socketPath, prompted, name]
             let input = Pipe()
             process.standardInput = input
             process.standardOutput = output

@@ -11,6 +11,7 @@ import Testing
         // The leaves: pure, no I/O.
         "LocalAuthProtocol": [],
         "LocalAuthCore": ["LocalAuthProtocol"],
+        "SSHAgentProtocol": [],
         // The edges, each with its C.
         "FingerprintReader": ["CLibfprint", "Glibc", "Dispatch", "Synchronization"],
         "LocalAuthCrypto": ["Crypto"],
@@ -28,7 +29,10 @@ import Testing
         "LocalAuthClient": ["LocalAuthProtocol", "Glibc"],
         // The clients' gettext: glibc only (the daemon never renders a line in a person's language).
         "LocalAuthLocalization": ["LocalAuthProtocol", "CGettext", "Glibc"],
-        "localauthctl": ["LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "ArgumentParser", "Glibc"],
+        "localauthctl": [
+            "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "SSHAgentProtocol", "ArgumentParser",
+            "Glibc",
+        ],
         // Observation: Apple's `LAContext: Observable` conformance (docs/apple-api.md, CTX-19).
         "LocalAuthentication": [
             "LocalAuthClient", "LocalAuthProtocol", "LocalAuthCrypto", "LocalAuthLocalization", "Foundation", "Glibc",
@@ -39,6 +43,7 @@ import Testing
         // Tests: their subject, what they drive it with, and the toolchain.
         "LocalAuthTesting": ["LocalAuthClient", "LocalAuthProtocol", "Testing", "Foundation", "Glibc"],
         "LocalAuthProtocolTests": ["LocalAuthProtocol", "Testing", "Glibc"],
+        "SSHAgentProtocolTests": ["SSHAgentProtocol", "Testing"],
         "LocalAuthCoreTests": ["LocalAuthCore", "LocalAuthProtocol", "Testing", "Foundation"],
         "FingerprintReaderTests": ["FingerprintReader", "LocalAuthTesting", "Testing", "Glibc", "Synchronization"],
         // Crypto: each key algorithm checked against swift-crypto's own operations.

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Synchronization
 import Testing
 
 @testable import LocalAuthDaemon
@@ -42,7 +43,9 @@ struct RequestGateTests {
     /// The D-Bus door's synchronous turn (issue 26): taken only when the uid may start at once, never
     /// past its running limit, its pace, or a request of it already waiting, so calls keep their order.
     @Test func tryEnter_takesATurnOnlyWhenTheUIDMayStartAtOnce() async throws {
-        let gate = RequestGate(limit: 2, perSecond: 10, burst: 3)
+        // The gate's time stands still but when the test moves it: a slow step cannot open a slot.
+        let time = Mutex(ContinuousClock.now)
+        let gate = RequestGate(limit: 2, perSecond: 10, burst: 3, now: { time.withLock { $0 } })
         #expect(gate.tryEnter(uid: 1000))
         #expect(gate.tryEnter(uid: 1000))
         #expect(gate.tryEnter(uid: 1000) == false)  // at its limit
@@ -58,7 +61,7 @@ struct RequestGateTests {
         #expect(gate.counts(uid: 1000) == (running: 1, waiting: 0))
         #expect(gate.tryEnter(uid: 0))  // root: always, and uncounted
         #expect(gate.tryEnter(uid: 1001))  // another uid is not held up
-        try await Task.sleep(for: .milliseconds(120))
+        time.withLock { $0 += .milliseconds(120) }
         #expect(gate.tryEnter(uid: 1000))
         #expect(gate.counts(uid: 1000) == (running: 2, waiting: 0))
     }

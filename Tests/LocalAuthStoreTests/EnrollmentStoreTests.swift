@@ -21,16 +21,23 @@ import Testing
         }
     }
 
+    /// Opening a store at `path` throws `.unsafeStateDirectory`, with a reason that says each of `words`.
+    static func expectRefused(
+        _ path: String, saying words: String..., sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(sourceLocation: sourceLocation) {
+            try EnrollmentStore(stateDirectory: path)
+        } throws: { error in
+            guard case .unsafeStateDirectory(let why) = error as? StoreError else { return false }
+            return words.allSatisfy { why.contains($0) }
+        }
+    }
+
     @Test(arguments: [0o777 as mode_t, 0o770, 0o720, 0o702, 0o1777])
     func init_whenStateDirectoryWritableByOthers_refuses(mode: mode_t) throws {
         try withTemporaryDirectory { tmp in
             try #require(chmod(tmp, mode) == 0)
-            #expect {
-                try EnrollmentStore(stateDirectory: tmp)
-            } throws: { error in
-                guard case .unsafeStateDirectory(let why) = error as? StoreError else { return false }
-                return why.contains("writable")
-            }
+            Self.expectRefused(tmp, saying: "writable")
         }
     }
 
@@ -38,12 +45,7 @@ import Testing
     @Test func init_whenStateDirectoryReadableByOthers_refusesAndLeavesItAsItIs() throws {
         try withTemporaryDirectory { tmp in
             try #require(chmod(tmp, 0o755) == 0)
-            #expect {
-                try EnrollmentStore(stateDirectory: tmp)
-            } throws: { error in
-                guard case .unsafeStateDirectory(let why) = error as? StoreError else { return false }
-                return why.contains("readable by others") && why.contains("must be 0700")
-            }
+            Self.expectRefused(tmp, saying: "readable by others", "must be 0700")
             #expect(try permissions(tmp) == 0o755)
         }
     }
@@ -55,12 +57,7 @@ import Testing
             try #require(mkdir(tmp + "/etc", 0o755) == 0)
             try #require(chmod(tmp + "/etc", 0o755) == 0)
             try #require(symlink(tmp + "/etc", tmp + "/la-state") == 0)
-            #expect {
-                try EnrollmentStore(stateDirectory: tmp + "/la-state")
-            } throws: { error in
-                guard case .unsafeStateDirectory(let why) = error as? StoreError else { return false }
-                return why.contains("symbolic link")
-            }
+            Self.expectRefused(tmp + "/la-state", saying: "symbolic link")
             #expect(try permissions(tmp + "/etc") == 0o755)
             #expect(try names(in: tmp + "/etc").isEmpty)
         }
@@ -69,12 +66,7 @@ import Testing
     @Test func init_whenADirectoryAboveIsWritableByOthers_refuses() throws {
         try withTemporaryDirectory { tmp in
             try #require(mkdir(tmp + "/open", 0o777) == 0 && chmod(tmp + "/open", 0o777) == 0)
-            #expect {
-                try EnrollmentStore(stateDirectory: tmp + "/open/state")
-            } throws: { error in
-                guard case .unsafeStateDirectory(let why) = error as? StoreError else { return false }
-                return why.contains("\(tmp)/open is writable by others")
-            }
+            Self.expectRefused(tmp + "/open/state", saying: "\(tmp)/open is writable by others")
             #expect(try Sys.lstatInfo(tmp + "/open/state") == nil)
         }
     }
@@ -95,12 +87,7 @@ import Testing
             try #require(mkdir(tmp + "/real", 0o755) == 0)
             try #require(symlink(tmp + "/real", tmp + "/link") == 0)
             try #require(lchown(tmp + "/link", 4242, 4242) == 0)
-            #expect {
-                try EnrollmentStore(stateDirectory: tmp + "/link/state")
-            } throws: { error in
-                guard case .unsafeStateDirectory(let why) = error as? StoreError else { return false }
-                return why.contains("symbolic link owned by uid 4242")
-            }
+            Self.expectRefused(tmp + "/link/state", saying: "symbolic link owned by uid 4242")
             #expect(try names(in: tmp + "/real").isEmpty)
         }
     }
@@ -116,12 +103,7 @@ import Testing
     func init_whenStateDirectoryNotOwnedByRoot_refuses() throws {
         try withTemporaryDirectory { tmp in
             try #require(chown(tmp, 4242, 4242) == 0)
-            #expect {
-                try EnrollmentStore(stateDirectory: tmp)
-            } throws: { error in
-                guard case .unsafeStateDirectory(let why) = error as? StoreError else { return false }
-                return why.contains("owned by uid 4242")
-            }
+            Self.expectRefused(tmp, saying: "owned by uid 4242")
         }
     }
 
@@ -316,13 +298,19 @@ import Testing
 
     // MARK: Reset
 
+    /// A store where alice has one finger and is locked out of biometrics.
+    func lockedOutAlice(_ tmp: String) throws -> (EnrollmentStore, UserAuthState) {
+        let store = try EnrollmentStore(stateDirectory: tmp)
+        let enrolled = try store.addPrint(samplePrint(), user: "alice")
+        var locked = counters
+        locked.biometryLocked = true
+        try store.saveState(locked, user: "alice")
+        return (store, enrolled)
+    }
+
     @Test func resetState_whenLockedOut_clearsCountersKeepsHashDomainStateAndPrints() throws {
         try withTemporaryDirectory { tmp in
-            let store = try EnrollmentStore(stateDirectory: tmp)
-            let enrolled = try store.addPrint(samplePrint(), user: "alice")
-            var locked = counters
-            locked.biometryLocked = true
-            try store.saveState(locked, user: "alice")
+            let (store, enrolled) = try lockedOutAlice(tmp)
             try store.resetState(user: "alice")
             #expect(
                 try store.loadState(user: "alice")
@@ -336,11 +324,7 @@ import Testing
 
     @Test func resetState_whenRecordCorruptButOurs_keepsWellFormedHashAndRedrawsDomainState() throws {
         try withTemporaryDirectory { tmp in
-            let store = try EnrollmentStore(stateDirectory: tmp)
-            let enrolled = try store.addPrint(samplePrint(), user: "alice")
-            var locked = counters
-            locked.biometryLocked = true
-            try store.saveState(locked, user: "alice")
+            let (store, enrolled) = try lockedOutAlice(tmp)
             let path = tmp + "/users/alice/state"
             try writeRaw(Array(try readBytes(path).dropLast(2)), to: path)
             try store.resetState(user: "alice")

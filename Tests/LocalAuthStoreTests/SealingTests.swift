@@ -202,6 +202,14 @@ import Testing
 
 /// The rights kept in the store.
 @Suite struct RightStoreTests {
+    /// A sealed store where alice has one finger and a right "bound" to that set of fingers.
+    static func storeWithBoundRight(state: String, sealing: SealingConfiguration) throws -> EnrollmentStore {
+        let store = try EnrollmentStore(stateDirectory: state, sealing: sealing)
+        let enrolled = try store.addPrint(samplePrint(), user: "alice")
+        try store.saveRight(right("bound", .biometryCurrentSet, domainState: enrolled.domainState), user: "alice")
+        return store
+    }
+
     static func right(
         _ id: String = "com.example.vault", _ requirement: StoredRight.Requirement = .biometryAny,
         domainState: [UInt8] = []
@@ -241,10 +249,7 @@ import Testing
     @Test func currentSetRight_whenAFingerIsAddedOrRemoved_isDestroyed_otherRightsStay() throws {
         try withTemporaryDirectory { tmp in
             let (state, sealing) = SealingTests.paths(tmp)
-            let store = try EnrollmentStore(stateDirectory: state, sealing: sealing)
-            let enrolled = try store.addPrint(samplePrint(), user: "alice")
-            try store.saveRight(
-                Self.right("bound", .biometryCurrentSet, domainState: enrolled.domainState), user: "alice")
+            let store = try Self.storeWithBoundRight(state: state, sealing: sealing)
             try store.saveRight(Self.right("any", .biometryAny), user: "alice")
             #expect(try store.rightCount(user: "alice") == 2)
             _ = try store.addPrint(samplePrint("left-thumb", seed: 2), user: "alice")
@@ -307,10 +312,7 @@ import Testing
     func addPrint_whenCrashAtAnyWriteStep_neverLeavesACurrentSetRightUsableWithAnotherSet(step: Int) throws {
         try withTemporaryDirectory { tmp in
             let (state, sealing) = SealingTests.paths(tmp)
-            let store = try EnrollmentStore(stateDirectory: state, sealing: sealing)
-            let enrolled = try store.addPrint(samplePrint(), user: "alice")
-            try store.saveRight(
-                Self.right("bound", .biometryCurrentSet, domainState: enrolled.domainState), user: "alice")
+            _ = try Self.storeWithBoundRight(state: state, sealing: sealing)
             let crash = CrashAfter(steps: step)
             let crashing = try EnrollmentStore(
                 stateDirectory: state, sealing: sealing, onNotice: nil, writeHook: crash.hook)

@@ -59,13 +59,24 @@ final class Daemon: @unchecked Sendable {
 
     /// Runs `program` as `user` through `setpriv`, in a session of its own (no controlling terminal).
     func run(_ program: String, asUser user: String, stdin: String) throws -> (status: Int32, out: String) {
+        try Self.run(
+            "/usr/bin/setsid",
+            [
+                "--wait", "/usr/bin/setpriv", "--reuid=\(user)", "--regid=\(user)", "--clear-groups",
+                Self.binDirectory + "/" + program,
+            ],
+            environment: ["LOCALAUTHD_SOCKET": socketPath, "PATH": "/usr/bin:/bin"], stdin: stdin)
+    }
+
+    /// Runs `executable` with `stdin` written to it (in this process's environment when
+    /// `environment` is nil): its exit status, and its standard output and error together.
+    static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: String
+    ) throws -> (status: Int32, out: String) {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        p.arguments = [
-            "--wait", "/usr/bin/setpriv", "--reuid=\(user)", "--regid=\(user)", "--clear-groups",
-            Self.binDirectory + "/" + program,
-        ]
-        p.environment = ["LOCALAUTHD_SOCKET": socketPath, "PATH": "/usr/bin:/bin"]
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = arguments
+        if let environment { p.environment = environment }
         let out = Pipe()
         let input = Pipe()
         p.standardOutput = out
@@ -105,6 +116,13 @@ final class PromptRecorder: @unchecked Sendable {
                     return self.answers.isEmpty ? nil : self.answers.removeFirst()
                 }
             })
+    }
+
+    /// A recorder that puts another finger ("mallory") on `d`'s reader each time it asks again.
+    static func otherFingerEachTry(on d: Daemon, answers: [String?] = []) -> PromptRecorder {
+        PromptRecorder(answers: answers) { message in
+            if message.kind == .noMatch, message.text.contains("left") { _ = try? d.touch("mallory") }
+        }
     }
 
     var shown: [LALinuxPromptMessage] { lock.withLock { messages } }

@@ -111,10 +111,8 @@ struct LAContextEvaluationTests {
     @Test func evaluatePolicy_whenOtherFingerTouches_failsAuthenticationFailed() async throws {
         let d = try Daemon()
         try await d.enroll(printID: "root-1")
-        let recorder = PromptRecorder(onMessage: { message in
-            // The next finger, once the reader asks for it again.
-            if message.kind == .noMatch, message.text.contains("left") { _ = try? d.touch("mallory") }
-        })
+        // The next finger, once the reader asks for it again.
+        let recorder = PromptRecorder.otherFingerEachTry(on: d)
         let context = d.context(prompt: recorder.prompt)
         try d.touch("mallory")
         let error = await evaluationError(context)
@@ -126,9 +124,7 @@ struct LAContextEvaluationTests {
     @Test func evaluatePolicy_afterFiveMisses_failsBiometryLockout() async throws {
         let d = try Daemon()
         try await d.enroll(printID: "root-1")
-        let recorder = PromptRecorder(onMessage: { message in
-            if message.kind == .noMatch, message.text.contains("left") { _ = try? d.touch("mallory") }
-        })
+        let recorder = PromptRecorder.otherFingerEachTry(on: d)
         let context = d.context(prompt: recorder.prompt)
         try d.touch("mallory")
         #expect(await evaluationError(context)?.code == .authenticationFailed, "misses 1 to 3")
@@ -148,11 +144,7 @@ struct LAContextEvaluationTests {
         let d = try Daemon()
         try await d.enroll(printID: "root-1")
         try d.setPasscode("correct horse")
-        let recorder = PromptRecorder(
-            answers: ["wrong one", "correct horse"],
-            onMessage: { message in
-                if message.kind == .noMatch, message.text.contains("left") { _ = try? d.touch("mallory") }
-            })
+        let recorder = PromptRecorder.otherFingerEachTry(on: d, answers: ["wrong one", "correct horse"])
         let context = d.context(prompt: recorder.prompt)
         context.localizedCancelTitle = "Not now"
         // Five misses lock biometrics; the owner policy then asks for the passcode.

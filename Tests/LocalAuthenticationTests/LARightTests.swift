@@ -195,20 +195,10 @@ struct LARightTests {
         let right = try await Self.saved(d)
         try d.touch("root-1")
         try await right.authorize(localizedReason: "Sign")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: Daemon.binDirectory + "/localauthctl")
-        p.arguments = ["right", "sign", "com.example.vault", "--timeout", "2", "--socket", d.socketPath]
-        let out = Pipe()
-        let input = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        p.standardInput = input
-        try p.run()
-        input.fileHandleForWriting.write(Data("transfer".utf8))
-        try input.fileHandleForWriting.close()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus != 0, "another process signed under this one's authorization: \(text)")
+        let (status, text) = try Daemon.run(
+            Daemon.binDirectory + "/localauthctl",
+            ["right", "sign", "com.example.vault", "--timeout", "2", "--socket", d.socketPath], stdin: "transfer")
+        #expect(status != 0, "another process signed under this one's authorization: \(text)")
         // It was asked for a finger, and timed out: evaluated, not run under this process's grant.
         #expect(
             d.log.contains(#"operation="3" service="localauthctl right" result=systemCancel"#),

@@ -31,6 +31,20 @@ out=$(MANPATH="$dest/usr/share/man" systemd-analyze verify --root="$scratch" "${
     fail "systemd-analyze verify failed: $out"
 [ -z "$out" ] || fail "systemd-analyze verify reported: $out"
 pass "systemd-analyze verify reports nothing"
+
+# The ssh agent's user units (issue 30), verified as the user manager loads them: from a copy whose
+# ExecStart names the installed tree's localauthctl (a user manager's --root is not supported).
+mkdir -m 0700 "$scratch/user-runtime" "$scratch/user-units"
+sed "s|^ExecStart=/usr/bin/|ExecStart=$dest/usr/bin/|" "$dest/usr/lib/systemd/user/localauth-ssh-agent.service" \
+    > "$scratch/user-units/localauth-ssh-agent.service"
+cp "$dest/usr/lib/systemd/user/localauth-ssh-agent.socket" "$scratch/user-units/"
+out=$(XDG_RUNTIME_DIR="$scratch/user-runtime" MANPATH="$dest/usr/share/man" systemd-analyze verify --user \
+    "$scratch/user-units/localauth-ssh-agent.socket" "$scratch/user-units/localauth-ssh-agent.service" 2>&1) ||
+    fail "systemd-analyze verify --user failed: $out"
+[ -z "$out" ] || fail "systemd-analyze verify --user reported: $out"
+grep -qx 'ExecStart=/usr/bin/localauthctl ssh-agent' "$dest/usr/lib/systemd/user/localauth-ssh-agent.service" ||
+    fail "the agent's ExecStart does not name the installed localauthctl"
+pass "the ssh agent's user units pass systemd-analyze verify --user"
 score=$(MANPATH="$dest/usr/share/man" systemd-analyze security --root="$scratch" --offline=yes "${units[1]}" 2>&1 |
     sed -n 's/.*Overall exposure level for localauthd.service: \([0-9.]*\) .*/\1/p')
 [ -n "$score" ] || fail "systemd-analyze security gave no score"

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../fill.h"
 #include "../phrases.h"
 #include "harness.h"
 

@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The table `make bench` prints for figures 1 to 10, and each budget of issues 7 and 18 beside
+what was measured (figures/growth.py prints its own)."""
+
+
+def budgets(r):
+    """(budget, what was measured, met?) for each budget of issues 7 and 18."""
+    def med(key, side):
+        return r[key][side]["median"]
+    out = []
+
+    def ratio(text, key, factor):
+        ours, theirs = med(key, "localauth"), med(key, "fprintd")
+        out.append((text, "%.3f vs %.3f ms (ratio %.3f)" % (ours, theirs, ours / theirs),
+                    ours <= theirs * factor))
+    ratio("1: pam_authenticate match median <= 1/10 of fprintd's", "1 match total", 0.1)
+    prompt = med("1 match start_to_prompt", "localauth")
+    out.append(("1: start -> prompt median <= 0.5 ms", "%.3f ms" % prompt, prompt <= 0.5))
+    ratio("3: pamtester median <= 1/2 of fprintd's", "3 pamtester match", 0.5)
+    ratio("5: cold start median <= 1/2 of fprintd's", "5 cold start (list)", 0.5)
+    ratio("6: list, whole process, median <= 1/3 of fprintd-list's", "6 list (warm)", 1 / 3)
+    mem = r["rss_kb"]
+    idle = {s: mem[s]["idle after start"]["rss_kb"] for s in mem}
+    out.append(("7: idle RSS <= 12 MB", "%.1f MB (fprintd %.1f MB)" % (
+        idle["localauth"] / 1024, idle["fprintd"] / 1024), idle["localauth"] <= 12 * 1024))
+    for field, name in (("pss_kb", "PSS"), ("private_dirty_kb", "private dirty")):
+        o = mem["localauth"]["idle after start"][field] or 0
+        t = mem["fprintd"]["idle after start"][field] or 0
+        out.append(("7: idle %s <= fprintd's" % name, "%.1f vs %.1f MB" % (o / 1024, t / 1024),
+                    o <= t))
+    if "10 s after the burst" in mem["localauth"]:
+        peak = mem["localauth"]["right after the burst"]["rss_kb"]
+        back = mem["localauth"]["10 s after the burst"]["rss_kb"]
+        out.append(("7: 10 s after the burst, RSS within +1 MB of idle", "%+.2f MB (%+.2f MB right "
+                    "after)" % ((back - idle["localauth"]) / 1024, (peak - idle["localauth"]) / 1024),
+                    back - idle["localauth"] <= 1024))
+    if "8a verify, burst" in r:
+        v = r["8a verify, burst"]["localauth"]
+        out.append(("8a: verify during the burst <= 5 ms (max)", "%.3f ms median, %.3f max (n %d)" % (
+            v["median"], v["max"], v["n"]), v["max"] <= 5))
+    after = [k for k in mem["localauth"] if k.startswith("after ") and "authentications" in k][0]
+    growth = mem["localauth"][after]["rss_kb"] - idle["localauth"]
+    later = mem["localauth"][after]["rss_kb"] - mem["localauth"]["after figure 1"]["rss_kb"]
+    out.append(("7: RSS growth after 1000 authentications < 1 MB", "%+.2f MB (of which %+.2f MB "
+                "after the first %d)" % (growth / 1024, later / 1024,
+                                         mem["localauth"]["after figure 1"]["auths"]),
+                growth < 1024))
+    for key in ("8a status, burst", "8b status, paced"):
+        p99 = r[key]["localauth"]["p99"]
+        out.append(("%s: p99 < 5 ms" % key, "%.3f ms" % p99, p99 < 5))
+    if "8d verify, burst, 1000 uids" in r:
+        v = r["8d verify, burst, 1000 uids"]["localauth"]
+        h = r["8d heavy uid's status, burst"]["localauth"]
+        out.append(("8d: verify, burst of 1000 uids <= 5 ms (median)", "%.3f ms median, %.3f max (n %d)" % (
+            v["median"], v["max"], v["n"]) if v["n"] else "no verify finished during the burst",
+            v["n"] > 0 and v["median"] <= 5))
+        out.append(("8d: the heavy uid held to its 32 connections", "%d of %d refused; %d answered" % (
+            h["refused"], h["connections"], h["n"]), h["refused"] == max(0, h["connections"] - 32)))
+    if "8c status, burst, floor (C server)" in r:
+        floor = r["8c status, burst, floor (C server)"]["localauth"]
+        ours = r["8a status, burst"]["localauth"]
+        out.append(("8a status, burst: p99 vs the floor (C server)", "%.3f vs %.3f ms (%.1fx)" % (
+            ours["p99"], floor["p99"], ours["p99"] / floor["p99"]), None))
+    return out
+
+
+def print_table(r, info):
+    print("localauth vs fprintd, %s; %s, %d CPUs, kernel %s; load %.2f before, %.2f after" % (
+        info["date"], info["machine"]["cpu"], info["machine"]["cpus"], info["machine"]["kernel"],
+        info["machine"]["loadavg_before"][0], info["machine"]["loadavg_after"][0]))
+    print("times in ms: median [min / p95 / max] (n); ratio = ours / theirs (medians)\n")
+    print("%-34s %-36s %-36s %7s" % ("figure", "localauth", "fprintd", "ratio"))
+
+    def cell(s):
+        if not s:
+            return "-"
+        return "%.3f [%.3f/%.3f/%.3f] (%d)" % (s["median"], s["min"], s["p95"], s["max"], s["n"])
+    for key, sides in r.items():
+        if key in ("rss_kb", "growth") or key.startswith("5b "):
+            continue
+        ours, theirs = sides.get("localauth"), sides.get("fprintd")
+        ratio = "%.3f" % (ours["median"] / theirs["median"]) if ours and theirs else "-"
+        print("%-34s %-36s %-36s %7s" % (key, cell(ours), cell(theirs), ratio))
+        if "p99" in (ours or {}):
+            print("%-34s p99 %.3f ms; %d clients x %d requests, %s, %.0f ms wall" % (
+                "", ours["p99"], ours["clients"], ours["rounds"], "%g/s in all" % ours["rate"]
+                if ours["rate"] else "all at once", ours["wall_ms"]))
+    for key in (k for k in r if k.startswith("5b ")):
+        print("\n" + key)
+        for name, v in sorted(r[key].items(), key=lambda kv: kv[1]["median"]):
+            print("  %-34s %.3f [%.3f / %.3f] (%d)" % (name, v["median"], v["min"], v["max"], v["n"]))
+    print()
+    mem = r["rss_kb"]
+    for label in mem["localauth"]:
+        o, t = mem["localauth"][label], mem["fprintd"][label]
+        print("%-34s %-36s %-36s %7.3f" % (
+            "7 RSS " + label, "%.1f MB (PSS %.1f, dirty %.1f; %d auths)" % (
+                o["rss_kb"] / 1024, (o["pss_kb"] or 0) / 1024,
+                (o["private_dirty_kb"] or 0) / 1024, o["auths"]),
+            "%.1f MB (PSS %.1f, dirty %.1f; %d auths)" % (
+                t["rss_kb"] / 1024, (t["pss_kb"] or 0) / 1024,
+                (t["private_dirty_kb"] or 0) / 1024, t["auths"]), o["rss_kb"] / t["rss_kb"]))
+    print()
+    for text, measured, met in info["budgets"]:
+        print("%-56s %-42s %s" % (text, measured, "-" if met is None else "met" if met else "NOT MET"))
