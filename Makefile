@@ -43,7 +43,7 @@ demo: deps build-debug pam locale
 
 # The suites whose tests run each in a child process (exit tests: one libfprint context per
 # process); scripts/exit-tests.sh runs them apart from the rest.
-EXIT_TESTS = LifecycleTests|EvaluationRunTests
+EXIT_TESTS = LifecycleTests|EvaluationRunTests|FprintdDoorTests
 # The integration tests run in a process of their own: their harness waits on the daemon with
 # blocking calls, which hold threads of Swift's cooperative pool (as wide as the machine's cores:
 # two here) for minutes, and the short time-limited suites sharing that process then starved

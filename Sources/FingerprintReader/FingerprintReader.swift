@@ -32,7 +32,7 @@ private final class ReaderRegistry: Sendable {
         }
     }
 
-    private func add(_ device: FprintDevice) {
+    private func add(_ device: LibfprintDevice) {
         let facts = device.facts
         let (info, subscribers): (ReaderDeviceInfo?, [AsyncStream<HotplugEvent>.Continuation]) = state.withLock {
             state in
@@ -66,7 +66,7 @@ private final class ReaderRegistry: Sendable {
         for subscriber in subscribers { subscriber.yield(.added(info)) }
     }
 
-    private func remove(_ device: FprintDevice) {
+    private func remove(_ device: LibfprintDevice) {
         let (info, subscribers): (ReaderDeviceInfo?, [AsyncStream<HotplugEvent>.Continuation]) = state.withLock {
             state in
             guard let id = state.byDevice.removeValue(forKey: ObjectIdentifier(device)),

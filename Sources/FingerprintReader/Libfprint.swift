@@ -353,7 +353,7 @@ struct FprintDeviceFacts: Sendable, Equatable {
 /// One libfprint `FpDevice`, with a reference held until the context reports it gone; every method posts to the
 /// GLib thread and awaits the asynchronous libfprint API. Callers serialise operations (libfprint answers a second
 /// concurrent one with BUSY).
-final class FprintDevice: @unchecked Sendable {
+final class LibfprintDevice: @unchecked Sendable {
     let facts: FprintDeviceFacts
     private let thread: GLibThread
     // GLib-thread-only state.
@@ -387,19 +387,20 @@ final class FprintDevice: @unchecked Sendable {
         // notify::removed fires the moment the device goes; FpDevice::removed only after the pending operation ended.
         clibfprint_connect_notify(
             device, "notify::removed",
-            { _, _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().deviceWentAway() }, me)
+            { _, _, data in Unmanaged<LibfprintDevice>.fromOpaque(data!).takeUnretainedValue().deviceWentAway() }, me)
         clibfprint_connect_device(
             device, "removed",
-            { _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().deviceRemovedSignal() }, me)
+            { _, data in Unmanaged<LibfprintDevice>.fromOpaque(data!).takeUnretainedValue().deviceRemovedSignal() }, me)
         clibfprint_connect_notify(
             device, "notify::finger-status",
-            { _, _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().fingerStatusChanged() }, me)
+            { _, _, data in Unmanaged<LibfprintDevice>.fromOpaque(data!).takeUnretainedValue().fingerStatusChanged() },
+            me)
         clibfprint_connect_notify(
             device, "notify::nr-enroll-stages",
-            { _, _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().reportStatus() }, me)
+            { _, _, data in Unmanaged<LibfprintDevice>.fromOpaque(data!).takeUnretainedValue().reportStatus() }, me)
         clibfprint_connect_notify(
             device, "notify::scan-type",
-            { _, _, data in Unmanaged<FprintDevice>.fromOpaque(data!).takeUnretainedValue().reportStatus() }, me)
+            { _, _, data in Unmanaged<LibfprintDevice>.fromOpaque(data!).takeUnretainedValue().reportStatus() }, me)
     }
 
     /// Sets the closure told of finger-status and stage-count changes.
@@ -715,8 +716,8 @@ final class FprintDevice: @unchecked Sendable {
 
 /// A device appearing or going, as libfprint's `FpContext` reports it.
 enum FprintContextEvent: Sendable {
-    case added(FprintDevice)
-    case removed(FprintDevice)
+    case added(LibfprintDevice)
+    case removed(LibfprintDevice)
 }
 
 /// The process's one libfprint `FpContext`, created, enumerated and listened to on the GLib thread.
@@ -725,7 +726,7 @@ final class FprintContext: @unchecked Sendable {
     private let events: @Sendable (FprintContextEvent) -> Void
     // GLib-thread-only state.
     private var context: UnsafeMutablePointer<FpContext>?
-    private var devices: [UnsafeMutablePointer<FpDevice>: FprintDevice] = [:]
+    private var devices: [UnsafeMutablePointer<FpDevice>: LibfprintDevice] = [:]
 
     private init(thread: GLibThread, events: @escaping @Sendable (FprintContextEvent) -> Void) {
         self.thread = thread
@@ -770,7 +771,7 @@ final class FprintContext: @unchecked Sendable {
 
     private func added(_ device: UnsafeMutablePointer<FpDevice>) {
         guard devices[device] == nil else { return }
-        let wrapper = FprintDevice(device, thread: thread)
+        let wrapper = LibfprintDevice(device, thread: thread)
         devices[device] = wrapper
         events(.added(wrapper))
     }

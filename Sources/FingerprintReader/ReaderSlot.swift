@@ -7,7 +7,7 @@ import Synchronization
 /// `lingerMs` after the last operation, so a USB reader can autosuspend between uses.
 final class ReaderSlot: Sendable {
     let info: ReaderDeviceInfo
-    let device: FprintDevice
+    let device: LibfprintDevice
     private let queue = ReaderQueue()
     private let lingerMs: Int?
 
@@ -25,7 +25,7 @@ final class ReaderSlot: Sendable {
     }
     private let state = Mutex(State())
 
-    init(info: ReaderDeviceInfo, device: FprintDevice, lingerMs: Int?) {
+    init(info: ReaderDeviceInfo, device: LibfprintDevice, lingerMs: Int?) {
         self.info = info
         self.device = device
         self.lingerMs = lingerMs
@@ -87,7 +87,7 @@ final class ReaderSlot: Sendable {
     }
 
     /// Runs `body` with the device open, after every operation queued before it.
-    func withOpenDevice<T: Sendable>(_ body: (FprintDevice) async -> Result<T, ReaderError>) async -> Result<
+    func withOpenDevice<T: Sendable>(_ body: (LibfprintDevice) async -> Result<T, ReaderError>) async -> Result<
         T, ReaderError
     > {
         do {
@@ -107,7 +107,7 @@ final class ReaderSlot: Sendable {
         return result
     }
 
-    private func runOpen<T: Sendable>(_ body: (FprintDevice) async -> Result<T, ReaderError>) async -> Result<
+    private func runOpen<T: Sendable>(_ body: (LibfprintDevice) async -> Result<T, ReaderError>) async -> Result<
         T, ReaderError
     > {
         let (removed, closing, isOpen) = state.withLock { ($0.removed, $0.closing, $0.isOpen) }

@@ -61,7 +61,7 @@ public enum PolicyInput: Sendable, Equatable {
     /// A bad swipe: not a failure.
     case fingerRetry(RetryHint)
     /// Unplugged, or a libfprint error mid-scan.
-    case readerFailed(String)
+    case readerFailed(ReaderFailure)
     /// The reader was taken from this evaluation mid-scan (its account used up its share).
     case readerWithdrawn(ReaderUnavailable)
     /// The client sent FALLBACK.
@@ -155,10 +155,13 @@ public struct Decision: Sendable, Equatable {
     public var biometryType: BiometryKind?
     public var biometryLocked: Bool?
     public var passcodeSet: Bool?
+    /// The reader's failure that ended the evaluation.
+    public var readerFailure: ReaderFailure?
 
     public init(
         _ code: ResultCode, _ phrase: Phrase, domainState: [UInt8]? = nil, finger: FingerName? = nil,
-        biometryType: BiometryKind? = nil, biometryLocked: Bool? = nil, passcodeSet: Bool? = nil
+        biometryType: BiometryKind? = nil, biometryLocked: Bool? = nil, passcodeSet: Bool? = nil,
+        readerFailure: ReaderFailure? = nil
     ) {
         self.code = code
         self.phrase = phrase
@@ -167,6 +170,7 @@ public struct Decision: Sendable, Equatable {
         self.biometryType = biometryType
         self.biometryLocked = biometryLocked
         self.passcodeSet = passcodeSet
+        self.readerFailure = readerFailure
     }
 
     public var isSuccess: Bool { code == .success }

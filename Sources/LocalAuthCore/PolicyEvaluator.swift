@@ -152,8 +152,8 @@ public struct PolicyEvaluator: Sendable {
             reveal(.notify(Notice(.retry, .retry(hint), hint: hint)), into: &out)
             out.append(.scanFinger(scanTarget))
 
-        case (.readerFailed(let why), .scanning):
-            readerGone(.readerFailed(why), nowMs: nowMs, into: &out)
+        case (.readerFailed(let failure), .scanning):
+            readerGone(.readerFailed(failure.english), failure: failure, nowMs: nowMs, into: &out)
 
         case (.readerWithdrawn(let why), .scanning):
             out.append(.stopScan)

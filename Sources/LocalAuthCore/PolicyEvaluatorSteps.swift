@@ -31,13 +31,15 @@ extension PolicyEvaluator {
 
     /// The reader is gone for this evaluation: the attempt is given back; policy 2 moves on to the
     /// passcode (saying why) when it can, else the evaluation ends.
-    mutating func readerGone(_ why: Phrase, nowMs: Int64, into out: inout [PolicyOutput]) {
+    mutating func readerGone(
+        _ why: Phrase, failure: ReaderFailure? = nil, nowMs: Int64, into out: inout [PolicyOutput]
+    ) {
         takeBackFingerAttempt(into: &out)
         if options.policy == .deviceOwnerAuthentication, passcodeUsable {
             reveal(.notify(Notice(.info, why)), into: &out)
             enterPasscode(nowMs: nowMs, into: &out)
         } else {
-            finish(Decision(.biometryNotAvailable, why), into: &out)
+            finish(Decision(.biometryNotAvailable, why, readerFailure: failure), into: &out)
         }
     }
 

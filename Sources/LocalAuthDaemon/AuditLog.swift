@@ -36,6 +36,8 @@ public struct AuditLog: Sendable {
         "lockoutReset": "e0b94baaf4f7405a9754ad0b425d3e3f",
         "passwordUsed": "393e7726c481468a9ab020c1df9be624",
         "importFprintd": "6f2a9f3cbb8e4d0e9c41b7d25a1e8f07",
+        "claimReader": "e95bba61d79b48bfb04f89eeee1e3c89",
+        "releaseReader": "5581fff361414bdabe496144c97fb694",
         "lockout": "e136a5c682a14b56adaea1fdf2f10cc2",
         "lifecycle": "c798909507b444cda2a8fe8dffc53862",
         "notice": "83d5376377214d788d04d9928ee674c4",

@@ -83,11 +83,14 @@ public struct PeerCredentials: Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The operations the authorisation table speaks of; one per request type.
+/// The operations the authorisation table speaks of; one per request type, and a door's claim on a
+/// reader and its release (fprintd's Claim and Release, `Daemon.claimReader`), which have no socket
+/// request.
 public enum Operation: String, Sendable, CaseIterable {
     case status, canEvaluate, evaluate, enroll, list, delete, devices, simulate
     case passcodeSet, passcodeRemove, lockoutReset, passwordUsed, importFprintd
     case rightSave, rightGet, rightRemove, rightUse
+    case claimReader, releaseReader
 
     public init(_ request: Request) {
         switch request {
@@ -147,7 +150,7 @@ public enum Authorization {
         case .devices:
             return .allowed
         case .status, .canEvaluate, .evaluate, .enroll, .list, .delete, .passcodeSet, .passcodeRemove, .rightRemove,
-            .rightSave, .rightGet, .rightUse, .passwordUsed:
+            .rightSave, .rightGet, .rightUse, .passwordUsed, .claimReader, .releaseReader:
             guard let target else { return .allowed }
             guard let own = caller.userName, own == target else {
                 return .refused("uid \(caller.uid) may act only for its own account, not for \(Echo.quoted(target))")

@@ -146,7 +146,7 @@ struct Enrollment {
                 return RequestResult(
                     .timedOut, Phrase.said("No finger was presented within %s s", .verbatim(String(timeout / 1000))))
             }
-            return RequestResult(.biometryNotAvailable, ReaderError.failureMessage(error))
+            return ReaderFailure(error).result
         }
         let stages = Int64(device.enrollStages + 1)
         let line = Phrase.said("Enrolling: stage %1$s of %2$s", .verbatim("1"), .verbatim(String(stages)))
@@ -195,7 +195,7 @@ struct Enrollment {
                         .timedOut,
                         Phrase.said("No finger was presented within %s s", .verbatim(String(timeout / 1000)))))
             }
-            return .failed(RequestResult(.biometryNotAvailable, ReaderError.failureMessage(error)))
+            return .failed(ReaderFailure(error).result)
         }
     }
 }

@@ -130,8 +130,13 @@ struct EvaluationRun {
                     // "Make sure a scan runs": a retry hint leaves the reader's scan running.
                     if scan == nil {
                         let feed = self.feed
-                        let started = startScan(finger) { feed.yield(.policy($0)) }
-                        io.scanStarted?(started)
+                        let compared = finger.map { f in prints.filter { $0.finger == f } } ?? prints
+                        let started = startScan(compared) { feed.yield(.policy($0)) }
+                        let identifies = compared.count > 1 && device?.supportsIdentify == true
+                        io.scanStarted?(
+                            ScanStart(
+                                scan: started, fingers: compared.map(\.finger),
+                                finger: identifies ? nil : compared.first?.finger))
                         scan = started
                     }
                 case .stopScan:
@@ -252,17 +257,16 @@ struct EvaluationRun {
         }
     }
 
-    /// Verifies one print (`finger`'s, or the only one) or identifies among several on the reader;
-    /// the outcome becomes policy input.
-    private func startScan(_ finger: FingerName?, report: @escaping @Sendable (PolicyInput) -> Void) -> Task<
+    /// Verifies one print (the only one, or the first where the reader cannot identify) or identifies
+    /// among several on the reader; the outcome becomes policy input.
+    private func startScan(_ prints: [StoredPrint], report: @escaping @Sendable (PolicyInput) -> Void) -> Task<
         Void, Never
     > {
         let reader = parts.reader
         let device = self.device
-        let prints = finger.map { f in self.prints.filter { $0.finger == f } } ?? self.prints
         return Task {
             guard let reader, let device, !prints.isEmpty else {
-                report(.readerFailed("no fingerprint reader is connected"))
+                report(.readerFailed(.noDevice))
                 return
             }
             // The answer counts once: at libfprint's match callback when it gives one (the reader may
@@ -298,7 +302,7 @@ struct EvaluationRun {
             } catch ReaderError.cancelled {
                 // The evaluation stopped the scan: nothing to report.
             } catch {
-                report(.readerFailed(ReaderError.describe(error)))
+                report(.readerFailed(ReaderFailure(error)))
             }
         }
     }

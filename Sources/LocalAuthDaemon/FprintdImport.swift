@@ -120,7 +120,7 @@ struct FprintdImport {
         do {
             facts = try await reader.describePrint(data)
         } catch {
-            return .failure(Refusal(reason: "libfprint cannot read it as a print (\(ReaderError.describe(error)))"))
+            return .failure(Refusal(reason: "libfprint cannot read it as a print (\(ReaderFailure(error).english))"))
         }
         guard facts.driver == driver, facts.deviceID == device else {
             return .failure(

@@ -20,26 +20,33 @@ extension FingerName {
     var fingerNumber: Int { FingerName.allCases.firstIndex(of: self)! + 1 }
 }
 
-extension ReaderError {
-    /// In a few lowercase words, for a RESULT's message or a policy input.
-    static func describe(_ error: Error) -> String {
-        guard let e = error as? ReaderError else { return "\(error)" }
+extension ReaderFailure {
+    /// The reader layer's error in the daemon's words: the one place a `ReaderError` (libfprint's,
+    /// mapped once in `FingerprintReader`) becomes the failure an answer carries to its door.
+    init(_ error: Error) {
+        guard let e = error as? ReaderError else {
+            self = .other("\(error)")
+            return
+        }
         switch e {
-        case .noDevice: return "no fingerprint reader is connected"
-        case .removed: return "the fingerprint reader was unplugged"
-        case .busy: return "the fingerprint reader is busy"
-        case .cancelled: return "cancelled"
-        case .dataInvalid: return "the stored print does not fit this reader"
-        case .dataNotFound: return "the print is not on the reader"
-        case .dataFull: return "the reader's storage is full"
-        case .notSupported: return "the reader cannot do this"
-        case .communication: return "the fingerprint reader stopped answering properly"
-        case .failed(let why): return why
+        case .noDevice: self = .noDevice
+        case .removed: self = .removed
+        case .busy: self = .busy
+        case .cancelled: self = .cancelled
+        case .dataInvalid: self = .dataInvalid
+        case .dataNotFound: self = .dataNotFound
+        case .dataFull: self = .dataFull
+        case .notSupported: self = .notSupported
+        case .communication: self = .communication
+        case .failed(let why): self = .other(why)
         }
     }
 
-    /// The message of a request the reader could not serve.
-    static func failureMessage(_ error: Error) -> String {
-        "The fingerprint reader failed: \(describe(error))"
+    /// The answer to a request the reader could not serve: the evaluation's phrase for it, which
+    /// each client renders in its language (the failure's own words stay English).
+    var result: RequestResult {
+        var result = RequestResult(.biometryNotAvailable, .readerFailed(english))
+        result.readerFailure = self
+        return result
     }
 }

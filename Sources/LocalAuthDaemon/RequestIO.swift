@@ -25,16 +25,18 @@ public enum ClientSignal: Sendable, Equatable {
 public struct RequestIO: Sendable {
     public let send: @Sendable (Event) -> Void
     public let signals: ClientSignals
-    /// Receives each reader scan the request starts. An evaluation answers at libfprint's match
-    /// callback, and the reader may still be finishing that scan (waiting for the finger to lift) for
-    /// up to `EvaluationRun.finishGraceMs`: a door that must know when the reader is free again
-    /// (fprintd's VerifyStop waits for it) awaits these.
-    public let scanStarted: (@Sendable (Task<Void, Never>) -> Void)?
+    /// Receives each reader scan the request starts, with the fingers it compares (`ScanStart`). An
+    /// evaluation answers at libfprint's match callback, and the reader may still be finishing that
+    /// scan (waiting for the finger to lift) for up to `EvaluationRun.finishGraceMs`: a door that must
+    /// know when the reader is free again (fprintd's VerifyStop waits for it) awaits these. A door
+    /// that speaks before the first scan (fprintd's VerifyStart answer and `VerifyFingerSelected`)
+    /// learns here, from the one evaluation, what it would otherwise ask the daemon for.
+    public let scanStarted: (@Sendable (ScanStart) -> Void)?
 
     /// A door that offers each signal as it arrives (`ClientSignals.offer`).
     public init(
         send: @escaping @Sendable (Event) -> Void, signals: ClientSignals,
-        scanStarted: (@Sendable (Task<Void, Never>) -> Void)? = nil
+        scanStarted: (@Sendable (ScanStart) -> Void)? = nil
     ) {
         self.send = send
         self.signals = signals
@@ -46,7 +48,7 @@ public struct RequestIO: Sendable {
     /// `ClientSignals` directly, as the socket does.
     public init(
         send: @escaping @Sendable (Event) -> Void, signals stream: AsyncStream<ClientSignal>,
-        scanStarted: (@Sendable (Task<Void, Never>) -> Void)? = nil
+        scanStarted: (@Sendable (ScanStart) -> Void)? = nil
     ) {
         let signals = ClientSignals()
         Task {
@@ -64,6 +66,17 @@ extension RequestIO {
         signals.finish()
         return RequestIO(send: { _ in }, signals: signals)
     }
+}
+
+/// A reader scan an evaluation starts: the scan itself, and which of the account's prints it compares.
+public struct ScanStart: Sendable {
+    /// Ends once the reader has finished the scan (`RequestIO.scanStarted`).
+    public let scan: Task<Void, Never>
+    /// The enrolled fingers the scan may match (on this reader; only the one the door named, if it
+    /// named one), in the store's order.
+    public let fingers: [FingerName]
+    /// The one finger verified; nil: the reader identifies among `fingers`.
+    public let finger: FingerName?
 }
 
 /// What a door other than the socket adds to a request: which reader and finger it names, and a

@@ -22,6 +22,7 @@ extension Decision {
         extra.append(.finger, optionalString: finger?.rawValue)
         if let biometryLocked { extra.append(.biometryLocked, bool: biometryLocked) }
         if let passcodeSet { extra.append(.passcodeSet, bool: passcodeSet) }
-        return RequestResult(code, phrase.english, extra: extra.fields, phrase: phrase)
+        return RequestResult(
+            code, phrase.english, extra: extra.fields, phrase: phrase, readerFailure: readerFailure)
     }
 }

@@ -124,28 +124,56 @@ public final class BusCall: @unchecked Sendable {
     public let sender: String
     public let arguments: [BusValue]
     private var message: OpaquePointer?
-    private unowned let connection: BusConnection
+    private unowned let connection: BusConnection?
     private var answered: [() -> Void] = []
+    /// A call of an in-memory endpoint: where its answer goes, and what the sender's credentials are.
+    private var memoryAnswer: ((Result<[BusValue], BusError>) -> Void)?
+    private let memoryCredentials: (uid: UInt32, pid: Int32)?
 
-    fileprivate init(message: OpaquePointer, connection: BusConnection) {
+    fileprivate init(message: OpaquePointer, connection: BusConnection?) {
         self.message = sd_bus_message_ref(message)
         self.connection = connection
         member = sd_bus_message_get_member(message).map { String(cString: $0) } ?? ""
         sender = sd_bus_message_get_sender(message).map { String(cString: $0) } ?? ""
         arguments = BusConnection.readAll(message)
+        memoryCredentials = nil
+    }
+
+    /// A call that crossed no bus (an in-memory endpoint, for in-process tests of a service): the
+    /// sender's unique name and credentials as a bus daemon would state them, and where the answer
+    /// goes (on whatever thread answers it).
+    public init(
+        member: String, sender: String, arguments: [BusValue], credentials: (uid: UInt32, pid: Int32)?,
+        answer: @escaping (Result<[BusValue], BusError>) -> Void
+    ) {
+        self.member = member
+        self.sender = sender
+        self.arguments = arguments
+        self.connection = nil
+        self.memoryCredentials = credentials
+        self.memoryAnswer = answer
     }
 
     deinit {
-        if message != nil { fail(BusError(name: "org.freedesktop.DBus.Error.Failed", message: "No answer")) }
+        if !isAnswered { fail(BusError(name: "org.freedesktop.DBus.Error.Failed", message: "No answer")) }
     }
 
-    public var isAnswered: Bool { message == nil }
+    public var isAnswered: Bool { message == nil && memoryAnswer == nil }
 
     /// Runs `body` once the call is answered (`reply`, `fail`, or dropped unanswered), where it is
     /// answered; at once when it already is.
     public func whenAnswered(_ body: @escaping () -> Void) {
-        guard message != nil else { return body() }
+        guard !isAnswered else { return body() }
         answered.append(body)
+    }
+
+    /// Answers an in-memory call; false for a call that came over a bus.
+    private func answerInMemory(_ answer: Result<[BusValue], BusError>) -> Bool {
+        guard let memoryAnswer else { return false }
+        self.memoryAnswer = nil
+        memoryAnswer(answer)
+        tellAnswered()
+        return true
     }
 
     private func tellAnswered() {
@@ -159,6 +187,7 @@ public final class BusCall: @unchecked Sendable {
     /// The sender's uid and pid as the bus daemon knows them (`sd_bus_query_sender_creds`, which asks
     /// `GetConnectionCredentials`, never `/proc`); nil once answered or when the bus cannot tell.
     public func senderCredentials() -> (uid: UInt32, pid: Int32)? {
+        if memoryAnswer != nil { return memoryCredentials }
         guard let message else { return nil }
         var creds: OpaquePointer?
         let mask = UInt64(SD_BUS_CREDS_UID) | UInt64(SD_BUS_CREDS_EUID) | UInt64(SD_BUS_CREDS_PID)
@@ -174,10 +203,11 @@ public final class BusCall: @unchecked Sendable {
 
     /// `sd_bus_message_new_method_return` with `values`, sent.
     public func reply(_ values: [BusValue] = []) {
+        if answerInMemory(.success(values)) { return }
         guard let message else { return }
         self.message = nil
         defer { sd_bus_message_unref(message) }
-        connection.send { bus in
+        connection?.send { bus in
             var reply: OpaquePointer?
             guard sd_bus_message_new_method_return(message, &reply) >= 0, let reply else { return }
             defer { sd_bus_message_unref(reply) }
@@ -189,10 +219,11 @@ public final class BusCall: @unchecked Sendable {
 
     /// `sd_bus_reply_method_error`.
     public func fail(_ error: BusError) {
+        if answerInMemory(.failure(error)) { return }
         guard let message else { return }
         self.message = nil
         defer { sd_bus_message_unref(message) }
-        connection.send { _ in
+        connection?.send { _ in
             var e = sd_bus_error()
             defer { sd_bus_error_free(&e) }
             sd_bus_error_set(&e, error.name, error.message)

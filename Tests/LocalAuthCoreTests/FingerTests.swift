@@ -193,17 +193,23 @@ import Testing
 
     @Test func evaluate_whenReaderFails_biometrics_failsNotAvailable() {
         var (evaluator, _) = started(options())
-        let out = evaluator.handle(.readerFailed("the reader was unplugged"), nowMs: t0)
-        #expect(out == [.finish(Decision(.biometryNotAvailable, .readerFailed("the reader was unplugged")))])
-        #expect(out.result?.message == "Fingerprint reader failed: the reader was unplugged")
+        let out = evaluator.handle(.readerFailed(.removed), nowMs: t0)
+        #expect(
+            out == [
+                .finish(
+                    Decision(
+                        .biometryNotAvailable, .readerFailed("the fingerprint reader was unplugged"),
+                        readerFailure: .removed))
+            ])
+        #expect(out.result?.message == "Fingerprint reader failed: the fingerprint reader was unplugged")
     }
 
     @Test func evaluate_whenReaderFails_deviceOwner_asksPasscode() {
         var (evaluator, _) = started(options(.deviceOwnerAuthentication))
-        let out = evaluator.handle(.readerFailed("the reader was unplugged"), nowMs: t0)
+        let out = evaluator.handle(.readerFailed(.removed), nowMs: t0)
         #expect(
             out == [
-                .notify(Notice(.info, .readerFailed("the reader was unplugged"))),
+                .notify(Notice(.info, .readerFailed("the fingerprint reader was unplugged"))),
                 .requestPasscode, .notify(Notice(.passcodeNeeded, .enterPasscode)),
             ])
         #expect(evaluator.state.fingerFailures == 0)

@@ -12,7 +12,7 @@ import Testing
     /// Operations any user may do for their own account.
     static let selfService: [Operation] = [
         .status, .canEvaluate, .evaluate, .enroll, .list, .delete, .passcodeSet, .passcodeRemove, .rightSave,
-        .rightGet, .rightUse, .rightRemove,
+        .rightGet, .rightUse, .rightRemove, .claimReader, .releaseReader,
     ]
 
     /// A right is read and used by its owner alone.

@@ -27,9 +27,7 @@ import Testing
     /// fprintd's `verify_result_to_name`: a protocol error is "disconnected", an unplugged reader an
     /// unknown error, a print the reader does not hold a no-match, a full storage "data-full".
     @Test func resultNames_forReaderFailures_areFprintds() {
-        func failed(_ error: ReaderError) -> RequestResult {
-            RequestResult(.biometryNotAvailable, ReaderError.failureMessage(error))
-        }
+        func failed(_ error: ReaderError) -> RequestResult { ReaderFailure(error).result }
         #expect(Fprintd.verifyResultName(failed(.communication)) == "verify-disconnected")
         #expect(Fprintd.enrollResultName(failed(.communication)) == "enroll-disconnected")
         #expect(Fprintd.verifyResultName(failed(.removed)) == "verify-unknown-error")
@@ -37,6 +35,10 @@ import Testing
         #expect(Fprintd.verifyResultName(failed(.dataNotFound)) == "verify-no-match")
         #expect(Fprintd.enrollResultName(failed(.dataFull)) == "enroll-data-full")
         #expect(Fprintd.verifyResultName(failed(.failed("GENERAL"))) == "verify-unknown-error")
+        // The door reads the failure's type, never its words: a message that names a failure is none.
+        let worded = RequestResult(
+            .biometryNotAvailable, .readerFailed(ReaderFailure.communication.english))
+        #expect(Fprintd.verifyResultName(worded) == "verify-unknown-error")
     }
 
     @Test(arguments: [
@@ -67,6 +69,21 @@ import Testing
         #expect(Fprintd.FingerArgument("left-little-finger") == .finger(.leftLittle))
         #expect(Fprintd.FingerArgument("Left-Thumb") == .invalid)
         #expect(Fprintd.FingerArgument(String(repeating: "x", count: 100_000)) == .invalid)
+    }
+
+    /// One table (`FprintdDevice.methods`) gives the served interface, the claim each call needs, the
+    /// account it names and what it does: fprintd's ten Device methods, each once.
+    @Test func methodTable_isFprintdsDeviceInterface() {
+        let members = FprintdDevice.methods.map(\.member)
+        #expect(Set(members).count == 10 && members.count == 10)
+        #expect(FprintdDevice.method("Claim")?.claim == .unclaimed)
+        #expect(FprintdDevice.method("DeleteEnrolledFingers")?.claim == .autoClaim)
+        #expect(FprintdDevice.method("ListEnrolledFingers")?.claim == .anytime)
+        #expect(FprintdDevice.method("VerifyStart")?.claim == .claimed)
+        let naming = FprintdDevice.methods.filter { $0.account != nil }.map(\.member).sorted()
+        #expect(naming == ["Claim", "DeleteEnrolledFingers", "ListEnrolledFingers"])
+        #expect(FprintdDevice.method("Claim")?.account == .claimReader)
+        #expect(FprintdDevice.method("GetDevices") == nil)
     }
 
     @Test func actions_areFprintdsPermissionTable() {

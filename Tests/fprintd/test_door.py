@@ -160,6 +160,17 @@ class ClaimTests(DoorTest):
         harness.wait_for("the claim to go", lambda: "ok" in b.call("Claim", ""))
         b.ok("Release")
 
+    def test_claimAndRelease_areTheDaemonsRequests_eachWithItsAuditRecord(self):
+        # Issue 28: Claim and Release reached past the daemon into the authorisation table and the
+        # reader, and left no record; now each is a request of the daemon with a row of its own.
+        c = self.client("ladbus1")
+        before = len(WORLD.log())
+        c.ok("Claim", "")
+        c.ok("Release")
+        log = WORLD.log()[before:]
+        self.assertRegex(log, r'audit op=claimReader user="ladbus1" caller_uid=64201 [^\n]*via="dbus" result=success')
+        self.assertRegex(log, r'audit op=releaseReader user="ladbus1" caller_uid=64201 [^\n]*via="dbus" result=success')
+
     def test_claimOtherUser_byOrdinaryUserWhomPolkitAllowsIt_isPermissionDenied(self):
         # polkit lets ladbus4 act for others (setusername): localauthd still lets a user act only
         # for their own account, as on its socket.
@@ -285,6 +296,40 @@ class VerifyTests(DoorTest):
         c.ok("VerifyStop")
         c.ok("Release")
         self.assertIn('op=evaluate user="ladbus1"', WORLD.log())
+
+    def test_verifyStart_isOneEvaluation_leavingOneAuditRecordAndNoList(self):
+        # Issue 28: a VerifyStart asked the daemon three times (list, canEvaluate, evaluate), which
+        # left an op=list record beside the evaluation's for every verification over the bus.
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        before = len(WORLD.log())
+        c.ok("VerifyStart", "any")
+        self.assertEqual(c.wait("VerifyFingerSelected"), {"ok": ["right-index-finger"]})
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        c.ok("VerifyStop")
+        c.ok("Release")
+        records = re.findall(r"audit (op=(?:list|canEvaluate|evaluate)) ", WORLD.log()[before:])
+        self.assertEqual(records, ["op=evaluate"], WORLD.log()[before:])
+
+    def test_verifyStart_whileAnotherAccountHasTheReader_startsAndEndsAtOnceAsBefore(self):
+        # One evaluation per VerifyStart (issue 28) must not turn a reader that another account's
+        # verification holds into a refused VerifyStart: as when the door asked canEvaluate first
+        # (which does not look at the reader's holder), it starts and ends with verify-unknown-error.
+        WORLD.enrol_as_root("ladbus4", "right-index-finger")
+        other = subprocess.Popen([os.path.join(WORLD.bin, "localauthctl"), "verify", "--user", "ladbus4"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
+        watcher = self.client()
+        harness.wait_for("ladbus4's scan", lambda: watcher.send(get="finger-needed") == {"ok": True})
+        c = self.client("ladbus1")
+        c.ok("Claim", "")
+        c.ok("VerifyStart", "any")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-unknown-error", True]})
+        WORLD.virtual("SCAN ladbus4-right-index-finger")
+        out, _ = other.communicate(timeout=30)
+        self.assertEqual(other.returncode, 0, out)
+        c.ok("VerifyStop")
+        c.ok("Release")
 
     def test_verify_whenAnotherFingerTouches_reportsNoMatch(self):
         c = self.client("ladbus1")

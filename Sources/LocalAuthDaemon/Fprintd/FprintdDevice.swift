@@ -15,9 +15,23 @@ import Synchronization
 protocol FprintdBackend: Sendable {
     func handle(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
         -> RequestResult
+    func claimReader(user: String, caller: PeerCredentials, door: DoorContext, hold: Bool) async -> RequestResult
+    func releaseReader(user: String, caller: PeerCredentials, door: DoorContext, close: Bool) async -> RequestResult
+    func abandonReader(user: String, caller: PeerCredentials, door: DoorContext)
+    func refusal(_ operation: Operation, caller: PeerCredentials, target: String, door: DoorContext) -> RequestResult?
 }
 
 extension Daemon: FprintdBackend {}
+
+/// What a device needs of its bus connection: the queue it lives on and the signals it sends.
+/// `BusConnection` on the system bus; an in-memory endpoint in the door's in-process tests.
+protocol FprintdBus: AnyObject, Sendable {
+    var queue: DispatchQueue { get }
+    func emitSignal(path: String, interface: String, member: String, _ values: [BusValue], destination: String?)
+    func emitPropertiesChanged(path: String, interface: String, names: [String])
+}
+
+extension BusConnection: FprintdBus {}
 
 /// One reader as fprintd's `net.reactivated.Fprint.Device`: claim, verify, enrol, list and delete,
 /// with fprintd's state machine (`src/device.c`: one claimer, one action at a time, an action stays
@@ -38,11 +52,10 @@ final class FprintdDevice: @unchecked Sendable {
     let index: Int
     let path: String
     let reader: ReaderDeviceInfo
-    let bus: BusConnection
-    let polkit: Polkit
+    let bus: FprintdBus
+    let polkit: PolkitAuthority
     let backend: FprintdBackend
-    /// The reader layer, held open while the device is claimed (fprintd opens it on Claim).
-    let readers: FingerprintReader?
+    /// The daemon holds the reader open for this device's claim (fprintd opens it on Claim).
     var holding = false
     /// A Release is closing the reader.
     var closing = false
@@ -72,6 +85,8 @@ final class FprintdDevice: @unchecked Sendable {
     /// Verifications whose reader scans have not all ended.
     var scanning = 0
     var statusReported = false
+    /// The VerifyStart not answered yet: its evaluation has started no scan so far.
+    var verifyCall: BusCall?
     /// Counts starts and stops: a start whose preparation (the daemon's list, canEvaluate, the
     /// replaced print) outlived a Stop or Release of the same action does not begin.
     var startGeneration = 0
@@ -81,10 +96,9 @@ final class FprintdDevice: @unchecked Sendable {
     var isSwipe: Bool
 
     init(
-        index: Int, reader: ReaderDeviceInfo, bus: BusConnection, polkit: Polkit, backend: FprintdBackend,
-        readers: FingerprintReader?, audit: AuditLog, gate: FprintdGate
+        index: Int, reader: ReaderDeviceInfo, bus: FprintdBus, polkit: PolkitAuthority, backend: FprintdBackend,
+        audit: AuditLog, gate: FprintdGate
     ) {
-        self.readers = readers
         self.index = index
         self.path = Fprintd.devicePath(index)
         self.reader = reader
@@ -100,18 +114,7 @@ final class FprintdDevice: @unchecked Sendable {
     var interface: BusInterface {
         BusInterface(
             name: Fprintd.deviceInterface,
-            methods: [
-                .init(member: "ListEnrolledFingers", signature: "s", result: "as"),
-                .init(member: "DeleteEnrolledFingers", signature: "s", result: ""),
-                .init(member: "DeleteEnrolledFingers2", signature: "", result: ""),
-                .init(member: "DeleteEnrolledFinger", signature: "s", result: ""),
-                .init(member: "Claim", signature: "s", result: ""),
-                .init(member: "Release", signature: "", result: ""),
-                .init(member: "VerifyStart", signature: "s", result: ""),
-                .init(member: "VerifyStop", signature: "", result: ""),
-                .init(member: "EnrollStart", signature: "s", result: ""),
-                .init(member: "EnrollStop", signature: "", result: ""),
-            ],
+            methods: Self.methods.map { .init(member: $0.member, signature: $0.signature, result: $0.result) },
             signals: [
                 .init(member: "VerifyFingerSelected", signature: "s"),
                 .init(member: "VerifyStatus", signature: "sb"),

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
-import FingerprintReader
 import LocalAuthProtocol
 import LocalAuthStore
 import LocalAuthSystemd
@@ -15,34 +14,9 @@ import Synchronization
 extension FprintdDevice {
     // MARK: Calls
 
-    /// Which claim a method needs (fprintd's `get_claim_state_for_invocation`).
-    enum ClaimNeed {
-        case unclaimed, claimed, autoClaim, anytime
-    }
-
-    static func claimNeed(_ member: String) -> ClaimNeed {
-        switch member {
-        case "Claim": .unclaimed
-        case "DeleteEnrolledFingers": .autoClaim
-        case "ListEnrolledFingers": .anytime
-        default: .claimed
-        }
-    }
-
-    /// The polkit actions of which one must allow the method (fprintd's `get_permissions_for_invocation`,
-    /// in its priority order).
-    static func actions(for member: String) -> [Fprintd.Action] {
-        switch member {
-        case "Claim": [.verify, .enroll]
-        case "DeleteEnrolledFinger", "DeleteEnrolledFingers", "DeleteEnrolledFingers2", "EnrollStart": [.enroll]
-        case "ListEnrolledFingers", "VerifyStart": [.verify]
-        default: []
-        }
-    }
-
     /// fprintd's `_fprint_device_check_claimed`.
     func claimProblem(_ call: BusCall) -> BusError? {
-        var need = Self.claimNeed(call.member)
+        var need = Self.method(call.member)?.claim ?? .claimed
         if need == .anytime { return nil }
         if need == .autoClaim { need = session == nil ? .unclaimed : .claimed }
         if need == .unclaimed {
@@ -88,41 +62,34 @@ extension FprintdDevice {
         gate.admit(call, caller: caller) { [self] in admitted(call, caller: caller, own: own) }
     }
 
-    /// The daemon operation a call that names an account stands for, in its audit record.
-    static func operation(of member: String) -> Operation {
-        switch member {
-        case "ListEnrolledFingers": .list
-        case "DeleteEnrolledFingers": .delete
-        default: .evaluate
-        }
-    }
-
     /// A call that has its turn: the account it names, polkit, then the method.
     func admitted(_ call: BusCall, caller: PeerCredentials, own: String) {
+        guard let method = Self.method(call.member) else {
+            return call.fail(BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: call.member))
+        }
         var user: String?
-        if ["Claim", "DeleteEnrolledFingers", "ListEnrolledFingers"].contains(call.member) {
+        if method.account != nil {
             let requested = call.string(0) ?? ""
             user = requested.isEmpty ? own : requested
         }
         let needsOtherUser = user.map { $0 != own } ?? false
         // The daemon's rule before polkit's: a user acts only for their own account, so polkit is not
         // even asked (no administrator's password dialog for a request that is refused anyway).
-        // Audited as the socket audits the same refusal.
-        let operation = Self.operation(of: call.member)
-        if needsOtherUser, let user,
-            case .refused(let why) = Authorization.decide(operation, caller: caller, target: user)
+        // The daemon decides it and audits a refusal as the socket's (`Daemon.refusal`).
+        if needsOtherUser, let user, let operation = method.account,
+            let refused = backend.refusal(operation, caller: caller, target: user, door: door())
         {
-            return refuseAudited(call, operation, user: user, caller: caller, result: .notAuthorized, why: why)
+            return call.fail(Self.error(for: refused))
         }
         authorize(call, caller: caller, actions: needsOtherUser ? [.setUsername] : []) { [self] setUsername in
             guard setUsername != nil else { return }
-            authorize(call, caller: caller, actions: Self.actions(for: call.member)) { [self] answer in
+            authorize(call, caller: caller, actions: method.actions) { [self] answer in
                 guard let answer else { return }
                 if let problem = claimProblem(call) {
                     refuse(call, problem)
                     return
                 }
-                perform(call, caller: caller, user: user, enrollAnswer: answer)
+                perform(method, call, caller: caller, user: user, polkit: answer)
             }
         }
     }
@@ -167,43 +134,16 @@ extension FprintdDevice {
         call.fail(error)
     }
 
-    /// A decision about an account that the door makes itself: the audit record the socket writes for
-    /// it (`op=… result=…`, with `via="dbus"`), then PermissionDenied.
-    func refuseAudited(
-        _ call: BusCall, _ operation: Operation, user: String, caller: PeerCredentials, result: ResultCode,
-        why: String, fields: [(String, String)] = [], phrase: String? = nil
-    ) {
-        audit.decision(
-            operation, user: user, caller: caller, result: result, detail: why, fields: fields + [("via", "dbus")],
-            phrase: phrase)
-        call.fail(Fprintd.ErrorName.permissionDenied("Not Authorized: \(why)"))
-    }
-
     /// This device's requests to the daemon: on its reader, named as the D-Bus door in the audit.
     func door(finger: FingerName? = nil, presence: DoorContext.Presence? = nil) -> DoorContext {
         DoorContext(readerID: reader.id, finger: finger, presence: presence, name: "dbus")
     }
 
-    func perform(_ call: BusCall, caller: PeerCredentials, user: String?, enrollAnswer: PolkitAnswer) {
+    func perform(_ method: Method, _ call: BusCall, caller: PeerCredentials, user: String?, polkit: PolkitAnswer) {
         audit.debug(
             "\(path): \(call.member) of \(call.sender) authorised; action \(action), running \(running != nil), scanning \(scanning)"
         )
-        switch call.member {
-        case "Claim": claim(call, caller: caller, user: user!)
-        case "Release": release(call)
-        case "VerifyStart": verifyStart(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""))
-        case "VerifyStop": stop(call, kind: .verify)
-        case "EnrollStart":
-            enrollStart(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""), polkit: enrollAnswer)
-        case "EnrollStop": stop(call, kind: .enroll)
-        case "ListEnrolledFingers": list(call, caller: caller, user: user!)
-        case "DeleteEnrolledFinger": deleteOne(call, finger: Fprintd.FingerArgument(call.string(0) ?? ""))
-        case "DeleteEnrolledFingers2":
-            guard let session else { return refuse(call, Fprintd.ErrorName.claimDevice("Device was not claimed")) }
-            delete(call, caller: session.caller, user: session.user, finger: nil)
-        case "DeleteEnrolledFingers": delete(call, caller: caller, user: user!, finger: nil)
-        default: call.fail(BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: call.member))
-        }
+        method.perform(self, call, caller, user, polkit)
     }
 
     /// fprintd's `can_start_action`.
@@ -235,35 +175,42 @@ extension FprintdDevice {
         guard EnrollmentStore.isValidUserName(user) else {
             return refuse(call, Fprintd.ErrorName.internal("Not a valid user name (\(user.utf8.count) bytes)"))
         }
-        // The daemon's own rule first: a user acts only for their own account, whatever polkit said.
-        if case .refused(let why) = Authorization.decide(.evaluate, caller: caller, target: user) {
-            return refuseAudited(call, .evaluate, user: user, caller: caller, result: .notAuthorized, why: why)
-        }
+        // The claim is the daemon's request (`Daemon.claimReader`): its account rule (a user claims
+        // only for their own account, whatever polkit said), its audit record, and the reader held
+        // open until Release (fprintd opens it on Claim). The device counts as claimed meanwhile.
         let session = Session(sender: call.sender, user: user, caller: caller)
         self.session = session
-        audit.debug("D-Bus client \(call.sender) (\(caller)) claimed \(path) for \(user)")
-        // fprintd opens the reader on Claim and keeps it open until Release; so do we.
-        guard let readers, !holding else { return call.reply() }
+        audit.debug("D-Bus client \(call.sender) (\(caller)) claims \(path) for \(user)")
+        let hold = !holding
         holding = true
-        let id = reader.id
+        let backend = self.backend
+        let door = self.door()
         Task {
-            var failure: ReaderError?
-            do throws(ReaderError) { try await readers.hold(deviceID: id) } catch { failure = error }
-            let opened = failure
+            let result = await backend.claimReader(user: user, caller: caller, door: door, hold: hold)
             self.bus.queue.async {
-                guard let opened else { return call.reply() }
-                self.letGo()
+                if result.isSuccess { return call.reply() }
+                if hold { self.holding = false }  // nothing is held: the daemon's hold failed or never began
                 if self.session?.sender == session.sender { self.endSession() }
-                call.fail(Fprintd.ErrorName.internal("Open failed with error: \(ReaderError.describe(opened))"))
+                call.fail(Self.claimError(result))
             }
         }
     }
 
-    /// Lets the reader close again after a claim.
-    func letGo() {
+    /// fprintd's error for a Claim the daemon refused or could not open the reader for.
+    static func claimError(_ result: RequestResult) -> BusError {
+        if let failure = result.readerFailure {
+            return Fprintd.ErrorName.internal("Open failed with error: \(failure.english)")
+        }
+        return error(for: result)
+    }
+
+    /// Gives up the reader after a claim that ends without a Release (the claimer left, the reader was
+    /// unplugged): through the daemon, which audits it.
+    func letGo(_ claim: Session?) {
         guard holding else { return }
         holding = false
-        readers?.releaseHold(deviceID: reader.id)
+        guard let claim else { return }
+        backend.abandonReader(user: claim.user, caller: claim.caller, door: door())
     }
 
     func release(_ call: BusCall) {
@@ -274,23 +221,22 @@ extension FprintdDevice {
             stopRunning?()
             return
         }
-        if holding, !unplugged, let readers {
+        if holding, !unplugged, let claim = session {
             // fprintd closes the reader on Release and answers with the close's error; a second
             // Release meanwhile is AlreadyInUse.
             holding = false
             closing = true
-            let id = reader.id
+            let backend = self.backend
+            let door = self.door()
             Task {
-                var failure: ReaderError?
-                do throws(ReaderError) { try await readers.releaseHoldAndClose(deviceID: id) } catch { failure = error }
-                let closeError = failure
+                let released = await backend.releaseReader(
+                    user: claim.user, caller: claim.caller, door: door, close: true)
                 self.bus.queue.async {
                     self.closing = false
                     self.endSession()
                     defer { self.resumeClaims() }
-                    guard let closeError else { return call.reply() }
-                    call.fail(
-                        Fprintd.ErrorName.internal("Release failed with error: \(ReaderError.describe(closeError))"))
+                    guard let failure = released.readerFailure else { return call.reply() }
+                    call.fail(Fprintd.ErrorName.internal("Release failed with error: \(failure.english)"))
                 }
             }
             return
@@ -299,7 +245,7 @@ extension FprintdDevice {
         if unplugged {
             // As fprintd: the claimer learns the reader is gone, then the device leaves the bus.
             call.fail(
-                Fprintd.ErrorName.internal("Release failed with error: \(ReaderError.describe(ReaderError.removed))"))
+                Fprintd.ErrorName.internal("Release failed with error: \(ReaderFailure.removed.english)"))
             gone?()
         } else {
             call.reply()
@@ -315,11 +261,12 @@ extension FprintdDevice {
     }
 
     func endSession() {
+        let ended = session
         session = nil
         action = .none
         statusReported = false
         startGeneration += 1
-        letGo()
+        letGo(ended)
     }
 
     /// A name left the bus. The claimer: what it started is stopped and the device is free at once

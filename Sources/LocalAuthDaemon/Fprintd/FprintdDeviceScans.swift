@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
-import FingerprintReader
 import LocalAuthProtocol
 import LocalAuthStore
 import LocalAuthSystemd
@@ -24,75 +23,72 @@ extension FprintdDevice {
 
     // MARK: Verify
 
+    /// VerifyStart is one evaluation (issue 28): its answer waits for the evaluation's first scan,
+    /// which names the enrolled fingers it compares (`ScanStart`); an evaluation the daemon's rules
+    /// refuse before any scan (presence, lockout, no finger) answers it with fprintd's error, and the
+    /// daemon's own audit record of the evaluation is the only one.
     func verifyStart(_ call: BusCall, finger: Fprintd.FingerArgument) {
         guard let session else { return refuse(call, Fprintd.ErrorName.claimDevice("Device was not claimed")) }
         if let problem = busyProblem() { return refuse(call, problem) }
-        let generation = begin(.verify)
-        let backend = self.backend
-        Task {
-            let listed = await backend.handle(
-                .list(user: session.user), caller: session.caller, io: .silent, door: self.door())
-            let can = await backend.handle(
-                .canEvaluate(policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user),
-                caller: session.caller, io: .silent, door: self.door(finger: finger.name))
-            self.bus.queue.async {
-                guard self.startGeneration == generation, self.action == .verify else {
-                    return call.fail(Fprintd.ErrorName.internal("The verification was stopped before it began"))
-                }
-                self.verifyPrepared(call, session: session, finger: finger, listed: listed, can: can)
-            }
-        }
+        _ = begin(.verify)
+        verifyCall = call
+        startVerification(session, finger: finger.name)
     }
 
-    func verifyPrepared(
-        _ call: BusCall, session: Session, finger: Fprintd.FingerArgument, listed: RequestResult,
-        can: RequestResult
-    ) {
-        let fingers = listed.isSuccess ? listed.fields.strings(.finger) : []
-        func fail(_ error: BusError) {
-            action = .none
-            refuse(call, error)
-        }
-        guard self.session?.sender == session.sender else {
-            return fail(Fprintd.ErrorName.claimDevice("Device was released"))
-        }
-        if !listed.isSuccess && listed.resultCode == .notAuthorized {
-            return fail(Fprintd.ErrorName.permissionDenied("Not Authorized: \(listed.message)"))  // audited: op=list
-        }
-        // VerifyStart is the door's evaluation: refused by the daemon's rules (presence, lockout, no
-        // finger), it leaves the record the socket writes for a refused evaluation (issue 26).
-        if !can.isSuccess {
-            audit.decision(
-                .evaluate, user: session.user, caller: session.caller, result: can.resultCode ?? .internalError,
-                detail: can.message,
-                fields: [
-                    ("service", Self.verifyService),
-                    ("policy", String(PolicyKind.deviceOwnerAuthenticationWithBiometrics.rawValue)),
-                    ("via", "dbus"),
-                ], phrase: can.phrase?.identifier)
-        }
-        let selected: String
-        switch finger {
-        case .any, .invalid:
-            guard !fingers.isEmpty else { return fail(Fprintd.ErrorName.noEnrolledPrints("No fingerprints enrolled")) }
-            selected = fingers.count == 1 ? fingers[0] : (reader.supportsIdentify ? "any" : fingers[0])
-        case .finger(let name):
-            guard fingers.contains(name.rawValue) else {
-                return fail(Fprintd.ErrorName.noEnrolledPrints("No such print \(name.fingerNumber)"))
-            }
-            selected = name.rawValue
-        }
-        switch can.resultCode {
-        case .success: break
-        case .biometryNotEnrolled: return fail(Fprintd.ErrorName.noEnrolledPrints("No fingerprints enrolled"))
-        default: return fail(Fprintd.ErrorName.permissionDenied("Not Authorized: \(can.message)"))
-        }
+    /// The verification's first scan starts: VerifyStart is answered and the finger it scans named.
+    func verifyScanning(_ start: ScanStart, session: Session) {
+        guard let call = verifyCall, self.session?.sender == session.sender else { return }
+        verifyCall = nil
         call.reply()
         // To the claimer only (fprintd broadcasts it): nobody else learns the finger's name (issue 26).
         bus.emitSignal(
-            path: path, interface: Fprintd.deviceInterface, member: "VerifyFingerSelected", [.string(selected)],
-            destination: session.sender)
-        startVerification(session, finger: finger.name)
+            path: path, interface: Fprintd.deviceInterface, member: "VerifyFingerSelected",
+            [.string(start.finger?.rawValue ?? "any")], destination: session.sender)
+    }
+
+    /// A verification that ended before its first scan: VerifyStart's answer. A success (the
+    /// account's reuse window) is answered as a verification that matched at once, and a reader
+    /// another request had taken as one that failed at once (`verify-unknown-error`), as when the
+    /// door asked canEvaluate first, which does not look at the reader's holder: true when a final
+    /// status follows.
+    func verifyEndedUnscanned(_ call: BusCall, result: RequestResult, stopped: Bool, finger: FingerName?) -> Bool {
+        if stopped {
+            action = .none
+            call.fail(Fprintd.ErrorName.internal("The verification was stopped before it began"))
+            return false
+        }
+        guard let session else {
+            action = .none
+            refuse(call, Fprintd.ErrorName.claimDevice("Device was released"))
+            return false
+        }
+        if result.isSuccess || Self.readerWasTaken(result) {
+            call.reply()
+            bus.emitSignal(
+                path: path, interface: Fprintd.deviceInterface, member: "VerifyFingerSelected",
+                [.string(finger?.rawValue ?? "any")], destination: session.sender)
+            return true
+        }
+        switch result.resultCode {
+        case .biometryNotEnrolled:
+            action = .none
+            let message = finger.map { "No such print \($0.fingerNumber)" } ?? "No fingerprints enrolled"
+            refuse(call, Fprintd.ErrorName.noEnrolledPrints(message))
+        default:
+            action = .none
+            refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(result.message)"))
+        }
+        return false
+    }
+
+    /// Whether an evaluation found the reader held by another request (or its account's share of it
+    /// used up): the answer's phrase says so, by type.
+    static func readerWasTaken(_ result: RequestResult) -> Bool {
+        guard case .fingerNotAvailable(let why) = result.phrase else { return false }
+        switch why {
+        case .readerBusy, .readerShareUsed: return true
+        default: return false
+        }
     }
 
     func startVerification(_ session: Session, finger: FingerName?) {
@@ -102,11 +98,17 @@ extension FprintdDevice {
         let scans = Scans()
         self.scans = scans
         scanning += 1
+        let scanned = StopFlag()
         let io = RequestIO(
             send: { [self] event in
                 guard event.kind == .retry else { return }
                 bus.queue.async { self.emitStatus("VerifyStatus", Fprintd.verifyRetryName(event.hint), done: false) }
-            }, signals: signals, scanStarted: scans.add)
+            }, signals: signals,
+            scanStarted: { [self] start in
+                scans.add(start.scan)
+                scanned.value = true
+                bus.queue.async { self.verifyScanning(start, session: session) }
+            })
         let options = EvaluateOptions(
             policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user, service: Self.verifyService,
             tries: 1, timeoutMs: EvaluateOptions.maxTimeoutMs)
@@ -122,9 +124,11 @@ extension FprintdDevice {
             repeat {
                 // fprintd's verify waits for a finger until stopped: a daemon timeout starts a new one.
                 result = await backend.handle(.evaluate(options), caller: session.caller, io: io, door: door)
-            } while result.resultCode == .timedOut && !Task.isCancelled
+            } while result.resultCode == .timedOut && scanned.value && !Task.isCancelled
             let final = result
-            bus.queue.async { self.finished(kind: .verify, result: final, stopped: stopped.value) }
+            bus.queue.async {
+                self.finished(kind: .verify, result: final, stopped: stopped.value, finger: finger)
+            }
             await scans.ended()
             bus.queue.async { self.readerFinished(scans) }
         }
@@ -261,13 +265,20 @@ extension FprintdDevice {
 
     /// A verify or enrol request ended: its final status (unless one was reported), then any Stop or
     /// Release that waited for it.
-    func finished(kind: ActionKind, result: RequestResult, stopped: Bool) {
+    func finished(kind: ActionKind, result: RequestResult, stopped: Bool, finger: FingerName? = nil) {
         let code = result.resultCode.map { "\($0)" } ?? "code \(result.code)"
         audit.debug("\(path): \(kind) ended: \(code) \(result.message)\(stopped ? " (stopped)" : "")")
         running = nil
         stopRunning = nil
+        // A verification that ended before its first scan answers its VerifyStart; refused, it has
+        // no status to report.
+        var refused = false
+        if kind == .verify, let call = verifyCall {
+            verifyCall = nil
+            refused = !verifyEndedUnscanned(call, result: result, stopped: stopped, finger: finger)
+        }
         // The reader's own word comes before libfprint's hot-plug event: the claim ends as unplugged.
-        if Fprintd.says(result, .removed) { unplugged = true }
+        if result.readerFailure == .removed { unplugged = true }
         guard session != nil else {
             // Its claimer left the bus (the device was released then): no status, to nobody; a Stop
             // or Release it sent before it left is answered, and the Claims that waited for this
@@ -276,7 +287,7 @@ extension FprintdDevice {
             answerStops()
             return resumeClaims()
         }
-        if !statusReported {
+        if !statusReported && !refused {
             if kind == .verify {
                 emitStatus("VerifyStatus", stopped ? "verify-no-match" : Fprintd.verifyResultName(result), done: true)
             } else {

@@ -106,7 +106,7 @@ public final class FprintdService: @unchecked Sendable {
     private func add(_ info: ReaderDeviceInfo) throws {
         guard !devices.contains(where: { $0.reader.id == info.id && !$0.unplugged }) else { return }
         let device = FprintdDevice(
-            index: nextIndex, reader: info, bus: bus, polkit: polkit, backend: backend, readers: readers, audit: audit,
+            index: nextIndex, reader: info, bus: bus, polkit: polkit, backend: backend, audit: audit,
             gate: gate)
         nextIndex += 1
         try bus.export(device.interface, at: device.path)

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-import FingerprintReader
 import LocalAuthProtocol
 import LocalAuthSystemd
 
@@ -80,17 +79,16 @@ enum Fprintd {
         }
     }
 
-    /// Whether a reader failure's RESULT names `error` (the daemon words them in one place,
-    /// `ReaderError.describe`).
-    static func says(_ result: RequestResult, _ error: ReaderError) -> Bool {
-        result.resultCode == .biometryNotAvailable && result.message.contains(ReaderError.describe(error))
-    }
-
     /// The final `VerifyStatus` of a finished evaluation (fprintd's `verify_result_to_name`: a
     /// protocol error is "disconnected", a print the reader does not hold a no-match).
     static func verifyResultName(_ result: RequestResult) -> String {
-        if says(result, .communication) { return "verify-disconnected" }
-        if says(result, .dataNotFound) { return "verify-no-match" }
+        switch result.readerFailure {
+        case .communication: return "verify-disconnected"
+        case .dataNotFound: return "verify-no-match"
+        case .noDevice, .removed, .busy, .cancelled, .dataInvalid, .dataFull, .notSupported, .other:
+            return "verify-unknown-error"
+        case nil: break
+        }
         switch result.resultCode {
         case .success: return "verify-match"
         // A miss that locked biometrics is still a miss for this scan.
@@ -101,8 +99,13 @@ enum Fprintd {
 
     /// The final `EnrollStatus` of a finished enrolment (fprintd's `enroll_result_to_name`).
     static func enrollResultName(_ result: RequestResult) -> String {
-        if says(result, .communication) { return "enroll-disconnected" }
-        if says(result, .dataFull) { return "enroll-data-full" }
+        switch result.readerFailure {
+        case .communication: return "enroll-disconnected"
+        case .dataFull: return "enroll-data-full"
+        case .noDevice, .removed, .busy, .cancelled, .dataInvalid, .dataNotFound, .notSupported, .other:
+            return "enroll-unknown-error"
+        case nil: break
+        }
         switch result.resultCode {
         case .success: return "enroll-completed"
         // The door replaces a finger enrolled again, so only the duplicate check answers this.

@@ -37,9 +37,15 @@ struct PolkitAnswer: Equatable, Sendable {
     }
 }
 
+/// polkit's `CheckAuthorization` for a sender and an action: `Polkit` over the bus; an answer of
+/// the test's in the door's in-process tests.
+protocol PolkitAuthority: Sendable {
+    func check(sender: String, action: String, completion: @escaping (Result<PolkitAnswer, BusError>) -> Void)
+}
+
 /// polkit's `org.freedesktop.PolicyKit1.Authority.CheckAuthorization`, asked over the door's bus
 /// connection for a D-Bus sender (subject `system-bus-name`), as fprintd asks it.
-struct Polkit {
+struct Polkit: PolkitAuthority {
     static let destination = "org.freedesktop.PolicyKit1"
     static let path = "/org/freedesktop/PolicyKit1/Authority"
     static let interface = "org.freedesktop.PolicyKit1.Authority"
