@@ -34,12 +34,15 @@ let package = Package(
         .target(name: "LocalAuthProtocol"),
         .target(name: "LocalAuthCore", dependencies: ["LocalAuthProtocol"]),
         // The ssh agent protocol (draft-miller-ssh-agent) for `localauthctl ssh-agent`.
-        .target(name: "SSHAgentProtocol"),
+        .target(name: "SSHAgentProtocol", dependencies: ["SHA2"]),
+        // SHA-256's compression, written once: SHA-224 (LocalAuthCrypto) and ssh fingerprints.
+        .target(name: "SHA2"),
 
         // The edges.
         .target(name: "FingerprintReader", dependencies: ["CLibfprint"]),
         // swift-crypto, confined: sealing at rest and the rights' P-256 keys (ADR 0006).
-        .target(name: "LocalAuthCrypto", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(
+            name: "LocalAuthCrypto", dependencies: ["SHA2", .product(name: "Crypto", package: "swift-crypto")]),
         .target(
             name: "LocalAuthStore", dependencies: ["LocalAuthProtocol", "LocalAuthCore", "LocalAuthCrypto", "CCrypt"]),
         // libsystemd (sd-daemon, sd-journal, sd-login, sd-bus): this target and no other.

@@ -14,7 +14,7 @@ FUZZ_SWIFT := $(FUZZ_BUILD)/fuzz_swift_codec
 FUZZ_SWIFT_SRCS := $(wildcard Sources/LocalAuthProtocol/*.swift) fuzz/codec.swift
 # The ssh agent's codec (Sources/SSHAgentProtocol), seeded with a few well-formed agent frames.
 FUZZ_AGENT := $(FUZZ_BUILD)/fuzz_ssh_agent
-FUZZ_AGENT_SRCS := $(wildcard Sources/SSHAgentProtocol/*.swift) fuzz/agent.swift
+FUZZ_AGENT_SRCS := $(wildcard Sources/SSHAgentProtocol/*.swift) $(wildcard Sources/SHA2/*.swift) fuzz/agent.swift
 
 .PHONY: fuzz fuzz-swift fuzz-agent
 

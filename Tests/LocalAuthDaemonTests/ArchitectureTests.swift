@@ -11,10 +11,11 @@ import Testing
         // The leaves: pure, no I/O.
         "LocalAuthProtocol": [],
         "LocalAuthCore": ["LocalAuthProtocol"],
-        "SSHAgentProtocol": [],
+        "SSHAgentProtocol": ["SHA2"],
+        "SHA2": [],
         // The edges, each with its C.
         "FingerprintReader": ["CLibfprint", "Glibc", "Dispatch", "Synchronization"],
-        "LocalAuthCrypto": ["Crypto"],
+        "LocalAuthCrypto": ["Crypto", "SHA2"],
         "LocalAuthStore": [
             "LocalAuthProtocol", "LocalAuthCore", "LocalAuthCrypto", "CCrypt", "Glibc", "Synchronization",
         ],
