@@ -91,28 +91,6 @@ public enum Operation: String, Sendable, CaseIterable {
     case passcodeSet, passcodeRemove, lockoutReset, passwordUsed, importFprintd
     case rightSave, rightGet, rightRemove, rightUse
     case claimReader, releaseReader
-
-    public init(_ request: Request) {
-        switch request {
-        case .status: self = .status
-        case .canEvaluate: self = .canEvaluate
-        case .evaluate: self = .evaluate
-        case .enroll: self = .enroll
-        case .list: self = .list
-        case .delete: self = .delete
-        case .devices: self = .devices
-        case .simulate: self = .simulate
-        case .passcodeSet: self = .passcodeSet
-        case .passcodeRemove: self = .passcodeRemove
-        case .lockoutReset: self = .lockoutReset
-        case .rightSave: self = .rightSave
-        case .rightGet: self = .rightGet
-        case .rightRemove: self = .rightRemove
-        case .rightUse: self = .rightUse
-        case .passwordUsed: self = .passwordUsed
-        case .importFprintd: self = .importFprintd
-        }
-    }
 }
 
 /// The authorisation table of `docs/security.md`, as one pure function.
