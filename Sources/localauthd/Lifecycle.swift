@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
 import FingerprintReader
+import LocalAuthDaemon
+import LocalAuthFprintdDoor
+import LocalAuthSocketDoor
 import LocalAuthStore
 import LocalAuthSystemd
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -12,14 +16,14 @@ import LocalAuthSystemd
 /// idle for `idle-exit-seconds`), stops them in reverse. Tells systemd each step (`STATUS=`),
 /// `READY=1` once a connection can be answered, `WATCHDOG=1` while the event loop and the daemon
 /// actor answer, `STOPPING=1` on the way out.
-public enum DaemonMain {
+enum DaemonMain {
     /// Why the daemon stops.
     enum Stop: Sendable, Equatable {
         case signal(Int32)
         case idle(Int)
     }
 
-    public static func run(_ options: DaemonOptions) async -> Int32 {
+    static func run(_ options: DaemonOptions) async -> Int32 {
         let options = options.withSystemdDirectories()
         let early = AuditLog()
         signal(SIGPIPE, SIG_IGN)
@@ -127,9 +131,9 @@ public enum DaemonMain {
         logind.watchSleep { goingToSleep in
             if goingToSleep { await daemon.prepareForSleep() } else { await daemon.resumedFromSleep() }
         }
-        if importsFprintdPrintsAtFirstStart(options, config) {
-            await importFprintdPrints(
-                daemon: daemon, from: config.fprintdStateDir, stateDirectory: options.stateDirectory, audit: audit)
+        if Daemon.importsFprintdPrintsAtFirstStart(options, config) {
+            await daemon.importFprintdPrintsAtFirstStart(
+                from: config.fprintdStateDir, stateDirectory: options.stateDirectory)
         }
         let adopted = SocketActivation.adoptedSocket()
         let place = adopted != nil ? "the socket from systemd" : options.socketPath
@@ -167,7 +171,9 @@ public enum DaemonMain {
         var fprintd: FprintdService?
         if fprintdCompat {
             do {
-                fprintd = try await FprintdService(daemon: daemon, reader: reader, audit: audit, server: server)
+                fprintd = try await FprintdService(
+                    daemon: daemon, reader: reader, audit: audit, requests: server.gate, throttle: server.throttle,
+                    callsPerUID: server.limits.connectionsPerUID)
             } catch {
                 audit.notice("cannot serve fprintd's D-Bus API: \(error); serving the socket only")
             }
@@ -216,32 +222,6 @@ public enum DaemonMain {
         return 0
     }
 
-    /// The system instance takes the machine's fprintd prints at its first start; a daemon on a
-    /// state directory of its own (a test's, a second instance) only when its configuration names
-    /// `fprintd-state-dir`, so that it never reads the machine's prints by default.
-    static func importsFprintdPrintsAtFirstStart(_ options: DaemonOptions, _ config: DaemonConfiguration) -> Bool {
-        options.stateDirectory == DaemonOptions.systemStateDirectory || config.fprintdStateDirGiven
-    }
-
-    /// At first start, the prints fprintd left in `from` (when it exists) come along, once: a marker
-    /// in the state directory says it was done, so a finger deleted later never comes back.
-    static func importFprintdPrints(daemon: Daemon, from root: String, stateDirectory: String, audit: AuditLog) async {
-        let marker = stateDirectory + "/" + FprintdImport.doneMarker
-        var st = stat()
-        guard lstat(marker, &st) != 0, lstat(root, &st) == 0 else { return }
-        let me = PeerCredentials(pid: getpid(), uid: 0, gid: 0, userName: "root")
-        let result = await daemon.handle(.importFprintd(from: root), caller: me, io: .silent)
-        audit.info("first start: \(result.message)")
-        let fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if fd >= 0 {
-            fsync(fd)
-            close(fd)
-        } else {
-            audit.notice(
-                "cannot write \(marker) (\(String(cString: strerror(errno)))); the import runs again next start")
-        }
-    }
-
     /// Runs `body` in a task of its own; false when it has not finished after `limit` (it runs on).
     static func finishes(within limit: Duration, _ body: @escaping @Sendable () async -> Void) async -> Bool {
         let (outcome, report) = AsyncStream.makeStream(of: Bool.self)
@@ -266,7 +246,7 @@ public enum DaemonMain {
             try? await Task.sleep(for: interval)
             if Task.isCancelled { return }
             await daemon.ping()
-            guard (try? await server.channel.eventLoop.submit({}).get()) != nil else { return }
+            guard await server.eventLoopAnswers() else { return }
             Notify.send("WATCHDOG=1")
         }
     }
@@ -307,12 +287,7 @@ public enum DaemonMain {
                 continue
             }
             guard clock.now - idleSince >= .seconds(seconds) else { continue }
-            // Stop accepting; systemd keeps the socket and its backlog. Serve what was accepted:
-            // a connection accepted just before the close is counted only once its registration,
-            // queued on the event loop before our hops, has run.
-            try? await server.channel.close()
-            for _ in 0..<3 { try? await server.channel.eventLoop.submit {}.get() }
-            while server.openConnections > 0 { try? await Task.sleep(for: .milliseconds(20)) }
+            await server.stopAcceptingAndServeTheAccepted()
             return true
         }
         return false
@@ -320,7 +295,7 @@ public enum DaemonMain {
 
     /// `--config FILE` (which must exist) alone, else `/etc/localauthd.conf` when it exists and the
     /// drop-in directories (`DaemonConfiguration.dropInDirectories`).
-    public static func loadConfiguration(_ options: DaemonOptions) throws(DaemonConfiguration.Problem) -> (
+    static func loadConfiguration(_ options: DaemonOptions) throws(DaemonConfiguration.Problem) -> (
         DaemonConfiguration, [String]
     ) {
         if let path = options.configPath { return try DaemonConfiguration.load(path: path, required: true) }
@@ -330,7 +305,7 @@ public enum DaemonMain {
     }
 
     /// `--check-config`: prints the warnings and the verdict; 0 when the daemon would start with it.
-    public static func checkConfiguration(_ options: DaemonOptions) -> Int32 {
+    static func checkConfiguration(_ options: DaemonOptions) -> Int32 {
         let path = options.configPath ?? DaemonConfiguration.defaultPath
         do {
             let (_, warnings) = try loadConfiguration(options)
@@ -404,3 +379,38 @@ public enum DaemonMain {
 /// every arena back to the kernel.
 @_silgen_name("malloc_trim")
 private func mallocTrim(_ pad: Int) -> Int32
+
+extension DaemonMain {
+    /// The start failed with `reason`. Socket-activated: serve the reason (`StartFailure`) until a
+    /// signal or the idle exit, then exit 0, so that systemd neither restarts the daemon nor gives
+    /// the socket up. Started by hand: exit `status`, the reason on standard error.
+    static func failedStart(
+        _ reason: String, status: Int32, audit: AuditLog, stop: AsyncStream<Stop>.Continuation,
+        stopped: AsyncStream<Stop>
+    ) async -> Int32 {
+        audit.error("refusing to start: \(reason)")
+        guard let listening = SocketActivation.adoptedSocket() else {
+            Notify.status("Cannot start: \(reason)")
+            return status
+        }
+        Notify.send("READY=1\nSTATUS=Cannot start: \(reason); answering every request with that")
+        let flag = StopFlag()
+        DispatchQueue(label: "localauthd.start-failure").async {
+            if StartFailure.answerEveryRequest(on: listening, reason: reason, stopped: flag.value) {
+                stop.yield(.idle(StartFailure.idleExitSeconds))
+            }
+        }
+        var it = stopped.makeAsyncIterator()
+        let why = await it.next() ?? .signal(SIGTERM)
+        flag.value.store(true, ordering: .relaxed)
+        if case .idle(let seconds) = why {
+            audit.info("exiting after \(seconds) s without a connection; the next connection starts the daemon again")
+        }
+        Notify.send("STOPPING=1")
+        return 0
+    }
+
+    final class StopFlag: Sendable {
+        let value = Atomic(false)
+    }
+}
