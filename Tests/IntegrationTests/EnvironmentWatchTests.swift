@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import LocalAuthClient
+import LocalAuthProtocol
 import LocalAuthTesting
 import Testing
 
@@ -94,6 +96,30 @@ struct EnvironmentWatchTests {
         #expect(lines.contains("status: 0"), "\(lines)")
         #expect(lines.contains("plain connections welcomed: 32"), "\(lines)")
         #expect(lines.contains("watches still open: 32"), "\(lines)")
+    }
+
+    /// Under systemd's socket activation with `idle-exit-seconds = 1`: while a watch is open the
+    /// daemon stays (intended: an observer that misses a change would be wrong; docs/security.md),
+    /// and once the watch closes it exits as when idle.
+    @Test func idleExit_waitsWhileAWatchIsOpen_andComesOnceItCloses() throws {
+        let env = try ActivationEnvironment(config: "idle-exit-seconds = 1\n")
+        let notify = try NotifyListener(path: env.directory + "/notify")
+        let supervisor = try SocketSupervisor(env: env, notifySocket: notify.path)
+        defer { supervisor.stop() }
+        let watch = try DaemonConnection(socketPath: env.socketPath, clientName: "watch", timeoutMs: 15_000)
+        try watch.send(Frame(.watch))
+        guard case .event(let first) = try watch.receive(deadline: DaemonConnection.now() + 15_000) else {
+            Issue.record("no EVENT for WATCH")
+            return
+        }
+        #expect(first.kind == .environmentChanged)
+        usleep(3_000_000)
+        #expect(supervisor.exits.isEmpty, "the daemon left while a watch was open: \(env.log)")
+        watch.interrupt()
+        let deadline = Date().addingTimeInterval(10)
+        while supervisor.exits.isEmpty && Date() < deadline { usleep(20_000) }
+        #expect(supervisor.exits == [0], "\(env.log)")
+        #expect(supervisor.starts == 1)
     }
 
     /// What every script starts with: the protocol (pam/tests/lawire.py) and small helpers.
