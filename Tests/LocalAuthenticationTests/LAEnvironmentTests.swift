@@ -31,11 +31,15 @@ struct LAEnvironmentTests {
         #expect(environment.state.userPassword?.isSet == true)
         #expect(environment.state.allMechanisms.count == 2)
 
-        let context = d.context()
-        for _ in 0..<5 {
-            try d.touch("mallory-1")
-            _ = await evaluationError(context, reason: "miss")
-        }
+        // A wrong finger each time the daemon asks for one (three misses, then two): locked, without
+        // waiting out a timeout after each miss (40 s before).
+        let wrongFinger = PromptRecorder(onMessage: { message in
+            if message.kind == .placeFinger || message.kind == .noMatch {
+                DispatchQueue.global().async { try? d.touch("mallory-1") }
+            }
+        })
+        let context = d.context(prompt: wrongFinger.prompt)
+        for _ in 0..<2 { _ = await evaluationError(context, reason: "miss") }
         let locked = try #require(environment.state.biometry)
         #expect(locked.isLockedOut && !locked.isUsable)
     }
@@ -148,11 +152,14 @@ struct LAEnvironmentTests {
 
         try await d.enroll(printID: "root-1")
         seen = recorder.count
-        let context = d.context()
-        for _ in 0..<5 {
-            try d.touch("mallory-1")
-            _ = await evaluationError(context, reason: "miss")
-        }
+        // A wrong finger each time the daemon asks for one: three misses, then two, locked.
+        let wrongFinger = PromptRecorder(onMessage: { message in
+            if message.kind == .placeFinger || message.kind == .noMatch {
+                DispatchQueue.global().async { try? d.touch("mallory-1") }
+            }
+        })
+        let context = d.context(prompt: wrongFinger.prompt)
+        for _ in 0..<2 { _ = await evaluationError(context, reason: "miss") }
         let locked = try #require(
             await recorder.waitForCall(after: seen) { $0.new.biometry?.isLockedOut == true }, "lockout not told")
         #expect(locked.old.biometry?.isLockedOut == false && locked.new.biometry?.isUsable == false)
