@@ -5,6 +5,7 @@
 import Foundation
 import Glibc
 import LocalAuthProtocol
+import LocalAuthSocketDoor
 import LocalAuthStore
 import LocalAuthTesting
 import Testing

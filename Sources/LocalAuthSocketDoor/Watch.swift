@@ -2,6 +2,7 @@
 // WATCH on the socket (docs/protocol.md, "Watching the environment"): a connection that becomes a
 // watch of its caller's own environment, for the `LAEnvironment` observers of a process.
 
+import LocalAuthDaemon
 import LocalAuthProtocol
 import NIOCore
 import Synchronization

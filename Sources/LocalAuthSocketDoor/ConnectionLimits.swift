@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+import Synchronization
+
+/// Live connections per uid, for the per-uid limit.
+final class ConnectionCounter: Sendable {
+    private struct Counts {
+        var perUID: [UInt32: Int] = [:]
+        var total = 0
+        var accepted = 0
+        /// Requests started whose RESULT has not been written yet.
+        var requests = 0
+        /// Connections that became watches (WATCH), per uid: counted in `total`, not in `perUID`.
+        var watches: [UInt32: Int] = [:]
+    }
+    private let counts = Mutex(Counts())
+
+    var total: Int { counts.withLock { $0.total } }
+
+    /// Connections open now, and accepted since start.
+    var openAndAccepted: (open: Int, accepted: Int) { counts.withLock { ($0.total, $0.accepted) } }
+
+    func acquire(uid: UInt32, limits: Server.Limits) -> Bool {
+        counts.withLock { c in
+            guard c.total < limits.connections else { return false }
+            if uid != 0 && c.perUID[uid, default: 0] >= limits.connectionsPerUID { return false }
+            c.perUID[uid, default: 0] += 1
+            c.total += 1
+            c.accepted += 1
+            return true
+        }
+    }
+
+    /// A connection of `uid` becomes a watch: it gives back its place among the uid's connections
+    /// (so that watching never takes a place the uid's authentication needs) and takes one among its
+    /// watches, at most `limit` for a non-root uid. False, and nothing changed, when they are full.
+    func becomeWatch(uid: UInt32, limit: Int) -> Bool {
+        counts.withLock { c in
+            if uid != 0 && c.watches[uid, default: 0] >= limit { return false }
+            c.watches[uid, default: 0] += 1
+            c.perUID[uid, default: 1] -= 1
+            if c.perUID[uid] == 0 { c.perUID[uid] = nil }
+            return true
+        }
+    }
+
+    /// A watch's connection closed.
+    func releaseWatch(uid: UInt32) {
+        counts.withLock { c in
+            c.watches[uid, default: 1] -= 1
+            if c.watches[uid] == 0 { c.watches[uid] = nil }
+            c.total -= 1
+        }
+    }
+
+    /// Connections open now that are not watches: those a stop waits for (a watch is never done).
+    var servingTotal: Int { counts.withLock { $0.total - $0.watches.values.reduce(0, +) } }
+
+    /// Watches open now, of `uid` (for tests).
+    func watches(uid: UInt32) -> Int { counts.withLock { $0.watches[uid] ?? 0 } }
+
+    /// Requests started whose RESULT has not been written (`Server.drain`).
+    var requestsInFlight: Int { counts.withLock { $0.requests } }
+    func requestStarted() { counts.withLock { $0.requests += 1 } }
+    func requestEnded() { counts.withLock { $0.requests -= 1 } }
+
+    func release(uid: UInt32) {
+        counts.withLock { c in
+            c.perUID[uid, default: 1] -= 1
+            if c.perUID[uid] == 0 { c.perUID[uid] = nil }
+            c.total -= 1
+        }
+    }
+}
