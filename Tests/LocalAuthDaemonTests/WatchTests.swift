@@ -78,6 +78,35 @@ struct WatchTests {
         await server.shutdown()
     }
 
+    /// The idle stop (systemd's socket kept, the accepted connections served) does not wait for a
+    /// watch: it would have held the stop, with the listening socket already closed, for as long as
+    /// the watch's client lived (its connection can be accepted in the stop's window).
+    @Test func stopAcceptingAndServeTheAccepted_doesNotWaitForAWatch() async throws {
+        let directory = try TemporaryDirectory.make("la-watch-test")
+        defer { TemporaryDirectory.remove(directory) }
+        let store = try EnrollmentStore(stateDirectory: directory + "/state")
+        let audit = AuditLog(level: .critical, sink: .stderr)
+        let daemon = Daemon(reader: nil, store: store, audit: audit)
+        let socketPath = directory + "/socket"
+        let server = try await Server(daemon: daemon, socketPath: socketPath, adoptedFD: nil, audit: audit)
+        let fd = try #require(UnixSocket.connect(socketPath))
+        defer { close(fd) }
+        Self.send(fd, Hello(client: "watcher").frame, Frame(.watch))
+        #expect(try frames(in: Self.drain(fd, quietMs: 500)).map(\.type) == [.welcome, .event])
+        let finished = Finished()
+        let stopped = Task {
+            await server.stopAcceptingAndServeTheAccepted()
+            finished.set()
+        }
+        let deadline = ContinuousClock.now + .seconds(3)
+        while !finished.value && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let done = finished.value
+        #expect(done, "the stop waited for the watch")
+        close(fd)
+        await stopped.value
+        await server.shutdown()
+    }
+
     /// A watch's CANCEL ends it with a RESULT and the close; the daemon forgets the watcher.
     @Test func watch_whenCancelled_answersSuccessClosesAndForgetsTheWatcher() async throws {
         let directory = try TemporaryDirectory.make("la-watch-test")
@@ -98,5 +127,12 @@ struct WatchTests {
         #expect(watchers.count == 0)
         #expect(server.openConnections == 0)
         await server.shutdown()
+    }
+
+    final class Finished: @unchecked Sendable {
+        private let lock = NSLock()
+        private var done = false
+        func set() { lock.withLock { done = true } }
+        var value: Bool { lock.withLock { done } }
     }
 }
