@@ -129,7 +129,7 @@ struct LAEnvironmentTests {
 
     /// Each change of root's environment through the real daemon reaches the observer, on the
     /// private queue, with `state` already the new one: a finger enrolled, deleted, five wrong
-    /// fingers (locked), the lockout reset, the reader unplugged (and found again).
+    /// fingers (locked), the lockout reset, a passcode set, the reader unplugged (and found again).
     @Test func observer_isToldOfEachChange_onThePrivateQueue_withTheNewStateAlreadyRead() async throws {
         let d = try Daemon()
         let recorder = Recorder()
@@ -169,6 +169,12 @@ struct LAEnvironmentTests {
         let reset = try #require(
             await recorder.waitForCall(after: seen) { $0.new.biometry?.isLockedOut == false }, "reset not told")
         #expect(reset.old.biometry?.isLockedOut == true && reset.new.biometry?.isUsable == true)
+
+        seen = recorder.count
+        try d.setPasscode("open sesame")
+        let passcode = try #require(
+            await recorder.waitForCall(after: seen) { $0.new.userPassword?.isSet == true }, "the passcode not told")
+        #expect(passcode.old.userPassword?.isSet == false)
 
         // The virtual reader comes back at the next enumeration, which the observer's own read of the
         // state starts: by the time an observer reads `state` the reader may be back. So the state
