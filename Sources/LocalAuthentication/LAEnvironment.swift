@@ -180,8 +180,12 @@ private final class EnvironmentWatch: @unchecked Sendable {
                     inPlace = true
                 }
             } catch {}
-            guard !isStopped else { return }
-            usleep(pauseMs * 1000)
+            // The pause ends early when the watch does (no thread lingers for 30 s after it).
+            let resume = DaemonConnection.now() + Int64(pauseMs)
+            while DaemonConnection.now() < resume {
+                guard observers() != nil else { return }
+                usleep(100_000)
+            }
             pauseMs = min(pauseMs * 2, 30_000)
         }
     }

@@ -242,6 +242,24 @@ struct LAEnvironmentTests {
         #expect(tally.count == 0, "a deallocated observer was called")
     }
 
+    /// The daemon restarted (an upgrade, a crash): the watch connects again by itself and the
+    /// observer is told of the next change.
+    @Test func observer_afterTheDaemonRestarts_isToldAgain() async throws {
+        let d = try Daemon()
+        let recorder = Recorder()
+        let environment = try await Self.observed(d, by: recorder)
+        defer { environment.removeObserver(recorder) }
+        d.harness.stop()
+        try d.harness.start()
+        let deadline = Date().addingTimeInterval(15)
+        while environment.watchesInPlace < 2 && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(environment.watchesInPlace == 2, "the watch did not connect again")
+        try await d.enroll(printID: "root-1")
+        #expect(
+            try await recorder.waitForCall(after: 0) { $0.new.biometry?.isEnrolled == true } != nil,
+            "the change after the restart was not told")
+    }
+
     /// Two observers, one removed: only the other is told; removing the last ends the watch.
     @Test func removeObserver_stopsItsCalls_andTheLastOneEndsTheWatch() async throws {
         let d = try Daemon()
