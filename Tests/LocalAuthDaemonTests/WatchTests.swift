@@ -27,6 +27,23 @@ struct WatchTests {
         }
     }
 
+    /// Reads from `fd` until `count` frames came, or `withinMs` passed.
+    static func receive(_ fd: Int32, frames count: Int, withinMs: Int64 = 10_000) throws -> [Frame] {
+        var reader = FrameReader()
+        var got: [Frame] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + .milliseconds(withinMs)
+        while got.count < count && ContinuousClock.now < deadline {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 100) > 0 else { continue }
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            reader.append(buffer[0..<n])
+            while let frame = try reader.next() { got.append(frame) }
+        }
+        return got
+    }
+
     static func send(_ fd: Int32, _ frames: Frame...) {
         let bytes = frames.flatMap { $0.encoded() }
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -49,7 +66,7 @@ struct WatchTests {
         let fd = try #require(UnixSocket.connect(socketPath))
         defer { close(fd) }
         Self.send(fd, Hello(client: "slow watcher").frame, Frame(.watch))
-        let first = try frames(in: Self.drain(fd, quietMs: 500))
+        let first = try Self.receive(fd, frames: 2)
         #expect(first.map(\.type) == [.welcome, .event], "\(first)")
         #expect(first.last?.int(.event) == EventKind.environmentChanged.rawValue)
         #expect(watchers.count == 1)
@@ -63,17 +80,17 @@ struct WatchTests {
         let other = try #require(UnixSocket.connect(socketPath))
         defer { close(other) }
         Self.send(other, Hello(client: "other").frame, Request.devices.frame)
-        let answer = try frames(in: Self.drain(other, quietMs: 1000))
+        let answer = try Self.receive(other, frames: 2)
         #expect(answer.map(\.type) == [.welcome, .result], "\(answer)")
 
-        let events = try frames(in: Self.drain(fd, quietMs: 1000)).filter { $0.type == .event }
+        let events = try frames(in: Self.drain(fd, quietMs: 2000)).filter { $0.type == .event }
         print("slow watcher: \(events.count) EVENTs for \(changes) changes")
         #expect(events.count >= 1, "the changes were never said")
         #expect(events.count < changes / 5, "every change was queued for a client that does not read")
 
         // Once it reads again it is told of the next change at once.
         watchers.everyoneMayHaveChanged()
-        let next = try frames(in: Self.drain(fd, quietMs: 1000))
+        let next = try Self.receive(fd, frames: 1)
         #expect(next.map(\.type).contains(.event), "\(next)")
         await server.shutdown()
     }
@@ -92,7 +109,7 @@ struct WatchTests {
         let fd = try #require(UnixSocket.connect(socketPath))
         defer { close(fd) }
         Self.send(fd, Hello(client: "watcher").frame, Frame(.watch))
-        #expect(try frames(in: Self.drain(fd, quietMs: 500)).map(\.type) == [.welcome, .event])
+        #expect(try Self.receive(fd, frames: 2).map(\.type) == [.welcome, .event])
         let finished = Finished()
         let stopped = Task {
             await server.stopAcceptingAndServeTheAccepted()
@@ -104,6 +121,30 @@ struct WatchTests {
         #expect(done, "the stop waited for the watch")
         close(fd)
         await stopped.value
+        await server.shutdown()
+    }
+
+    /// A WATCH that names anything (a user: another account's environment) is refused with
+    /// `invalidRequest`, watches nothing, and the connection takes requests as before.
+    @Test func watch_withAField_isRefused_andTheConnectionServesOn() async throws {
+        let directory = try TemporaryDirectory.make("la-watch-test")
+        defer { TemporaryDirectory.remove(directory) }
+        let store = try EnrollmentStore(stateDirectory: directory + "/state")
+        let audit = AuditLog(level: .critical, sink: .stderr)
+        let daemon = Daemon(reader: nil, store: store, audit: audit)
+        let socketPath = directory + "/socket"
+        let server = try await Server(daemon: daemon, socketPath: socketPath, adoptedFD: nil, audit: audit)
+        let watchers = await daemon.parts.watchers
+        let fd = try #require(UnixSocket.connect(socketPath))
+        defer { close(fd) }
+        var named = Frame(.watch)
+        named.append(.user, string: "someone-else")
+        Self.send(fd, Hello(client: "watcher").frame, named, Request.devices.frame)
+        let got = try Self.receive(fd, frames: 3)
+        #expect(got.map(\.type) == [.welcome, .result, .result], "\(got)")
+        #expect(got.dropFirst().first?.int(.code) == ResultCode.invalidRequest.rawValue)
+        #expect(got.last?.int(.code) == 0)
+        #expect(watchers.count == 0)
         await server.shutdown()
     }
 
@@ -121,7 +162,7 @@ struct WatchTests {
         let fd = try #require(UnixSocket.connect(socketPath))
         defer { close(fd) }
         Self.send(fd, Hello(client: "watcher").frame, Frame(.watch), Frame(.cancel))
-        let got = try frames(in: Self.drain(fd, quietMs: 1000))
+        let got = try Self.receive(fd, frames: 3)
         #expect(got.map(\.type) == [.welcome, .event, .result], "\(got)")
         #expect(got.last?.int(.code) == 0)
         #expect(watchers.count == 0)
