@@ -40,7 +40,7 @@ import Testing
         // Start-up: builds the parts once, runs the doors and the services.
         "localauthd": [
             "LocalAuthDaemon", "LocalAuthSocketDoor", "LocalAuthFprintdDoor", "LocalAuthSystemd", "LocalAuthStore",
-            "FingerprintReader", "ServiceLifecycle", "Glibc", "Dispatch", "Synchronization",
+            "FingerprintReader", "Glibc", "Dispatch", "Synchronization",
         ],
         // The clients know the protocol, never the daemon.
         "LocalAuthClient": ["LocalAuthProtocol", "Glibc"],
