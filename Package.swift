@@ -69,7 +69,7 @@ let package = Package(
         .target(
             name: "LocalAuthFprintdDoor",
             dependencies: [
-                "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthSystemd", "FingerprintReader",
+                "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthSystemd",
             ]),
         .target(name: "LocalAuthClient", dependencies: ["LocalAuthProtocol"]),
         // glibc's gettext for the clients (po/, text domain "localauth"); the daemon never renders.

@@ -87,7 +87,7 @@ func serve(_ options: DaemonOptions) async -> Int32 {
         do {
             // Its callers share the socket's per-uid request turns and notice throttle.
             fprintd = try await FprintdService(
-                daemon: daemon, reader: reader, audit: audit, requests: server.gate, throttle: server.throttle,
+                daemon: daemon, audit: audit, requests: server.gate, throttle: server.throttle,
                 callsPerUID: server.limits.connectionsPerUID)
         } catch {
             audit.notice("cannot serve fprintd's D-Bus API: \(error); serving the socket only")
