@@ -43,16 +43,24 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The outcome of reading a user's record: a corrupt record is never mistaken for a new user.
-public enum StateLoad: Equatable, Sendable {
-    /// No record and no prints: a new user, whose state is `UserAuthState()`.
+/// The outcome of reading one of a user's records, of every kind: a damaged record is never
+/// mistaken for a missing one.
+public enum RecordLoad<Value> {
+    /// No record (for the user record: no record and no prints, a new user).
     case absent
     /// The record, checked.
-    case ok(UserAuthState)
-    /// Unreadable, truncated, garbage, a bad checksum, a foreign owner or a loose mode. The daemon must
-    /// refuse biometrics (and passcodes) for this user until an administrator runs `resetState(user:)`.
+    case ok(Value)
+    /// Unreadable, truncated, garbage, a bad checksum, a foreign owner or a loose mode, sealed
+    /// elsewhere: the path and why.
     case corrupt(String)
 }
+
+extension RecordLoad: Equatable where Value: Equatable {}
+extension RecordLoad: Sendable where Value: Sendable {}
+
+/// The user's record (`loadState`). `.corrupt`: the daemon must refuse biometrics (and
+/// passcodes) for this user until an administrator runs `resetState(user:)`.
+public typealias StateLoad = RecordLoad<UserAuthState>
 
 /// One enrolled finger: libfprint's own serialisation of the print, for one reader.
 public struct StoredPrint: Equatable, Sendable {
