@@ -107,13 +107,18 @@ enum Validation {
         guard (1...64).contains(bytes.count), bytes[0] != UInt8(ascii: "-"), bytes[0] != UInt8(ascii: ".") else {
             return false
         }
+        return isAlphanumeric(bytes, or: "._-")
+    }
+
+    /// Every byte is an ASCII letter, an ASCII digit or one of `others`.
+    static func isAlphanumeric(_ bytes: some Sequence<UInt8>, or others: String) -> Bool {
+        let extra = Array(others.utf8)
         return bytes.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                return true
-            default:
-                return false
+                UInt8(ascii: "0")...UInt8(ascii: "9"):
+                true
+            default: extra.contains(byte)
             }
         }
     }
