@@ -123,14 +123,6 @@ public struct ReaderStatusEvent: Sendable, Equatable {
     public let enrollStages: Int
     /// `fp_device_get_scan_type` is `FP_SCAN_TYPE_SWIPE`.
     public let isSwipe: Bool
-
-    public init(deviceID: String, fingerPresent: Bool, fingerNeeded: Bool, enrollStages: Int, isSwipe: Bool) {
-        self.deviceID = deviceID
-        self.fingerPresent = fingerPresent
-        self.fingerNeeded = fingerNeeded
-        self.enrollStages = enrollStages
-        self.isSwipe = isSwipe
-    }
 }
 
 /// What a serialised print says about itself (`fp_print_get_driver`, `_device_id`, `_finger`,
@@ -141,13 +133,6 @@ public struct PrintFacts: Sendable, Equatable {
     /// libfprint's `FpFinger`: 1 (left thumb) … 10 (right little finger), 0 unknown.
     public let finger: Int
     public let username: String?
-
-    public init(driver: String, deviceID: String, finger: Int, username: String?) {
-        self.driver = driver
-        self.deviceID = deviceID
-        self.finger = finger
-        self.username = username
-    }
 
     /// The store's key for the reader this print belongs to.
     public var storageKey: String { ReaderDeviceInfo.storageKey(driver: driver, deviceID: deviceID) }
