@@ -453,8 +453,7 @@ final class LibfprintDevice: @unchecked Sendable {
     /// GLib thread only. Later operations fail with `.noDevice`.
     fileprivate func release() {
         guard let device else { return }
-        clibfprint_disconnect_by_data(device, Unmanaged.passUnretained(self).toOpaque())
-        g_object_unref(device)
+        disconnectAndUnref(device, from: self)
         self.device = nil
     }
 
@@ -804,9 +803,15 @@ final class FprintContext: @unchecked Sendable {
 
     private func dropContext() {
         guard let context else { return }
-        clibfprint_disconnect_by_data(context, Unmanaged.passUnretained(self).toOpaque())
-        g_object_unref(context)
+        disconnectAndUnref(context, from: self)
         self.context = nil
         Unmanaged.passUnretained(self).release()  // the handlers' reference, taken in create()
     }
+}
+
+/// Drops the signal handlers `owner` connected to `object` and our reference to it
+/// (`g_signal_handlers_disconnect_by_data`, `g_object_unref`); GLib thread only.
+private func disconnectAndUnref<Object>(_ object: UnsafeMutablePointer<Object>, from owner: AnyObject) {
+    clibfprint_disconnect_by_data(object, Unmanaged.passUnretained(owner).toOpaque())
+    g_object_unref(object)
 }
