@@ -269,9 +269,7 @@ struct FingerprintReaderTests {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
         let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: scanID)
-        let log = EventLog<ReaderProgress>()
-        let waiting = startTask { try await reader.verify(deviceID: device.id, print: print, progress: log.record) }
-        await log.waitForFingerNeeded()
+        let (waiting, _) = await reader.verifyUntilFingerNeeded(deviceID: device.id, print: print)
         return (reader, device, print, waiting)
     }
 
@@ -307,9 +305,7 @@ struct FingerprintReaderTests {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
         let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "queued")
-        let firstLog = EventLog<ReaderProgress>()
-        let first = startTask { try await reader.verify(deviceID: device.id, print: print, progress: firstLog.record) }
-        await firstLog.waitForFingerNeeded()
+        let (first, _) = await reader.verifyUntilFingerNeeded(deviceID: device.id, print: print)
 
         let secondLog = EventLog<ReaderProgress>()
         let second = startTask {
@@ -327,9 +323,7 @@ struct FingerprintReaderTests {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
         let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "fifo")
-        let firstLog = EventLog<ReaderProgress>()
-        let first = startTask { try await reader.verify(deviceID: device.id, print: print, progress: firstLog.record) }
-        await firstLog.waitForFingerNeeded()
+        let (first, _) = await reader.verifyUntilFingerNeeded(deviceID: device.id, print: print)
         let secondLog = EventLog<ReaderProgress>()
         let second = startTask {
             try await reader.verify(deviceID: device.id, print: print, progress: secondLog.record)

@@ -208,6 +208,19 @@ func startTask<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) ->
     }
 }
 
+extension FingerprintReader {
+    /// Starts a verify in a task of its own and returns once the reader has asked for a finger:
+    /// the task, to await or cancel, and the verify's progress.
+    func verifyUntilFingerNeeded(deviceID: String, print: [UInt8]) async -> (
+        task: Task<Result<VerifyOutcome, ReaderError>, Never>, log: EventLog<ReaderProgress>
+    ) {
+        let log = EventLog<ReaderProgress>()
+        let task = startTask { try await self.verify(deviceID: deviceID, print: print, progress: log.record) }
+        await log.waitForFingerNeeded()
+        return (task, log)
+    }
+}
+
 /// Enrols `scanID` on a virtual_device-type reader by queuing one `SCAN` per stage before the enrol starts.
 func enrollVirtual(_ reader: FingerprintReader, _ info: ReaderDeviceInfo, socket: String, scanID: String) async throws
     -> [UInt8]
