@@ -201,14 +201,20 @@ def daemon_with_service(service, module, bin_dir, timeout):
     return root, services, daemon
 
 
-def main():
+def daemon_test_arguments():
+    """The arguments of a test that runs the daemon behind the module: --module, --bin, --client,
+    --json (where to write the figures); the test adds its own."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--module", required=True)
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--client", required=True)
+    for name in ("--module", "--bin", "--client"):
+        ap.add_argument(name, required=True)
+    ap.add_argument("--json", default=None)
+    return ap
+
+
+def main():
+    ap = daemon_test_arguments()
     ap.add_argument("--kills", type=int, default=100)
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--json", default=None)
     args = ap.parse_args()
     if os.getuid() != 0:
         print("run as root: the module believes only a daemon run by root")
