@@ -302,15 +302,8 @@ struct FingerprintReaderTests {
     }
 
     @Test func queue_whenWaiterIsCancelled_leavesQueueAndRunningVerifyContinues() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "queued")
-        let (first, _) = await reader.verifyUntilFingerNeeded(deviceID: device.id, print: print)
-
-        let secondLog = EventLog<ReaderProgress>()
-        let second = startTask {
-            try await reader.verify(deviceID: device.id, print: print, progress: secondLog.record)
-        }
+        let (reader, device, print, first) = try await verifyWaitingForFinger(scanID: "queued")
+        let (second, secondLog) = reader.startVerify(deviceID: device.id, print: print)
         second.cancel()
         #expect(await second.value == .failure(.cancelled))
         #expect(secondLog.events.isEmpty, "a cancelled waiter never reached the reader")
@@ -320,14 +313,8 @@ struct FingerprintReaderTests {
     }
 
     @Test func queue_withTwoVerifies_runsThemInOrder() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "fifo")
-        let (first, _) = await reader.verifyUntilFingerNeeded(deviceID: device.id, print: print)
-        let secondLog = EventLog<ReaderProgress>()
-        let second = startTask {
-            try await reader.verify(deviceID: device.id, print: print, progress: secondLog.record)
-        }
+        let (reader, device, print, first) = try await verifyWaitingForFinger(scanID: "fifo")
+        let (second, secondLog) = reader.startVerify(deviceID: device.id, print: print)
         // Without the queue libfprint would answer the second verify with BUSY.
         try sendCommand("SCAN fifo", to: sockets.device)
         #expect(await first.value == .success(.match))

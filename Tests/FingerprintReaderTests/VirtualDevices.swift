@@ -214,10 +214,17 @@ extension FingerprintReader {
     func verifyUntilFingerNeeded(deviceID: String, print: [UInt8]) async -> (
         task: Task<Result<VerifyOutcome, ReaderError>, Never>, log: EventLog<ReaderProgress>
     ) {
+        let verify = startVerify(deviceID: deviceID, print: print)
+        await verify.log.waitForFingerNeeded()
+        return verify
+    }
+
+    /// Starts a verify in a task of its own: the task, to await or cancel, and the verify's progress.
+    func startVerify(deviceID: String, print: [UInt8]) -> (
+        task: Task<Result<VerifyOutcome, ReaderError>, Never>, log: EventLog<ReaderProgress>
+    ) {
         let log = EventLog<ReaderProgress>()
-        let task = startTask { try await self.verify(deviceID: deviceID, print: print, progress: log.record) }
-        await log.waitForFingerNeeded()
-        return (task, log)
+        return (startTask { try await self.verify(deviceID: deviceID, print: print, progress: log.record) }, log)
     }
 }
 
