@@ -120,8 +120,7 @@ struct Enrollment {
         let timeout = parts.configuration.enrollTimeoutMs
         let scan = Task {
             try await reader.identify(deviceID: device.id, prints: gallery.map(\.data)) { progress in
-                if case .retry(let r) = progress {
-                    let hint = RetryHint(r)
+                if case .retry(let hint) = progress {
                     io.send(Event(.retry, hint.message, hint: hint))
                 }
             }
@@ -138,11 +137,11 @@ struct Enrollment {
                 return RequestResult(
                     .alreadyEnrolled, Phrase.said("This finger is enrolled already; enrol another finger"))
             }
-        } catch ReaderError.dataNotFound {
+        } catch ReaderFailure.dataNotFound {
             // A match-on-chip reader's own answer for "none of these prints is stored here": no duplicate.
         } catch {
             if Task.isCancelled { return RequestResult(.systemCancel, Phrase.said("Enrolment cancelled")) }
-            if ReaderError.cancelled == error as? ReaderError {
+            if ReaderFailure.cancelled == error as? ReaderFailure {
                 return RequestResult(
                     .timedOut, Phrase.said("No finger was presented within %s s", .verbatim(String(timeout / 1000))))
             }
@@ -170,8 +169,7 @@ struct Enrollment {
                     let line = Phrase.said(
                         "Enrolling: stage %1$s of %2$s", .verbatim(String(stage)), .verbatim(String(stages)))
                     io.send(Event(.enrollStage, line.english, stage: stage, stages: stages, phrase: line))
-                case .retry(let r):
-                    let hint = RetryHint(r)
+                case .retry(let hint):
                     io.send(Event(.retry, hint.message, hint: hint, phrase: .retry(hint)))
                 case .fingerNeeded, .fingerPresent, .matched:
                     break
@@ -189,7 +187,7 @@ struct Enrollment {
                 })
         } catch {
             if Task.isCancelled { return .failed(RequestResult(.systemCancel, Phrase.said("Enrolment cancelled"))) }
-            if ReaderError.cancelled == error as? ReaderError {
+            if ReaderFailure.cancelled == error as? ReaderFailure {
                 return .failed(
                     RequestResult(
                         .timedOut,

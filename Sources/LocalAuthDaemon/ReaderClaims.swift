@@ -28,9 +28,7 @@ extension Daemon {
         // English: the door and the audit record read it; no client is shown a claim's answer.
         var result = RequestResult(.success, "Reader claimed")
         if hold, let reader = parts.reader, let id = door.readerID {
-            do throws(ReaderError) { try await reader.hold(deviceID: id) } catch {
-                result = ReaderFailure(error).result
-            }
+            do throws(ReaderFailure) { try await reader.hold(deviceID: id) } catch { result = error.result }
         }
         parts.audit.decision(
             .claimReader, user: user, caller: caller, result: result.resultCode ?? .internalError,
@@ -46,8 +44,8 @@ extension Daemon {
         // English: the door and the audit record read it; no client is shown a release's answer.
         var result = RequestResult(.success, "Reader released")
         if close, let reader = parts.reader, let id = door.readerID {
-            do throws(ReaderError) { try await reader.releaseHoldAndClose(deviceID: id) } catch {
-                result = ReaderFailure(error).result
+            do throws(ReaderFailure) { try await reader.releaseHoldAndClose(deviceID: id) } catch {
+                result = error.result
             }
         }
         parts.audit.decision(

@@ -3,6 +3,7 @@
 
 import FingerprintReader
 import Glibc
+import LocalAuthProtocol
 import Testing
 
 /// All tests share the process's one reader; serialised because each driver runs one operation at a time and queued
@@ -42,7 +43,7 @@ struct FingerprintReaderTests {
 
     @Test func init_whenAReaderIsAlreadyLive_throwsBusy() async throws {
         _ = await Shared.reader()
-        await #expect(throws: ReaderError.busy) { _ = try await FingerprintReader() }
+        await #expect(throws: ReaderFailure.busy) { _ = try await FingerprintReader() }
     }
 
     // MARK: Enrol and verify
@@ -97,9 +98,9 @@ struct FingerprintReaderTests {
     }
 
     @Test(arguments: [
-        (0, ReaderRetry.general), (1, .tooShort), (2, .centerFinger), (3, .removeFinger),
+        (0, RetryHint.general), (1, .tooShort), (2, .centerFinger), (3, .removeFinger),
     ])
-    func verify_whenRetryQueued_reportsHintAndKeepsWaiting(code: Int, hint: ReaderRetry) async throws {
+    func verify_whenRetryQueued_reportsHintAndKeepsWaiting(code: Int, hint: RetryHint) async throws {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
         let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "retry-\(code)")
@@ -127,7 +128,7 @@ struct FingerprintReaderTests {
     func enroll_withFingerOutsideOneToTen_throwsDataInvalid(finger: Int) async throws {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
-        await #expect(throws: ReaderError.dataInvalid) {
+        await #expect(throws: ReaderFailure.dataInvalid) {
             try await reader.enroll(deviceID: device.id, finger: finger, username: "x", progress: { _ in })
         }
     }
@@ -153,7 +154,7 @@ struct FingerprintReaderTests {
     func verify_withGarbagePrint_throwsDataInvalid(garbage: [UInt8]) async throws {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
-        await #expect(throws: ReaderError.dataInvalid) {
+        await #expect(throws: ReaderFailure.dataInvalid) {
             try await reader.verify(deviceID: device.id, print: garbage, progress: { _ in })
         }
     }
@@ -176,7 +177,7 @@ struct FingerprintReaderTests {
         let device = try await Shared.device("virtual_device")
         let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "damaged")
         for length in 0..<print.count {
-            await #expect(throws: ReaderError.dataInvalid, "cut to \(length) bytes") {
+            await #expect(throws: ReaderFailure.dataInvalid, "cut to \(length) bytes") {
                 try await reader.describePrint(Array(print.prefix(length)))
             }
         }
@@ -186,7 +187,7 @@ struct FingerprintReaderTests {
             // A flipped byte may still be a well-formed print (a different string); it must never abort.
             _ = try? await reader.describePrint(damaged)
         }
-        await #expect(throws: ReaderError.dataInvalid) {
+        await #expect(throws: ReaderFailure.dataInvalid) {
             try await reader.verify(deviceID: device.id, print: Array(print.prefix(20)), progress: { _ in })
         }
     }
@@ -196,14 +197,14 @@ struct FingerprintReaderTests {
         let plain = try await Shared.device("virtual_device")
         let storage = try await Shared.device("virtual_device_storage")
         let print = try await enrollVirtual(reader, plain, socket: sockets.device, scanID: "foreign")
-        await #expect(throws: ReaderError.dataInvalid) {
+        await #expect(throws: ReaderFailure.dataInvalid) {
             try await reader.verify(deviceID: storage.id, print: print, progress: { _ in })
         }
     }
 
     @Test func verify_withUnknownDevice_throwsNoDevice() async throws {
         let reader = await Shared.reader()
-        await #expect(throws: ReaderError.noDevice) {
+        await #expect(throws: ReaderFailure.noDevice) {
             try await reader.verify(deviceID: "no-such-reader", print: [1, 2, 3], progress: { _ in })
         }
     }
@@ -227,7 +228,7 @@ struct FingerprintReaderTests {
     @Test func identify_onReaderWithoutIdentify_throwsNotSupported() async throws {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
-        await #expect(throws: ReaderError.notSupported) {
+        await #expect(throws: ReaderFailure.notSupported) {
             try await reader.identify(deviceID: device.id, prints: [], progress: { _ in })
         }
     }
@@ -248,7 +249,7 @@ struct FingerprintReaderTests {
         #expect(!(try sendCommand("LIST", to: sockets.storage).split(separator: "\n").contains("stored-1")))
 
         try sendCommand("CONT ", to: sockets.storage)
-        await #expect(throws: ReaderError.dataNotFound) {
+        await #expect(throws: ReaderFailure.dataNotFound) {
             try await reader.deleteStoredPrint(deviceID: device.id, print: print)
         }
     }
@@ -256,7 +257,7 @@ struct FingerprintReaderTests {
     @Test func listStoredPrints_onReaderWithoutStorage_throwsNotSupported() async throws {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
-        await #expect(throws: ReaderError.notSupported) { try await reader.listStoredPrints(deviceID: device.id) }
+        await #expect(throws: ReaderFailure.notSupported) { try await reader.listStoredPrints(deviceID: device.id) }
     }
 
     // MARK: Cancellation and queueing
@@ -264,7 +265,7 @@ struct FingerprintReaderTests {
     /// Enrols `scanID` on the virtual device, then starts a verify of it and returns once the reader
     /// waits for the finger.
     func verifyWaitingForFinger(scanID: String) async throws -> (
-        FingerprintReader, ReaderDeviceInfo, [UInt8], Task<Result<VerifyOutcome, ReaderError>, Never>
+        FingerprintReader, ReaderDeviceInfo, [UInt8], Task<Result<VerifyOutcome, ReaderFailure>, Never>
     ) {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
