@@ -549,25 +549,33 @@ final class LibfprintDevice: @unchecked Sendable {
 
     /// Wraps `fp_device_suspend` / `fp_device_suspend_finish`.
     func suspend() async -> Result<Void, ReaderFailure> {
-        await perform(tracked: false) { device, call, done in
-            call.onReady = { result in
-                var error: UnsafeMutablePointer<GError>?
-                let ok = fp_device_suspend_finish(device, result, &error) != 0
-                done(ok ? .success(()) : .failure(readerError(consuming: error)))
-            }
-            fp_device_suspend(device, call.cancellable, asyncReady, call.retained)
-        }
+        await performBeside(fp_device_suspend, finish: fp_device_suspend_finish)
     }
 
     /// Wraps `fp_device_resume` / `fp_device_resume_finish`.
     func resume() async -> Result<Void, ReaderFailure> {
+        await performBeside(fp_device_resume, finish: fp_device_resume_finish)
+    }
+
+    /// Runs a libfprint call that only succeeds or fails, with its `_finish`, beside a queued
+    /// operation (untracked: suspend and resume).
+    private func performBeside(
+        _ start:
+            @escaping @Sendable (
+                UnsafeMutablePointer<FpDevice>?, UnsafeMutablePointer<GCancellable>?, GAsyncReadyCallback?, gpointer?
+            ) -> Void,
+        finish:
+            @escaping @Sendable (
+                UnsafeMutablePointer<FpDevice>?, OpaquePointer?, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>?
+            ) -> gboolean
+    ) async -> Result<Void, ReaderFailure> {
         await perform(tracked: false) { device, call, done in
             call.onReady = { result in
                 var error: UnsafeMutablePointer<GError>?
-                let ok = fp_device_resume_finish(device, result, &error) != 0
+                let ok = finish(device, result, &error) != 0
                 done(ok ? .success(()) : .failure(readerError(consuming: error)))
             }
-            fp_device_resume(device, call.cancellable, asyncReady, call.retained)
+            start(device, call.cancellable, asyncReady, call.retained)
         }
     }
 
