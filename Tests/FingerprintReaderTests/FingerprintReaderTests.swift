@@ -61,18 +61,16 @@ struct FingerprintReaderTests {
         #expect(print.starts(with: Array("FP3".utf8)))
     }
 
-    @Test func verify_whenScanMatches_returnsMatch() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "match-me")
-        try sendCommand("SCAN match-me", to: sockets.device)
-        #expect(try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) == .match)
+    /// The enrolled scan matches; another does not.
+    @Test(arguments: [("match-me", VerifyOutcome.match), ("stranger", .noMatch)])
+    func verify_matchesOnlyTheEnrolledScan(scan: String, expected: VerifyOutcome) async throws {
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: "match-me")
+        try sendCommand("SCAN \(scan)", to: sockets.device)
+        #expect(try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) == expected)
     }
 
     @Test func verifyAndIdentify_reportTheAnswerAtLibfprintsMatchCallback() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "early")
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: "early")
         for (scan, expected) in [("early", 0 as Int?), ("someone", nil)] {
             let log = EventLog<ReaderProgress>()
             try sendCommand("SCAN \(scan)", to: sockets.device)
@@ -89,21 +87,11 @@ struct FingerprintReaderTests {
         #expect(log.events.contains(.matched(index: 1)))
     }
 
-    @Test func verify_whenScanDiffers_returnsNoMatch() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "owner")
-        try sendCommand("SCAN stranger", to: sockets.device)
-        #expect(try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) == .noMatch)
-    }
-
     @Test(arguments: [
         (0, RetryHint.general), (1, .tooShort), (2, .centerFinger), (3, .removeFinger),
     ])
     func verify_whenRetryQueued_reportsHintAndKeepsWaiting(code: Int, hint: RetryHint) async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "retry-\(code)")
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: "retry-\(code)")
         try sendCommand("RETRY \(code)", to: sockets.device)
         try sendCommand("SCAN retry-\(code)", to: sockets.device)
         let log = EventLog<ReaderProgress>()
@@ -136,9 +124,7 @@ struct FingerprintReaderTests {
     // MARK: Prints
 
     @Test func print_serialisedByEnroll_deserialisesAndVerifiesAgain() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "round-trip")
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: "round-trip")
         // A copy of the bytes, as the store would read them back from disk.
         let stored = Array(print)
         for scan in ["round-trip", "other"] {
@@ -160,9 +146,7 @@ struct FingerprintReaderTests {
     }
 
     @Test func describePrint_ofAnEnrolledPrint_namesItsReaderFingerAndUser() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "described")
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: "described")
         let facts = try await reader.describePrint(print)
         #expect(facts.driver == "virtual_device" && facts.deviceID == device.libfprintDeviceID)
         #expect(facts.storageKey == device.storageKey)
@@ -173,9 +157,7 @@ struct FingerprintReaderTests {
     /// in a container with only 0 items") on a truncated print: every cut and damaged copy must be
     /// refused as data, never reach it.
     @Test func describeAndVerify_ofEveryTruncatedOrDamagedPrint_throwDataInvalidWithoutAborting() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "damaged")
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: "damaged")
         for length in 0..<print.count {
             await #expect(throws: ReaderFailure.dataInvalid, "cut to \(length) bytes") {
                 try await reader.describePrint(Array(print.prefix(length)))
@@ -264,12 +246,17 @@ struct FingerprintReaderTests {
 
     /// Enrols `scanID` on the virtual device, then starts a verify of it and returns once the reader
     /// waits for the finger.
+    /// The shared reader, its virtual_device, and a print enrolled there from `scanID`.
+    func enrolledOnVirtualDevice(scanID: String) async throws -> (FingerprintReader, ReaderDeviceInfo, [UInt8]) {
+        let reader = await Shared.reader()
+        let device = try await Shared.device("virtual_device")
+        return (reader, device, try await enrollVirtual(reader, device, socket: sockets.device, scanID: scanID))
+    }
+
     func verifyWaitingForFinger(scanID: String) async throws -> (
         FingerprintReader, ReaderDeviceInfo, [UInt8], Task<Result<VerifyOutcome, ReaderFailure>, Never>
     ) {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: scanID)
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: scanID)
         let (waiting, _) = await reader.verifyUntilFingerNeeded(deviceID: device.id, print: print)
         return (reader, device, print, waiting)
     }
