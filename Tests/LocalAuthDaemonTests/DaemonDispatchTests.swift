@@ -20,6 +20,14 @@ import Testing
         try await body(Daemon(reader: nil, store: store, audit: AuditLog(level: .critical, sink: .stderr)), store)
     }
 
+    /// The store holds nothing for `user`.
+    static func expectNothingWritten(
+        for user: String, in store: EnrollmentStore, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let stored = try store.loadState(user: user)
+        #expect(stored == .absent, "nothing is written for \(user)", sourceLocation: sourceLocation)
+    }
+
     static func silentIO() -> RequestIO {
         RequestIO(send: { _ in }, signals: AsyncStream { $0.finish() })
     }
@@ -33,8 +41,7 @@ import Testing
                 io: Self.silentIO())
             #expect(result.resultCode == .notAuthorized)
             #expect(result.message.contains("may act only for its own account"), "\(result.message)")
-            let stored = try store.loadState(user: "lasplit-bob")
-            #expect(stored == .absent, "nothing is written for lasplit-bob")
+            try Self.expectNothingWritten(for: "lasplit-bob", in: store)
         }
     }
 
@@ -66,8 +73,7 @@ import Testing
                 caller: Self.alice, io: Self.silentIO())
             #expect(result.resultCode == .biometryNotAvailable)
             #expect(result.message.contains("no fingerprint reader is connected"), "\(result.message)")
-            let stored = try store.loadState(user: "lasplit-alice")
-            #expect(stored == .absent, "nothing is written for lasplit-alice")
+            try Self.expectNothingWritten(for: "lasplit-alice", in: store)
         }
     }
 
