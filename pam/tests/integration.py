@@ -1230,11 +1230,16 @@ def verify_with_touches(ctx, daemon, svc, user, expect, touches, as_user=None, a
     return ctx.finish(p, cmd)
 
 
-@case(needs_daemon=True)
-def real_match(ctx):
+def nobody_with_a_finger(ctx, options=""):
+    """The real daemon with nobody's finger-1 enrolled, and a PAM service asking it (with OPTIONS)."""
     d = RealDaemon(ctx)
     d.enroll("nobody", "finger-1")
-    svc = ctx.service("socket=%s" % d.sock)
+    return d, ctx.service(("socket=%s " % d.sock + options).strip())
+
+
+@case(needs_daemon=True)
+def real_match(ctx):
+    d, svc = nobody_with_a_finger(ctx)
     res = verify_with_touches(ctx, d, svc, "nobody", PAM_SUCCESS, ["finger-1"])
     expect_code(res, PAM_SUCCESS)
     check(any("finger" in m.lower() for m in res["info"]), "a place-finger prompt: %s" % res)
@@ -1243,9 +1248,7 @@ def real_match(ctx):
 
 @case(needs_daemon=True)
 def real_no_match_until_maxtries(ctx):
-    d = RealDaemon(ctx)
-    d.enroll("nobody", "finger-1")
-    svc = ctx.service("socket=%s tries=3" % d.sock)
+    d, svc = nobody_with_a_finger(ctx, "tries=3")
     res = verify_with_touches(ctx, d, svc, "nobody", PAM_MAXTRIES, ["other"] * 3)
     expect_code(res, PAM_MAXTRIES)
     check(len(res["errors"]) == 3, "three no-match lines: %s" % res)
@@ -1253,9 +1256,7 @@ def real_no_match_until_maxtries(ctx):
 
 @case(needs_daemon=True)
 def real_lockout_after_five_misses(ctx):
-    d = RealDaemon(ctx)
-    d.enroll("nobody", "finger-1")
-    svc = ctx.service("socket=%s tries=5" % d.sock)
+    d, svc = nobody_with_a_finger(ctx, "tries=5")
     res = verify_with_touches(ctx, d, svc, "nobody", PAM_MAXTRIES, ["other"] * 5)
     check(res["code"] in (PAM_MAXTRIES, PAM_AUTHINFO_UNAVAIL), "fifth miss: %s" % res)
     res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL)
@@ -1315,9 +1316,7 @@ def real_timeout_honoured(ctx):
 
 @case(needs_daemon=True)
 def real_unprivileged_caller(ctx):
-    d = RealDaemon(ctx)
-    d.enroll("nobody", "finger-1")
-    svc = ctx.service("socket=%s" % d.sock)
+    d, svc = nobody_with_a_finger(ctx)
     res = verify_with_touches(ctx, d, svc, "nobody", PAM_SUCCESS, ["finger-1"], as_user="nobody")
     expect_code(res, PAM_SUCCESS)
     res = ctx.pam(svc, "root", PAM_AUTH_ERR, as_user="nobody")
@@ -1326,9 +1325,7 @@ def real_unprivileged_caller(ctx):
 
 @case(needs_daemon=True)
 def real_password_first_enter_alone_then_finger(ctx):
-    d = RealDaemon(ctx)
-    d.enroll("nobody", "finger-1")
-    svc = ctx.service("socket=%s password_first" % d.sock)
+    d, svc = nobody_with_a_finger(ctx, "password_first")
     res = verify_with_touches(ctx, d, svc, "nobody", PAM_SUCCESS, ["finger-1"], answers=[""])
     expect_code(res, PAM_SUCCESS)
     res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL, answers=["a typed password"])
@@ -1338,9 +1335,7 @@ def real_password_first_enter_alone_then_finger(ctx):
 
 @case(needs_daemon=True)
 def real_not_interactive_is_refused_at_once(ctx):
-    d = RealDaemon(ctx)
-    d.enroll("nobody", "finger-1")
-    svc = ctx.service("socket=%s" % d.sock)
+    d, svc = nobody_with_a_finger(ctx)
     res = ctx.conv(svc, "nobody", fail=["info", "error"])
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
     check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
