@@ -185,6 +185,14 @@ final class FprintdDevice: @unchecked Sendable {
     var vanishedClaimers: Set<String> = []
     /// Claims that wait for the request of a claimer that left the bus to end.
     var waitingClaims: [() -> Void] = []
+    /// What the bus daemon stated of each sender that called (uid, pid), kept until its unique name
+    /// leaves the bus (`clientVanished`), so a claimer's VerifyStart and Release cost no round trip
+    /// to the bus daemon: a unique name is never given to another connection while the bus runs, and
+    /// the bus daemon's facts of a connection are those of its connect (`SO_PEERCRED`), never
+    /// re-read. Authorisation is never kept: polkit is asked on every call as before. At most
+    /// `knownSendersLimit` names (beyond, the bus is asked each time).
+    var knownSenders: [String: (uid: UInt32, pid: Int32)] = [:]
+    static let knownSendersLimit = 1024
 
     /// A refusal of the daemon as fprintd's error.
     static func error(for result: Answer) -> BusError {

@@ -36,7 +36,7 @@ extension FprintdDevice {
             refuse(call, problem)
             return
         }
-        guard let (uid, pid) = call.senderCredentials() else {
+        guard let (uid, pid) = credentials(of: call) else {
             refuse(call, Fprintd.ErrorName.internal("Could not get connection unix user ID"))
             return
         }
@@ -60,6 +60,14 @@ extension FprintdDevice {
             }
         }
         gate.admit(call, caller: caller) { [self] in admitted(call, caller: caller, own: own) }
+    }
+
+    /// The sender's uid and pid: as the bus daemon stated them when this name first called, or asked now.
+    func credentials(of call: BusCall) -> (uid: UInt32, pid: Int32)? {
+        if let known = knownSenders[call.sender] { return known }
+        guard let stated = call.senderCredentials() else { return nil }
+        if !call.sender.isEmpty, knownSenders.count < Self.knownSendersLimit { knownSenders[call.sender] = stated }
+        return stated
     }
 
     /// A call that has its turn: the account it names, polkit, then the method.
@@ -273,6 +281,7 @@ extension FprintdDevice {
     /// (a Claim meanwhile waits for the stopped request to end). One whose Claim is still at the
     /// door (waiting for its turn or for polkit): that Claim will take nothing.
     func clientVanished(_ name: String) {
+        knownSenders[name] = nil
         if claimsInFlight[name] != nil { vanishedClaimers.insert(name) }
         guard session?.sender == name else { return }
         audit.debug("\(path): claimer \(name) left the bus; releasing")

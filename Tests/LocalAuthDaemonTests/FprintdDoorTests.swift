@@ -68,15 +68,15 @@ struct InProcessDoor {
         self.bus = bus
     }
 
-    /// `member(arguments)` from `sender` (uid `nobody`), to its answer.
-    func call(_ member: String, _ arguments: [BusValue] = [], from sender: String) async -> Result<
-        [BusValue], BusError
-    > {
+    /// `member(arguments)` from `sender` (uid `nobody` unless the bus states another uid), to its answer.
+    func call(_ member: String, _ arguments: [BusValue] = [], from sender: String, uid: UInt32 = Self.uid) async
+        -> Result<[BusValue], BusError>
+    {
         let device = self.device
         return await withCheckedContinuation { continuation in
             bus.queue.async {
                 let call = BusCall(
-                    member: member, sender: sender, arguments: arguments, credentials: (Self.uid, getpid())
+                    member: member, sender: sender, arguments: arguments, credentials: (uid, getpid())
                 ) { continuation.resume(returning: $0) }
                 device.receive(call)
             }
@@ -84,8 +84,10 @@ struct InProcessDoor {
     }
 
     /// The error's name, or "ok".
-    func outcome(_ member: String, _ arguments: [BusValue] = [], from sender: String) async -> String {
-        switch await call(member, arguments, from: sender) {
+    func outcome(_ member: String, _ arguments: [BusValue] = [], from sender: String, uid: UInt32 = Self.uid) async
+        -> String
+    {
+        switch await call(member, arguments, from: sender, uid: uid) {
         case .success: "ok"
         case .failure(let error): error.name
         }
@@ -159,6 +161,33 @@ struct FprintdDoorTests {
             check(again == "ok", "a new VerifyStart after the Stop: \(again)")
             check(await door.outcome("VerifyStop", from: ":1.1") == "ok", "the second VerifyStop")
             check(await door.outcome("Release", from: ":1.1") == "ok", "Release")
+            door.daemon.finish()
+        }
+        reportChildErrors(result)
+    }
+
+    /// The door keeps what the bus daemon said of a sender until its name leaves the bus (unique
+    /// names are never reused while the bus runs). Each connection here is a uid the bus daemon
+    /// states: one without an account (the door refuses it), or `nobody`.
+    @Test func senderCredentials_areKeptPerName_andNeverServeAnotherConnection() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let door = try await InProcessDoor.start()
+            let stranger: UInt32 = 3_999_999  // no account
+            let refused = await door.outcome("Claim", [.string("")], from: ":1.7", uid: stranger)
+            check(refused == Fprintd.ErrorName.internal.rawValue, "a uid without an account is refused: \(refused)")
+            // Another connection is asked about afresh: the stranger's facts do not serve it.
+            check(await door.outcome("Claim", [.string("")], from: ":1.8") == "ok", "another name's Claim")
+            check(await door.outcome("Release", from: ":1.8") == "ok", "Release")
+            // What the bus said of :1.7 stays while :1.7 is on the bus (its connection cannot change).
+            let again = await door.outcome("Claim", [.string("")], from: ":1.7")
+            check(
+                again == Fprintd.ErrorName.internal.rawValue, "the same connection, as the bus first stated: \(again)")
+            // A name that left the bus is forgotten: a connection that had that name (a test's
+            // in-memory bus can reuse it; a real bus daemon never does) is asked about afresh.
+            door.bus.queue.sync { door.device.clientVanished(":1.7") }
+            let fresh = await door.outcome("Claim", [.string("")], from: ":1.7")
+            check(fresh == "ok", "a new connection under a vanished name is looked up afresh: \(fresh)")
+            check(await door.outcome("Release", from: ":1.7") == "ok", "Release")
             door.daemon.finish()
         }
         reportChildErrors(result)

@@ -192,6 +192,26 @@ class ClaimTests(DoorTest):
         self.assertRegex(log, r'audit op=claimReader user="ladbus1" caller_uid=64201 [^\n]*via="dbus" result=success')
         self.assertRegex(log, r'audit op=releaseReader user="ladbus1" caller_uid=64201 [^\n]*via="dbus" result=success')
 
+    def test_eachConnection_isTheCallerTheBusStatesForIt_whateverCalledBefore(self):
+        # Issue 29: the door keeps what the bus daemon stated of a sender per unique name; the
+        # callers alternate (root, ladbus1, root again, then a new connection of ladbus1 after the
+        # first left the bus), and each call is counted under its own connection's uid.
+        rooted, user = self.client(), self.client("ladbus1")
+        pattern = r'audit op=%s user="%s" caller_uid=%d [^\n]*via="dbus" result=success'
+        for c, name, uid in ((rooted, "root", 0), (user, "ladbus1", 64201), (rooted, "root", 0)):
+            before = len(WORLD.log())
+            c.ok("Claim", "")
+            c.ok("Release")
+            log = WORLD.log()[before:]
+            self.assertRegex(log, pattern % ("claimReader", name, uid))
+            self.assertRegex(log, pattern % ("releaseReader", name, uid))
+        user.close()
+        later = self.client("ladbus1")
+        before = len(WORLD.log())
+        later.ok("Claim", "")
+        later.ok("Release")
+        self.assertRegex(WORLD.log()[before:], pattern % ("claimReader", "ladbus1", 64201))
+
     def test_claimOtherUser_byOrdinaryUserWhomPolkitAllowsIt_isPermissionDenied(self):
         # polkit lets ladbus4 act for others (setusername): localauthd still lets a user act only
         # for their own account, as on its socket.
