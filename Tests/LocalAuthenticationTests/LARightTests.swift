@@ -187,10 +187,11 @@ struct LARightTests {
         #expect(!d.log.contains("vault key"))
     }
 
-    /// The authorization belongs to the process that obtained it: `localauthctl right sign`, another
-    /// process of the same account, is asked for a finger (and, with none, times out) while this one
-    /// signs without.
-    @Test func authorization_isThisProcesses_anotherProcessIsAskedAgain() async throws {
+    /// The authorization belongs to the process that obtained it, and the right to the program that
+    /// saved it (ADR 0012): `localauthctl right sign`, another program of the same account, finds no
+    /// such right and is asked nothing, while this one signs without being asked. (Another process of
+    /// the same program is asked again: `RightGrantsTests`, the grant is the process's pid and start.)
+    @Test func authorization_isThisProcesses_anotherProgramFindsNoRight() async throws {
         let d = try Daemon()
         let right = try await Self.saved(d)
         try d.touch("root-1")
@@ -199,10 +200,11 @@ struct LARightTests {
             Daemon.binDirectory + "/localauthctl",
             ["right", "sign", "com.example.vault", "--timeout", "2", "--socket", d.socketPath], stdin: "transfer")
         #expect(status != 0, "another process signed under this one's authorization: \(text)")
-        // It was asked for a finger, and timed out: evaluated, not run under this process's grant.
+        // Not found, and not asked: another program's right looks like none.
         #expect(
-            d.log.contains(#"operation="3" service="localauthctl right" result=systemCancel"#),
-            "the other process's sign was not evaluated: \(text)")
+            d.log.contains(#"operation="3" service="localauthctl right" program="exe:"#)
+                && d.log.contains("result=notFound"),
+            "the other program's sign was not answered notFound: \(text)\n\(d.log)")
         _ = try await right.key.sign(Data("transfer".utf8), algorithm: .ecdsaSignatureMessageX962SHA256)
     }
 
