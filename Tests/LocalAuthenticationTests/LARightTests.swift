@@ -348,6 +348,38 @@ struct LARightTests {
         await #expect(throws: LAError.self) { _ = try await store.right(forIdentifier: "com.example.vault") }
     }
 
+    /// Apple: another app's right looks like none. A right `localauthctl` saved for this account is
+    /// another program's: `right(forIdentifier:)` throws the very error of an identifier never saved,
+    /// `removeRight(forIdentifier:)` does not remove it, and this program's save of the identifier is
+    /// a right of its own (ADR 0012).
+    @Test func rightOfAnotherProgram_isNotFound_asAnIdentifierNeverSaved() async throws {
+        let d = try Daemon()
+        let (status, text) = try Daemon.run(
+            Daemon.binDirectory + "/localauthctl",
+            ["right", "save", "com.example.cli", "--requirement", "biometry", "--socket", d.socketPath], stdin: "")
+        #expect(status == 0, "\(text)")
+        let store = LARightStore(socketPath: d.socketPath)
+        func failure(_ identifier: String) async -> String {
+            do {
+                _ = try await store.right(forIdentifier: identifier)
+                return "found"
+            } catch {
+                let e = error as NSError
+                return "\(e.domain) \(e.code) \(e.userInfo["LocalAuthDaemonResultCode"] ?? "-")"
+            }
+        }
+        let other = await failure("com.example.cli")
+        let never = await failure("com.example.never-saved")
+        #expect(other != "found" && other == never, "\(other) vs \(never)")
+        await #expect(throws: LAError.self) { try await store.removeRight(forIdentifier: "com.example.cli") }
+        let mine = try await store.saveRight(LARight(), identifier: "com.example.cli")
+        #expect(mine.identifier == "com.example.cli")
+        let (shown, _) = try Daemon.run(
+            Daemon.binDirectory + "/localauthctl", ["right", "show", "com.example.cli", "--socket", d.socketPath],
+            stdin: "")
+        #expect(shown == 0, "localauthctl's own right is still there")
+    }
+
     @Test func removeRight_thenFetch_fails() async throws {
         let d = try Daemon()
         let right = try await Self.saved(d)
