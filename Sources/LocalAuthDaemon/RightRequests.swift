@@ -7,10 +7,11 @@ import LocalAuthStore
 /// Apple's `LARightStore` and `LAPersistedRight`: an app's secret and P-256 key per user, program
 /// and identifier. A right belongs to the program that saved it (`ProgramIdentity`, ADR 0012):
 /// another program's right of the same identifier is absent to it, as another app's is on Apple's
-/// systems, and its own save of that identifier makes a right of its own. The secret is returned, and the private key used, only inside a RIGHT_USE whose own
-/// evaluation of the right's requirement succeeded — the same `EvaluationRun` and rules as every
-/// EVALUATE, never a reuse window. The private key never leaves the daemon. Runs in the account's
-/// turn (`UserQueue`), so an enrolment cannot change the set between the evaluation and the use.
+/// systems, and its own save of that identifier makes a right of its own. The secret is returned,
+/// and the private key used, only inside a RIGHT_USE whose own evaluation of the right's
+/// requirement succeeded — the same `EvaluationRun` and rules as every EVALUATE, never a reuse
+/// window. The private key never leaves the daemon. Runs in the account's turn (`UserQueue`), so an
+/// enrolment cannot change the set between the evaluation and the use.
 struct RightRequests {
     let parts: DaemonParts
 
@@ -249,16 +250,17 @@ enum RightMessages {
     static let cannotRemove = Phrase.said("The daemon could not remove the right")
     static let unreadable = Phrase.said("The right is unreadable; ask an administrator")
 
+    static let noSecret = Phrase.said("This right was saved without a secret")
+    static let tooMany = Phrase.said(
+        "An account has at most %s rights; remove one before saving another",
+        .verbatim(String(StoredRight.maximumCount)))
+
     /// The daemon cannot tell which program asks, so no right is its (ADR 0012).
     static func programUnknown(_ why: String) -> Phrase {
         Phrase.said(
             "Rights belong to the program that saved them; the daemon cannot tell which program this is: %s",
             .verbatim(why))
     }
-    static let noSecret = Phrase.said("This right was saved without a secret")
-    static let tooMany = Phrase.said(
-        "An account has at most %s rights; remove one before saving another",
-        .verbatim(String(StoredRight.maximumCount)))
 
     static func removedAll(_ count: Int) -> Phrase {
         Phrase.said("Rights removed: %s", .verbatim(String(count)))
