@@ -160,16 +160,15 @@ public enum ProgramIdentity: Equatable, Sendable, CustomStringConvertible {
     /// The snap a process belongs to: the AppArmor label the kernel gave it (`snap.NAME.APP` or
     /// `snap.NAME.hook.HOOK`, then ` (enforce)` or ` (complain)`), which must agree with the tracking
     /// cgroup (`…/snap.NAME.APP-….scope`, `snap.NAME.APP.service`) when that names a snap. Nil: not a
-    /// snap (no snap label). A snap cgroup without a snap label, or the two naming different snaps:
-    /// refused — a process of the user may put itself into a scope of any name, never into a label.
+    /// confined snap (no snap label; a classic snap, or any process the user's systemd put into a
+    /// scope named `snap.…`, which proves nothing: it is then a program by its executable). A label
+    /// and a cgroup naming different snaps: refused.
     static func snapName(label: String?, cgroup: String?) -> Result<String?, Refusal> {
         let fromLabel = label.flatMap(snapFromLabel)
         let fromCgroup = cgroup.flatMap(snapFromCgroup)
         switch (fromLabel, fromCgroup) {
-        case (nil, nil): return .success(nil)
+        case (nil, _): return .success(nil)
         case (let name?, nil): return .success(name)
-        case (nil, let name?):
-            return .failure(Refusal("its cgroup names the snap \(name), its AppArmor label does not"))
         case (let a?, let b?):
             return a == b ? .success(a) : .failure(Refusal("its AppArmor label names the snap \(a), its cgroup \(b)"))
         }

@@ -212,6 +212,40 @@ struct RightOwnershipTests {
         sys.stdin.read()
         """
 
+    /// A record whose owner cannot be read is served to no program (fail closed): the program whose
+    /// name the file has is told the right is unreadable, and the journal says why.
+    @Test func right_whoseOwnerCannotBeRead_isRefusedAndTheJournalSaysWhy() async throws {
+        let d = try DaemonHarness()
+        let saved = try d.ctl(["right", "save", "vault", "--requirement", "biometry"], asUser: Self.ownerUID)
+        try #require(saved.status == 0, "\(saved.err)")
+        #expect(d.stop() == 0)
+        let ctl = try #require(RightHolderTests.realPath(DaemonHarness.binDirectory + "/localauthctl"))
+        let name = RightRecord.fileName(owner: "exe:" + ctl, identifier: "vault")
+        let directory = d.stateDirectory + "/users/" + Self.owner
+        try #require(access(directory + "/" + name, F_OK) == 0, "the right is not where its owner's name says")
+        let body = Array(
+            """
+            localauthd-right 2
+            owner=not hex
+            identifier=\(Hex.encode(Array("vault".utf8)))
+            requirement=biometry-any
+            domainState=
+            createdAtMs=1
+            privateKey=\(Hex.encode((0..<32).map { _ in UInt8.random(in: 1...127) }))
+            secretLength=0
+
+
+            """.utf8)
+        let sealing = SealingConfiguration(method: .keyFile, keyFile: d.stateDirectory + "-key/sealing.key")
+        let store = try EnrollmentStore(stateDirectory: d.stateDirectory, sealing: sealing)
+        try store.atomicWrite(
+            store.sealedIfSealing(Seal.seal(body), user: Self.owner, name: name), directory: directory, name: name)
+        try d.start()
+        let shown = try d.ctl(["right", "show", "vault"], asUser: Self.ownerUID)
+        #expect(shown.status != 0 && shown.err.contains("unreadable"), "\(shown.out) \(shown.err)")
+        #expect(d.daemonLog.contains("malformed right record: its owner"), "\(d.daemonLog)")
+    }
+
     /// An interpreter is the program: every script python3 runs is one program to the daemon
     /// (`/usr/bin/python3.11`, the file the kernel runs), so a script reads another script's right. What
     /// tells them apart on Apple's systems (code signatures) Linux does not have (ADR 0012).
