@@ -212,6 +212,47 @@ struct RightOwnershipTests {
         sys.stdin.read()
         """
 
+    /// An upgraded binary keeps its path, and with it its rights; a process still running the file
+    /// the upgrade replaced (its exe "PATH (deleted)") is no program the daemon can tell, and is refused
+    /// until it is started again.
+    @Test func executableReplacedWhileItRuns_isRefused_andTheNewFileAtThePathIsTheSameProgram() async throws {
+        let d = try DaemonHarness()
+        let directory = d.directory + "/bin"
+        #expect(mkdir(directory, 0o755) == 0)
+        let app = directory + "/vault-app"
+        #expect(RightHolderTests.copyFile(from: "/usr/bin/python3", to: app))
+        let save = Request.rightSave(user: nil, identifier: "vault", requirement: .biometryAny, secret: nil)
+        #expect(try RightHolderTests.relay(save, d, executable: app)?.isSuccess == true)
+
+        // Started before the upgrade, it connects after it.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        p.arguments = [
+            "--reuid=\(Self.ownerUID)", "--regid=\(Self.ownerUID)", "--clear-groups", app, "-c",
+            "import time\ntime.sleep(1.5)\n" + FrameRelay.script, d.socketPath, "", "",
+        ]
+        let input = Pipe()
+        let output = Pipe()
+        p.standardInput = input
+        p.standardOutput = output
+        try p.run()
+        usleep(300_000)  // it runs the old file now
+        // The upgrade: a new file renamed over the path, as dpkg does.
+        #expect(RightHolderTests.copyFile(from: "/usr/bin/python3", to: app + ".new"))
+        #expect(rename(app + ".new", app) == 0)
+        let get = Request.rightGet(user: nil, identifier: "vault")
+        input.fileHandleForWriting.write(Data(Hello(client: "old").frame.encoded() + get.frame.encoded()))
+        try input.fileHandleForWriting.close()
+        let reply = Array(output.fileHandleForReading.readDataToEndOfFile())
+        p.waitUntilExit()
+        let old = try frames(in: reply).first { $0.type == .result }.map { try RequestResult(frame: $0) }
+        #expect(old?.resultCode == .notAuthorized, "\(old?.message ?? "no result")")
+        #expect(old?.message.contains("(deleted)") == true, "\(old?.message ?? "")")
+
+        let restarted = try RightHolderTests.relay(get, d, executable: app)
+        #expect(restarted?.isSuccess == true, "the upgraded file at the same path: \(restarted?.message ?? "-")")
+    }
+
     /// A record whose owner cannot be read is served to no program (fail closed): the program whose
     /// name the file has is told the right is unreadable, and the journal says why.
     @Test func right_whoseOwnerCannotBeRead_isRefusedAndTheJournalSaysWhy() async throws {
