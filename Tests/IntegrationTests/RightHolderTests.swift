@@ -244,14 +244,23 @@ struct RightHolderTests {
             ]
         let input = Pipe()
         let output = Pipe()
+        let errors = Pipe()
         p.standardInput = input
         p.standardOutput = output
+        p.standardError = errors
         try p.run()
         input.fileHandleForWriting.write(Data(Hello(client: "relay").frame.encoded() + request.frame.encoded()))
         try input.fileHandleForWriting.close()
         let reply = Array(output.fileHandleForReading.readDataToEndOfFile())
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
-        return try frames(in: reply).first { $0.type == .result }.map { try RequestResult(frame: $0) }
+        let received = try frames(in: reply)
+        guard let result = received.first(where: { $0.type == .result }) else {
+            throw HarnessError.setup(
+                "no RESULT from \(executable) (exit \(p.terminationStatus), frames \(received.map(\.type)), stderr: \(said))\n\(d.daemonLog)"
+            )
+        }
+        return try RequestResult(frame: result)
     }
 
     /// A daemon without capabilities (`CapabilityBoundingSet=`; the shipped unit grants it
@@ -317,8 +326,14 @@ struct RightHolderTests {
         return String(cString: resolved)
     }
 
+    /// An executable copy of `from` at `to`, written through a descriptor no other process inherits
+    /// (`O_CLOEXEC`): a child another test forks meanwhile would otherwise keep the file open for
+    /// writing, and running the copy would fail with ETXTBSY while that child lives.
     static func copyFile(from: String, to: String) -> Bool {
         guard let data = FileManager.default.contents(atPath: from) else { return false }
-        return FileManager.default.createFile(atPath: to, contents: data, attributes: [.posixPermissions: 0o755])
+        let fd = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        guard fd >= 0 else { return false }
+        let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        return close(fd) == 0 && written == data.count && chmod(to, 0o755) == 0
     }
 }
