@@ -362,7 +362,9 @@ import Testing
             let a = try names(in: dir).first { $0.hasSuffix(".right") }!
             let b = RightRecord.fileName(owner: Self.app, identifier: "b")
             #expect(rename(dir + a, dir + b) == 0)
-            #expect(try store.loadRight(identifier: "b", owner: Self.app, user: "alice").isCorrupt, "a renamed right file was accepted")
+            #expect(
+                try store.loadRight(identifier: "b", owner: Self.app, user: "alice").isCorrupt,
+                "a renamed right file was accepted")
         }
     }
 }
