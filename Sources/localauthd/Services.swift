@@ -99,13 +99,14 @@ struct IdleExit: Service {
     let server: Server
     /// The `STATUS=` line while serving.
     let serving: String
+    let audit: AuditLog
 
     func run() async throws {
         let (seconds, server, serving) = (self.seconds, self.server, self.serving)
         guard await cancelWhenGracefulShutdown({ await Self.waitUntilIdle(seconds, server, serving) }) == true else {
             return
         }
-        Stop.idle(seconds).announce()
+        Stop.idle(seconds).announce(audit)
     }
 
     static func waitUntilIdle(_ seconds: Int, _ server: Server, _ serving: String) async -> Bool {
@@ -176,14 +177,14 @@ enum Stop {
     case signal(Int32)
     case idle(Int)
 
-    func announce(_ audit: AuditLog? = nil) {
+    func announce(_ audit: AuditLog) {
         switch self {
         case .signal(let sig):
             Notify.send("STOPPING=1\nSTATUS=Stopping on signal \(sig)")
-            audit?.info("stopping on signal \(sig)")
+            audit.info("stopping on signal \(sig)")
         case .idle(let seconds):
             Notify.send("STOPPING=1\nSTATUS=Exiting: no connection for \(seconds) s; the socket starts it again")
-            audit?.info(
+            audit.info(
                 "exiting after \(seconds) s without a connection; the next connection starts the daemon again")
         }
     }

@@ -110,7 +110,8 @@ func serve(_ options: DaemonOptions) async -> Int32 {
     }
     services.append(.mayEnd(MemoryTrim(server: server)))
     if idleExit > 0 {
-        services.append(.endsTheRun(IdleExit(seconds: idleExit, server: server, serving: serving(readers))))
+        services.append(
+            .endsTheRun(IdleExit(seconds: idleExit, server: server, serving: serving(readers), audit: audit)))
     }
     services.append(.endsTheRun(signals))
     await ServiceGroup(entries: services).run()
