@@ -19,13 +19,18 @@ import Synchronization
 /// before sleep, the reader resumed after it. Closes the logind connection last.
 struct SleepWatcher: Service {
     let logind: Logind
-    let daemon: Daemon
 
-    func run() async throws {
-        let daemon = self.daemon
+    /// Follows `PrepareForSleep` from now on, its delay inhibitor asked for at once: before the
+    /// doors answer, so that no request's question to logind waits behind that call (logind's
+    /// connection serves one call at a time), and no stop finds it still under way.
+    static func start(logind: Logind, daemon: Daemon) -> SleepWatcher {
         logind.watchSleep { goingToSleep in
             if goingToSleep { await daemon.prepareForSleep() } else { await daemon.resumedFromSleep() }
         }
+        return SleepWatcher(logind: logind)
+    }
+
+    func run() async throws {
         await gracefulShutdown()
         logind.close()
     }

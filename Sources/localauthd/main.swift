@@ -55,6 +55,7 @@ func serve(_ options: DaemonOptions) async -> Int32 {
     let daemon = Daemon(
         reader: reader, store: store, configuration: config, virtualReaderSocket: virtualReaderSocket, audit: audit,
         logind: logind)
+    let sleepWatcher = SleepWatcher.start(logind: logind, daemon: daemon)
     if Daemon.importsFprintdPrintsAtFirstStart(options, config) {
         await daemon.importFprintdPrintsAtFirstStart(
             from: config.fprintdStateDir, stateDirectory: options.stateDirectory)
@@ -101,7 +102,7 @@ func serve(_ options: DaemonOptions) async -> Int32 {
 
     // Stopped in the reverse of this order (Services.swift).
     var services: [ServiceGroup.Entry] = [
-        .endsTheRun(SleepWatcher(logind: logind, daemon: daemon))
+        .endsTheRun(sleepWatcher)
     ]
     if let fprintd { services.append(.endsTheRun(FprintdDoor(door: fprintd))) }
     services.append(.endsTheRun(SocketDoor(server: server, daemon: daemon)))
