@@ -16,6 +16,10 @@ struct RightOwnershipTests {
     static let owner = RightIntegrationTests.owner
     static let ownerUID = RightIntegrationTests.ownerUID
     static let secret = RightIntegrationTests.secret
+    /// The reader stays open between requests: a touch given before a client starts waits for it,
+    /// however long the machine takes to start the client (with the default 2 s linger, a loaded
+    /// machine closed the reader first, and the touch was lost).
+    static let keepReaderOpen = ["--linger-ms", "-1"]
 
     /// A copy of `localauthctl` at another path, readable and runnable by the owner.
     static func otherProgram(_ d: DaemonHarness) throws -> String {
@@ -27,7 +31,7 @@ struct RightOwnershipTests {
     }
 
     @Test func right_savedByOneProgram_isAbsentToAnother_whichCanNeitherReadNorReplaceNorRemoveIt() async throws {
-        let d = try DaemonHarness()
+        let d = try DaemonHarness(extraArguments: Self.keepReaderOpen)
         try await RightIntegrationTests.ownerWithRight(d)
         let stealer = try Self.otherProgram(d)
         func other(_ arguments: [String], stdin: String? = nil) throws -> (status: Int32, out: String, err: String) {
@@ -80,7 +84,7 @@ struct RightOwnershipTests {
     /// version-1 record, written here as that version wrote it) is seen by any program of the account
     /// until a use the person touched for gives it to that program; then it is absent to the others.
     @Test func right_savedBeforeOwnership_belongsToTheFirstProgramThePersonTouchedFor() async throws {
-        let d = try DaemonHarness()
+        let d = try DaemonHarness(extraArguments: Self.keepReaderOpen)
         try await d.enroll(user: Self.owner, printID: "owner-1")
         #expect(d.stop() == 0)
         let sealing = SealingConfiguration(method: .keyFile, keyFile: d.stateDirectory + "-key/sealing.key")
@@ -102,7 +106,7 @@ struct RightOwnershipTests {
         try store.atomicWrite(
             store.sealedIfSealing(Seal.seal(body), user: Self.owner, name: name),
             directory: d.stateDirectory + "/users/" + Self.owner, name: name)
-        try d.start()
+        try d.start(extraArguments: Self.keepReaderOpen)
         let stealer = try Self.otherProgram(d)
 
         // Unowned: as before the change, any program of the account sees it.
@@ -116,7 +120,7 @@ struct RightOwnershipTests {
         let shown = try d.ctl(["right", "show", "vault"], asUser: Self.ownerUID, program: stealer)
         #expect(shown.status == 5 && shown.err.contains("notFound"), "\(shown.err)")
         #expect(d.stop() == 0)
-        try d.start()
+        try d.start(extraArguments: Self.keepReaderOpen)
         try d.simulate("touch", "owner-1")
         let again = try d.ctl(["right", "secret", "vault", "--timeout", "10"], asUser: Self.ownerUID)
         #expect(again.status == 0 && again.out == Self.secret, "\(again.err)")
@@ -127,7 +131,7 @@ struct RightOwnershipTests {
     /// program (python3) finds the right, but is asked for a finger (and, with none, times out) while
     /// the first holds the authorization.
     @Test func authorization_ofOneProcess_isNotAnotherProcessOfTheSameProgram() async throws {
-        let d = try DaemonHarness()
+        let d = try DaemonHarness(extraArguments: Self.keepReaderOpen)
         try await d.enroll(user: Self.owner, printID: "owner-1")
         let save = Request.rightSave(user: nil, identifier: "signer", requirement: .biometryAny, secret: nil)
         #expect(try RightHolderTests.relay(save, d, executable: "/usr/bin/python3")?.isSuccess == true)
@@ -216,7 +220,7 @@ struct RightOwnershipTests {
     /// the upgrade replaced (its exe "PATH (deleted)") is no program the daemon can tell, and is refused
     /// until it is started again.
     @Test func executableReplacedWhileItRuns_isRefused_andTheNewFileAtThePathIsTheSameProgram() async throws {
-        let d = try DaemonHarness()
+        let d = try DaemonHarness(extraArguments: Self.keepReaderOpen)
         let directory = d.directory + "/bin"
         #expect(mkdir(directory, 0o755) == 0)
         let app = directory + "/vault-app"
@@ -256,7 +260,7 @@ struct RightOwnershipTests {
     /// A record whose owner cannot be read is served to no program (fail closed): the program whose
     /// name the file has is told the right is unreadable, and the journal says why.
     @Test func right_whoseOwnerCannotBeRead_isRefusedAndTheJournalSaysWhy() async throws {
-        let d = try DaemonHarness()
+        let d = try DaemonHarness(extraArguments: Self.keepReaderOpen)
         let saved = try d.ctl(["right", "save", "vault", "--requirement", "biometry"], asUser: Self.ownerUID)
         try #require(saved.status == 0, "\(saved.err)")
         #expect(d.stop() == 0)
@@ -281,7 +285,7 @@ struct RightOwnershipTests {
         let store = try EnrollmentStore(stateDirectory: d.stateDirectory, sealing: sealing)
         try store.atomicWrite(
             store.sealedIfSealing(Seal.seal(body), user: Self.owner, name: name), directory: directory, name: name)
-        try d.start()
+        try d.start(extraArguments: Self.keepReaderOpen)
         let shown = try d.ctl(["right", "show", "vault"], asUser: Self.ownerUID)
         #expect(shown.status != 0 && shown.err.contains("unreadable"), "\(shown.out) \(shown.err)")
         #expect(d.daemonLog.contains("malformed right record: its owner"), "\(d.daemonLog)")
@@ -291,7 +295,7 @@ struct RightOwnershipTests {
     /// (`/usr/bin/python3.11`, the file the kernel runs), so a script reads another script's right. What
     /// tells them apart on Apple's systems (code signatures) Linux does not have (ADR 0012).
     @Test func right_savedByOneScript_isReadByAnotherScriptOfTheSameInterpreter() async throws {
-        let d = try DaemonHarness()
+        let d = try DaemonHarness(extraArguments: Self.keepReaderOpen)
         let save = Request.rightSave(user: nil, identifier: "script-right", requirement: .biometryAny, secret: nil)
         let saved = try AuthorizationMatrixTests.relay(
             Hello(client: "one").frame.encoded() + save.frame.encoded(), uid: Self.ownerUID, socket: d.socketPath)
@@ -327,7 +331,7 @@ struct RightOwnershipTests {
     /// the fixture `.flatpak-info` on top, python3 run in it (`chroot`) as the owner. The same
     /// python3 outside the sandbox, or in another app's, is another program.
     @Test func flatpakApp_ownsItsRightsByAppID_readAtItsRootThroughProc() async throws {
-        let d = try DaemonHarness()
+        let d = try DaemonHarness(extraArguments: Self.keepReaderOpen)
         let vault = try Self.sandbox(d, name: "vault", info: try Self.fixture("app.flatpak-info"))
         let other = try Self.sandbox(d, name: "other", info: "[Application]\nname=org.example.Other\n")
         let save = Request.rightSave(user: nil, identifier: "vault", requirement: .biometryAny, secret: Array("x".utf8))
