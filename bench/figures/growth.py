@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""How cost grows (issue 18): 1, 10, 100 and 1000 enrolled users; identify over 1, 5 and 10
-fingers. Its own daemons on libfprint's virtual_image driver (real NBIS matching), so that nothing
+"""How cost grows (issues 18 and 29): 1, 10, 100, 1000 and 10,000 enrolled users; identify over
+1, 5 and 10 fingers. Its own daemons on libfprint's virtual_image driver (real NBIS matching), so that nothing
 the other figures measure is touched. docs/performance.md, "How cost grows"."""
 import os
 import pty
@@ -299,7 +299,7 @@ class GrowthDBusOurs(OursOverDBus):
 
 
 class Growth:
-    """The growth phase. Users: 1 -> 10 -> 100 -> 1000 (each step adds accounts) on one pair of
+    """The growth phase. Users: 1 -> 10 -> ... -> 10,000 (--growth-users; each step adds accounts) on one pair of
     daemons. Fingers, on a second pair: root with 1, 5, 10 fingers (verify: identify over them),
     and the enrolment's duplicate check (identify over every account's prints) at 1, 5, 10, 50."""
 
