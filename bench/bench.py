@@ -231,7 +231,7 @@ def main():
         import charts  # bench/charts.py
         for svg in charts.write_charts(results, info, os.path.join(ROOT, "docs", "performance")):
             print("chart: %s" % svg)
-    return 0
+    return 1 if "failed" in results.get("growth", {}) else 0
 
 
 if __name__ == "__main__":
