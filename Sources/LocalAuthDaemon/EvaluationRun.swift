@@ -282,7 +282,7 @@ struct EvaluationRun {
             }
             let progress: @Sendable (ReaderProgress) -> Void = { p in
                 switch p {
-                case .retry(let r): report(.fingerRetry(RetryHint(r)))
+                case .retry(let hint): report(.fingerRetry(hint))
                 // The touch: counted on disk while the reader captures and matches.
                 case .fingerPresent: report(.fingerPresent)
                 case .matched(let index) where index.map({ prints.indices.contains($0) }) ?? true: answer(index)
@@ -299,7 +299,7 @@ struct EvaluationRun {
                     case .noMatch: answer(nil)
                     }
                 }
-            } catch ReaderError.cancelled {
+            } catch ReaderFailure.cancelled {
                 // The evaluation stopped the scan: nothing to report.
             } catch {
                 report(.readerFailed(ReaderFailure(error)))

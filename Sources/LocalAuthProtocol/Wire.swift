@@ -32,6 +32,9 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let rightRemove = MessageType(rawValue: 0x000F)
     public static let rightUse = MessageType(rawValue: 0x0013)
     public static let importFprintd = MessageType(rawValue: 0x0014)
+    /// Subscribes to changes of the caller's own environment (`LAEnvironment`): not a request to
+    /// `Daemon.handle`, the socket's door keeps it (docs/protocol.md, "Watching the environment").
+    public static let watch = MessageType(rawValue: 0x0015)
     public static let cancel = MessageType(rawValue: 0x0010)
     public static let passcode = MessageType(rawValue: 0x0011)
     public static let fallback = MessageType(rawValue: 0x0012)
@@ -47,7 +50,7 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
         0x0006: "LIST", 0x0007: "DELETE", 0x0008: "DEVICES", 0x0009: "SIMULATE", 0x000A: "PASSCODE_SET",
         0x000B: "PASSCODE_REMOVE", 0x000C: "LOCKOUT_RESET", 0x000D: "RIGHT_SAVE", 0x000E: "RIGHT_GET",
         0x000F: "RIGHT_REMOVE", 0x0010: "CANCEL", 0x0011: "PASSCODE", 0x0012: "FALLBACK", 0x0013: "RIGHT_USE",
-        0x0014: "IMPORT_FPRINTD", 0x0020: "PASSWORD_USED",
+        0x0014: "IMPORT_FPRINTD", 0x0015: "WATCH", 0x0020: "PASSWORD_USED",
         0x8001: "WELCOME", 0x8002: "EVENT", 0x8003: "RESULT", 0x80FF: "ERROR",
     ]
     public var isKnown: Bool { Self.names[rawValue] != nil }

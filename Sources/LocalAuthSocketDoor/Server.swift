@@ -113,7 +113,9 @@ public final class Server: Sendable {
     public func stopAcceptingAndServeTheAccepted() async {
         try? await channel.close()
         for _ in 0..<3 { try? await channel.eventLoop.submit {}.get() }
-        while openConnections > 0 { try? await Task.sleep(for: .milliseconds(20)) }
+        // A watch accepted meanwhile is not waited for (it would hold the stop while its client
+        // lives); it closes with the daemon and its client connects again (Watch.swift).
+        while counter.servingTotal > 0 { try? await Task.sleep(for: .milliseconds(20)) }
     }
 }
 
@@ -222,6 +224,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
                     ? ProtocolError.unexpectedMessage(frame.type) : ProtocolError.unknownMessage(frame.type)
             }
         case .idle:
+            if frame.type == .watch { return startWatching(frame, context: context) }  // Watch.swift
             guard frame.type.isKnown else { throw ProtocolError.unknownMessage(frame.type) }
             let request: Request
             do {
@@ -262,6 +265,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
                 return
             }
             let result = await daemon.handle(request, caller: caller, io: RequestIO(send: send, signals: signals))
+                .result
             gate.leave(uid: caller.accountUID)
             loop.execute {
                 let (connection, context) = bound.value
@@ -307,7 +311,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
-    private func write(_ message: ServerMessage, context: ChannelHandlerContext) {
+    func write(_ message: ServerMessage, context: ChannelHandlerContext) {
         write(message, channel: context.channel)
     }
 
@@ -316,7 +320,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     /// One ERROR frame, then the connection closes; the daemon serves on.
-    private func fail(_ context: ChannelHandlerContext, _ code: ProtocolErrorCode, _ message: String) {
+    func fail(_ context: ChannelHandlerContext, _ code: ProtocolErrorCode, _ message: String) {
         guard !isClosed else { return }
         if case .busy(let task, let signals) = state {
             signals.finish()
@@ -335,7 +339,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
 
     /// A line a client can cause by connecting, through the throttle: when the first line of a
     /// window is left out, its summary is scheduled for the end of the window.
-    private func notice(_ line: String, uid: UInt32, kind: String, loop: any EventLoop) {
+    func notice(_ line: String, uid: UInt32, kind: String, loop: any EventLoop) {
         switch throttle.admit(NoticeThrottle.Key(uid: uid, kind: kind), at: .now) {
         case .log:
             audit.notice(line)

@@ -15,15 +15,6 @@ public struct LoginSession: Sendable, Equatable {
     public let seat: String?
     public let isActive: Bool
     public let isRemote: Bool
-
-    public init(id: String, ownerUID: UInt32, sessionClass: String, seat: String?, isActive: Bool, isRemote: Bool) {
-        self.id = id
-        self.ownerUID = ownerUID
-        self.sessionClass = sessionClass
-        self.seat = seat
-        self.isActive = isActive
-        self.isRemote = isRemote
-    }
 }
 
 /// logind's view of a request, looked up once per request.
@@ -78,6 +69,11 @@ public struct LoginSessions: Sendable {
             return CallerSession(
                 key: "tty:\(tty ?? "none"):uid:\(uid)", session: nil, logindPresent: false, lidClosed: lidClosed)
         }
+    }
+
+    /// The laptop's lid alone: logind's `LidClosed`, else the ACPI lid button (false without a lid).
+    public nonisolated(nonsending) func lidClosed() async -> Bool {
+        await logind?.ask(sessionOf: nil, uid: 0, lid: true).lidClosed ?? LidSwitch.closed()
     }
 
     /// Whether `uid` has a local session (one with a seat) — false for a login that would start the

@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import LocalAuthDaemon
 import LocalAuthProtocol
+import LocalAuthSocketDoor
 import LocalAuthStore
 import LocalAuthSystemd
 import LocalAuthTesting
@@ -20,6 +21,17 @@ import Testing
         try await body(Daemon(reader: nil, store: store, audit: AuditLog(level: .critical, sink: .stderr)), store)
     }
 
+    /// The answer is `code`, its message says `words`, and the store holds nothing for `user`.
+    static func expectRefused(
+        _ result: RequestResult, _ code: ResultCode, saying words: String, nothingWrittenFor user: String,
+        in store: EnrollmentStore, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        #expect(result.resultCode == code, sourceLocation: sourceLocation)
+        #expect(result.message.contains(words), "\(result.message)", sourceLocation: sourceLocation)
+        let stored = try store.loadState(user: user)
+        #expect(stored == .absent, "nothing is written for \(user)", sourceLocation: sourceLocation)
+    }
+
     static func silentIO() -> RequestIO {
         RequestIO(send: { _ in }, signals: AsyncStream { $0.finish() })
     }
@@ -30,11 +42,11 @@ import Testing
         try await Self.withDaemon { daemon, store in
             let result = await daemon.handle(
                 .passcodeSet(user: "lasplit-bob", passcode: "intruder's choice", oldPasscode: nil), caller: Self.alice,
-                io: Self.silentIO())
-            #expect(result.resultCode == .notAuthorized)
-            #expect(result.message.contains("may act only for its own account"), "\(result.message)")
-            let stored = try store.loadState(user: "lasplit-bob")
-            #expect(stored == .absent, "nothing is written for lasplit-bob")
+                io: Self.silentIO()
+            ).result
+            try Self.expectRefused(
+                result, .notAuthorized, saying: "may act only for its own account", nothingWrittenFor: "lasplit-bob",
+                in: store)
         }
     }
 
@@ -43,7 +55,8 @@ import Testing
             let nameless = PeerCredentials(pid: getpid(), uid: 4242, gid: 4242, userName: nil)
             let result = await daemon.handle(
                 .evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics)), caller: nameless,
-                io: Self.silentIO())
+                io: Self.silentIO()
+            ).result
             #expect(result.resultCode == .invalidRequest)
             #expect(result.message == "uid 4242 has no account name; name the user")
         }
@@ -52,7 +65,7 @@ import Testing
     @Test func handle_whenRootNamesAnInvalidUser_refusesTheNameBeforeTheStoreSeesIt() async throws {
         try await Self.withDaemon { daemon, _ in
             let root = PeerCredentials(pid: getpid(), uid: 0, gid: 0, userName: "root")
-            let result = await daemon.handle(.list(user: "../etc"), caller: root, io: Self.silentIO())
+            let result = await daemon.handle(.list(user: "../etc"), caller: root, io: Self.silentIO()).result
             #expect(result.resultCode == .invalidRequest)
             #expect(result.message == "'../etc' is not a valid user name")
         }
@@ -63,11 +76,11 @@ import Testing
             let result = await daemon.handle(
                 .evaluate(
                     EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "lasplit-alice", tries: 1)),
-                caller: Self.alice, io: Self.silentIO())
-            #expect(result.resultCode == .biometryNotAvailable)
-            #expect(result.message.contains("no fingerprint reader is connected"), "\(result.message)")
-            let stored = try store.loadState(user: "lasplit-alice")
-            #expect(stored == .absent, "nothing is written for lasplit-alice")
+                caller: Self.alice, io: Self.silentIO()
+            ).result
+            try Self.expectRefused(
+                result, .biometryNotAvailable, saying: "no fingerprint reader is connected",
+                nothingWrittenFor: "lasplit-alice", in: store)
         }
     }
 
@@ -75,7 +88,8 @@ import Testing
         try await Self.withDaemon { daemon, _ in
             let root = PeerCredentials(pid: getpid(), uid: 0, gid: 0, userName: "root")
             let result = await daemon.handle(
-                .simulate(action: "touch", argument: "x"), caller: root, io: Self.silentIO())
+                .simulate(action: "touch", argument: "x"), caller: root, io: Self.silentIO()
+            ).result
             #expect(result.resultCode == .notSupported)
         }
     }
