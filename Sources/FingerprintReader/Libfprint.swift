@@ -371,11 +371,8 @@ final class LibfprintDevice: @unchecked Sendable {
     private var cancelling = false
     private var fingerNeeded = false
     private var fingerPresent = false
-    /// Called on the GLib thread once libfprint emits FpDevice::removed (no operation pending any more); the owner
-    /// must then close the device so the context can drop it.
-    private let removedHandler: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
-    /// Called on the GLib thread with (finger present, finger needed, enrol stages, swipe) when one changes.
-    private let statusHandler: Mutex<(@Sendable (Bool, Bool, Int, Bool) -> Void)?> = Mutex(nil)
+    /// What libfprint's signals call on the GLib thread (`DeviceHandlerSlots`).
+    private let handlers = DeviceHandlerSlots()
 
     /// Wraps `g_object_ref` and the `fp_device_get_*` getters; GLib thread only.
     fileprivate init(_ device: UnsafeMutablePointer<FpDevice>, thread: GLibThread) {
@@ -413,12 +410,12 @@ final class LibfprintDevice: @unchecked Sendable {
 
     /// Sets the closure told of finger-status and stage-count changes.
     func onStatus(_ handler: @escaping @Sendable (Bool, Bool, Int, Bool) -> Void) {
-        statusHandler.withLock { $0 = handler }
+        handlers.setStatus(handler)
     }
 
     /// Wraps `fp_device_get_finger_status` and `fp_device_get_nr_enroll_stages` for the status handler.
     private func reportStatus() {
-        guard let device, let handler = statusHandler.withLock({ $0 }) else { return }
+        guard let device, let handler = handlers.status else { return }
         let status = fp_device_get_finger_status(device).rawValue
         handler(
             status & FP_FINGER_STATUS_PRESENT.rawValue != 0, status & FP_FINGER_STATUS_NEEDED.rawValue != 0,
@@ -427,7 +424,7 @@ final class LibfprintDevice: @unchecked Sendable {
 
     /// Sets the closure run when libfprint reports the device removed.
     func onRemoved(_ handler: @escaping @Sendable () -> Void) {
-        removedHandler.withLock { $0 = handler }
+        handlers.setRemoved(handler)
     }
 
     /// A removed device's current operation would otherwise wait for a finger forever (virtual readers never fail a
@@ -439,7 +436,7 @@ final class LibfprintDevice: @unchecked Sendable {
     }
 
     private func deviceRemovedSignal() {
-        let handler = removedHandler.withLock { $0 }
+        let handler = handlers.removed
         handler?()
     }
 

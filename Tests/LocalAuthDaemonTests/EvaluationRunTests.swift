@@ -28,6 +28,35 @@ struct EvaluationRunTests {
         reportChildErrors(result)
     }
 
+    /// The virtual reader reports the finger and its match at once (as a match-on-chip sensor does):
+    /// the touch's count and the match's reset go to disk as one record, synced and renamed before
+    /// the answer, where they were two writes, the count's with the directory synced too (seven
+    /// steps). Issue 29: this is what made prompt → result three times fprintd's.
+    @Test func evaluate_whenTheReaderMatchesAsItReportsTheFinger_writesTheCountAndResetAsOneRecord() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let d = try await InProcessDaemon.start()
+            try await d.enrollTheUser()
+            // The first match also records the finger's use (the password rules' record, at most once
+            // a minute): the second is measured.
+            var first = d.start(InProcessDaemon.fingerOnly())
+            await first.next(.placeFinger)
+            try await d.simulate("touch", InProcessDaemon.enrolledScan)
+            check(await first.result().resultCode == .success, "the first match succeeds")
+            let before = d.writeSteps
+            var run = d.start(InProcessDaemon.fingerOnly())
+            await run.next(.placeFinger)
+            try await d.simulate("touch", InProcessDaemon.enrolledScan)
+            let result = await run.result()
+            check(result.resultCode == .success, "a match succeeds: \(result.message)")
+            let steps = d.writeSteps - before
+            check(steps == 3, "one record written (temporary file written, synced, renamed): \(steps) steps")
+            let failures = try d.storedState()?.fingerFailures
+            check(failures == 0, "no failure is stored: \(String(describing: failures))")
+            d.finish()
+        }
+        reportChildErrors(result)
+    }
+
     @Test func evaluate_whenAnotherFingerTouches_failsAndCountsOneFailure() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let d = try await InProcessDaemon.enrolled()
