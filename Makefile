@@ -236,8 +236,9 @@ test-ssh: build-debug pam
 test-system: build-debug pam
 	Tests/system/install.sh
 
-# Benchmarks side by side with fprintd + pam_fprintd (bench/bench.py; docs/performance.md).
-# Release builds; as root; a few minutes; not part of `make test`. JSON in bench/results/.
+# Benchmarks side by side with fprintd + pam_fprintd (bench/bench.py; docs/performance.md), then
+# the same on the booted system (bench-boot). Release builds; as root; a quarter of an hour; not
+# part of `make test`. JSON in bench/results/.
 .PHONY: bench
 bench: deps pam pam-bench $(STATIC_CXX_DIR)/libstdc++.so
 	$(SWIFT) build -c release $(STATIC_STDLIB) --product localauthd
@@ -248,6 +249,19 @@ bench: deps pam pam-bench $(STATIC_CXX_DIR)/libstdc++.so
 		$(BENCH_TERMINAL_ARGS)
 	/usr/bin/python3 pam/tests/privtmp.py /usr/bin/python3 bench/ssh_sign.py \
 		--module $(abspath pam/build/pam_localauth.so) --bin $(abspath $(BIN_RELEASE))
+	$(MAKE) bench-boot
+
+# The same figures on the booted Debian 12 of test-boot (bench/boot.py; docs/performance.md):
+# localauthd under its shipped units beside Debian's fprintd under its own, the real systemd,
+# logind, dbus-daemon and polkitd; then the booted table beside the one `make bench` just wrote
+# (bench/results/latest.json). As root; a few minutes.
+.PHONY: bench-boot
+bench-boot: deb pam-bench
+	@scripts/ensure-deps.sh mmdebstrap systemd-container
+	$(SWIFT) build -c release $(STATIC_STDLIB) --product localauth-bench
+	root=$$(Tests/boot/root.sh) && /usr/bin/python3 bench/boot.py --root "$$root" --bin $(BIN_RELEASE) \
+		--deb dist/localauth_$${DEB_VERSION:-0.1.0}_$$(dpkg --print-architecture).deb \
+		--compat dist/localauth-fprintd-compat_$${DEB_VERSION:-0.1.0}_all.deb $(BENCH_BOOT_ARGS)
 
 # sudo in a real terminal, ours beside pam_fprintd (bench/terminal.py; docs/performance.md).
 # Uses whatever build BIN names (release by default); fprintd and polkitd must be installed.

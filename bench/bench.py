@@ -21,7 +21,8 @@ Figures (docs/performance.md explains each):
      (ours: systemd-socket-activate; theirs: D-Bus activation)
   6  `localauthctl list` / `fprintd-list` as a whole process, daemon running
   7  daemon RSS (and PSS, private dirty) idle after start, after figure 1 and after 1000
-     authentications
+     authentications; the floor (figures/memory_floor.py): both daemons idle by mapping, our
+     executable's resident pages by the module that brings them
   8  1000 concurrent status clients while verifies run (ours): a) all at once, b) Poisson
      arrivals at 1000 requests per second in all, c) a) against a minimal C server (the floor),
      d) a) with each status client under a uid of its own and one heavy uid (issue 18)
@@ -29,8 +30,10 @@ Figures (docs/performance.md explains each):
   10 fprintd's clients through localauthd's D-Bus door (--fprintd-compat, a private bus of its
      own with the real polkitd) beside fprintd: pam_fprintd.so pam_authenticate with a matching
      finger (the same bench_client, service line and reader driver), fprintd-list as a process
+  11 what a verify's prompt -> result is made of (ours): fsyncs and logind round trips per
+     verify (untimed counts), one fdatasync on the state directory's file system (timed)
   growth (how cost grows; a pair of daemons of its own on libfprint's virtual_image, NBIS):
-     1, 10, 100, 1000 enrolled users: cold start, list, status, memory, the accounts read at
+     1, 10, 100, 1000, 10000 enrolled users: cold start, list, status, memory, the accounts read at
      start (strace); verify over 1, 5, 10 fingers of one account; the enrolment's duplicate
      check over 1, 5, 10, 50 prints of all accounts (--no-growth skips it, --growth-only runs
      only it)
@@ -39,7 +42,7 @@ The figures live in bench/figures/, one module per question, the way the daemon 
 case; the stacks in stacks.py, what they share in common.py, the table in report.py.
 
 Usage: /usr/bin/python3 bench/bench.py [--quick] [--json PATH]   (as root; `make bench`)
-Prints the table and writes JSON (default bench/results/bench-<UTC time>.json and latest.json).
+Prints the table, issue 29's goals (met / not met) and writes JSON (default bench/results/bench-<UTC time>.json and latest.json).
 """
 import argparse
 import datetime
@@ -56,10 +59,10 @@ sys.dont_write_bytecode = True  # no __pycache__ in the tree
 from common import (INCUMBENT_PACKAGES, ROOT, USER, Processes, ensure_incumbent,  # noqa: E402
                     interleaved, log, machine, pam_d_digest, pss_kb, rollup_kb, rss_kb, sha256,
                     stats)
-from figures import (concurrency, daemon_memory, fprintd_clients, pam_authenticate,  # noqa: E402
-                     swift_client, whole_process)
+from figures import (concurrency, daemon_memory, fprintd_clients, memory_floor,  # noqa: E402
+                     pam_authenticate, swift_client, verify_anatomy, whole_process)
 from figures.growth import growth_phase, print_growth  # noqa: E402
-from report import budgets, print_table  # noqa: E402
+from report import budgets, goals, print_goals, print_table  # noqa: E402
 from stacks import Ours, OursOverDBus, Theirs  # noqa: E402
 
 
@@ -104,8 +107,9 @@ class Bench:
     # The figures in the order that keeps them apart: memory idle first, the PAM figures before
     # the authentications that figure 7 counts, the bursts after them, cold start last (it stops
     # and starts the daemons).
-    STEPS = (daemon_memory.idle_after_start, pam_authenticate.match,
-             lambda bench: bench.memory("after figure 1"), pam_authenticate.no_match,
+    STEPS = (daemon_memory.idle_after_start, memory_floor.floor, pam_authenticate.match,
+             lambda bench: bench.memory("after figure 1"), verify_anatomy.anatomy,
+             pam_authenticate.no_match,
              whole_process.pamtester, daemon_memory.after_authentications, whole_process.list_warm,
              fprintd_clients.through_the_door, swift_client.can_evaluate_and_status,
              swift_client.secret_after_finger, concurrency.burst_and_paced, concurrency.floor,
@@ -139,7 +143,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small numbers, to try the bench out")
     ap.add_argument("--no-growth", action="store_true", help="skip the growth phase")
     ap.add_argument("--growth-only", action="store_true", help="only the growth phase")
-    ap.add_argument("--growth-users", default="1,10,100,1000", help="growth: enrolled users")
+    ap.add_argument("--growth-users", default="1,10,100,1000,10000",
+                    help="growth: enrolled users")
     ap.add_argument("--growth-fingers", default="1,5,10", help="growth: one account's fingers")
     ap.add_argument("--growth-gallery", default="1,5,10,50",
                     help="growth: prints in all for the enrolment's duplicate check")
@@ -206,8 +211,13 @@ def main():
     if not args.growth_only:
         info["budgets"] = budgets(results)
         print_table(results, info)
+        memory_floor.print_floor(results)
+        verify_anatomy.print_anatomy(results)
     if "growth" in results:
         print_growth(results["growth"])
+    if not args.growth_only:
+        info["goals"] = goals(results)
+        print_goals(info["goals"])
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     path = args.json or os.path.join(ROOT, "bench", "results", "bench-%s.json" % stamp)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -221,7 +231,7 @@ def main():
         import charts  # bench/charts.py
         for svg in charts.write_charts(results, info, os.path.join(ROOT, "docs", "performance")):
             print("chart: %s" % svg)
-    return 0
+    return 1 if "failed" in results.get("growth", {}) else 0
 
 
 if __name__ == "__main__":

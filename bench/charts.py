@@ -229,7 +229,7 @@ def write_charts(results, info, outdir):
             f.write(text)
         written.append(path)
     g = results.get("growth")
-    if g and "skipped" not in g:
+    if g and "skipped" not in g and "failed" not in g:
         path = os.path.join(outdir, "growth.svg")
         with open(path, "w") as f:
             f.write(growth_chart(g, "how cost grows: " + when))

@@ -1,6 +1,78 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The table `make bench` prints for figures 1 to 10, and each budget of issues 7 and 18 beside
-what was measured (figures/growth.py prints its own)."""
+"""The table `make bench` prints for figures 1 to 10, each goal of issue 29 beside what was
+measured (also for bench/boot.py's booted system), the budgets of issues 7 and 18, and the
+memory floor (figures/memory_floor.py; figures/growth.py prints its own)."""
+
+
+def goals(r):
+    """(goal, what was measured, met?) for each goal of issue 29, from a results dict of
+    bench.py or boot.py (figures a run did not take are left out; None: reported, not a goal)."""
+    out = []
+
+    def med(key, side):
+        e = r.get(key, {}).get(side)
+        return e["median"] if e and e.get("n") else None
+
+    def ratio(text, key, factor, theirs_key=None, theirs_side="fprintd"):
+        ours, theirs = med(key, "localauth"), med(theirs_key or key, theirs_side)
+        if ours is None or theirs is None:
+            return
+        out.append((text, "%.3f / %.3f ms = %.3f" % (ours, theirs, ours / theirs),
+                    ours <= theirs * factor))
+    ratio("pam_authenticate match (socket) <= 0.2 of fprintd's", "1 match total", 0.2)
+    ratio("  its prompt -> result <= 2x fprintd's", "1 match prompt_to_result", 2)
+    ratio("pam_fprintd through our D-Bus door <= 0.5 of fprintd's", "10 pam_fprintd match total", 0.5)
+    ratio("  its prompt -> result <= 2x fprintd's (as the socket)",
+          "10 pam_fprintd match prompt_to_result", 2)
+    ratio("cold start (first list, daemon not running) <= 0.5", "5 cold start (list)", 0.5)
+    ratio("list, whole process, daemon running <= 1/3", "6 list (warm)", 1 / 3)
+    mem = r.get("rss_kb", {})
+    idle = mem.get("localauth", {}).get("idle after start")
+    theirs = mem.get("fprintd", {}).get("idle after start")
+    if idle:
+        out.append(("idle RSS <= 12 MB", "%.1f MB (fprintd %s)" % (
+            idle["rss_kb"] / 1024, "%.1f MB" % (theirs["rss_kb"] / 1024) if theirs else "-"),
+            idle["rss_kb"] <= 12 * 1024))
+    if idle and theirs:
+        o, t = idle["private_dirty_kb"] or 0, theirs["private_dirty_kb"] or 0
+        out.append(("idle private dirty <= fprintd's", "%.2f / %.2f MB" % (o / 1024, t / 1024),
+                    o <= t))
+        o, t = idle["pss_kb"] or 0, theirs["pss_kb"] or 0
+        out.append(("idle PSS (reported; not a goal)", "%.2f / %.2f MB" % (o / 1024, t / 1024),
+                    None))
+    back = mem.get("localauth", {}).get("10 s after the burst")
+    if idle and back:
+        peak = mem["localauth"].get("right after the burst", back)
+        out.append(("10 s after the 1000-client burst: RSS <= idle + 1 MB",
+                    "%+.2f MB (%+.2f right after)" % ((back["rss_kb"] - idle["rss_kb"]) / 1024,
+                                                      (peak["rss_kb"] - idle["rss_kb"]) / 1024),
+                    back["rss_kb"] - idle["rss_kb"] <= 1024))
+    floor = r.get("7 floor", {})
+    ours_maps = floor.get("by mapping", {}).get("localauth")
+
+    def short(name):
+        return (name.replace("our executable", "exe").replace("Swift: ", "")
+                .replace("[section ", "").replace(", no symbol]", "").split(" (")[0][:14])
+    if ours_maps:
+        exe = sum(g["Rss"] for n, g in ours_maps.items() if n.startswith("our executable"))
+        total = sum(g["Rss"] for g in ours_maps.values())
+        top = sorted(((n, g["Private_Dirty"]) for n, g in ours_maps.items()), key=lambda kv: -kv[1])
+        out.append(("  floor: RSS without our executable's pages", "%.1f MB (exe %.1f of %.1f)" % (
+            (total - exe) / 1024, exe / 1024, total / 1024), None))
+        out.append(("  floor: private dirty by mapping (MB)", ", ".join(
+            "%s %.2f" % (short(n), v / 1024) for n, v in top[:3]), None))
+    e = floor.get("executable") or {}
+    if e.get("resident_bytes_by_module"):
+        top = list(e["resident_bytes_by_module"].items())[:4]
+        out.append(("  floor: exe's resident pages by module (MB)", ", ".join(
+            "%s %.1f" % (short(n), b / 2**20) for n, b in top), None))
+    return out
+
+
+def print_goals(gs, title="issue 29's goals (medians, ours / fprintd's, one run)"):
+    print("\n" + title)
+    for text, measured, met in gs:
+        print("%-58s %-44s %s" % (text, measured, "-" if met is None else "met" if met else "NOT MET"))
 
 
 def budgets(r):
@@ -76,7 +148,7 @@ def print_table(r, info):
             return "-"
         return "%.3f [%.3f/%.3f/%.3f] (%d)" % (s["median"], s["min"], s["p95"], s["max"], s["n"])
     for key, sides in r.items():
-        if key in ("rss_kb", "growth") or key.startswith("5b "):
+        if key in ("rss_kb", "growth", "7 floor", "11 verify anatomy") or key.startswith("5b "):
             continue
         ours, theirs = sides.get("localauth"), sides.get("fprintd")
         ratio = "%.3f" % (ours["median"] / theirs["median"]) if ours and theirs else "-"

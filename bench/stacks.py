@@ -161,9 +161,10 @@ class Ours(Stack):
         state = os.path.join(d, "state")
         shutil.copytree(self.state, state, ignore=lambda src, names: [
             n for n in names if stat.S_ISSOCK(os.lstat(os.path.join(src, n)).st_mode)])
-        # The copy is sealed with this machine's key, which lives beside the state directory.
-        if os.path.exists(self.state + ".key"):
-            shutil.copy2(self.state + ".key", state + ".key")
+        # The copy is sealed with this machine's key, which lives in the key directory beside the
+        # state directory (STATE-key/sealing.key, MachineSealing.keyDirectory).
+        if os.path.isdir(self.state + "-key"):
+            shutil.copytree(self.state + "-key", state + "-key")
         return d, state
 
     def ctl(self, *args):

@@ -57,6 +57,12 @@ public struct PeerCredentials: Equatable, Sendable, CustomStringConvertible {
     /// process, which have no process to pin.
     public var isStillTheConnectingProcess: Bool { process?.isStillRunning ?? true }
 
+    /// The program that connected, which owns the rights it saves (ADR 0012); unknown for
+    /// credentials made in process, which have no process to read: no right is theirs.
+    public var program: ProgramIdentity.Reading {
+        process?.program ?? .unknown("no process was pinned for this caller")
+    }
+
     public var description: String {
         let real = realUID.map { $0 == uid ? "" : " real uid \($0)" } ?? " real uid unknown"
         return "uid \(uid) (\(userName ?? "?"))\(real) pid \(pid)"

@@ -249,22 +249,34 @@ public actor Daemon {
                 work: .account { daemon, user, _ in daemon.resetLockout(user: user) })
         case .rightSave(_, let identifier, let requirement, let secret):
             let rights = RightRequests(parts: parts)
+            let fields = [("right", identifier), ("requirement", String(requirement.rawValue))]
+            guard let owner = caller.program.identity else { return Self.unknownProgram(.rightSave, caller, fields) }
             return Route(
-                operation: .rightSave, audited: true,
-                auditFields: [("right", identifier), ("requirement", String(requirement.rawValue))],
+                operation: .rightSave, audited: true, auditFields: fields + [("program", owner.stored)],
                 work: .account { _, user, _ in
-                    await rights.save(user: user, identifier: identifier, requirement: requirement, secret: secret)
+                    await rights.save(
+                        user: user, owner: owner, identifier: identifier, requirement: requirement, secret: secret)
                 })
         case .rightGet(_, let identifier):
             let rights = RightRequests(parts: parts)
+            guard let owner = caller.program.identity else {
+                return Self.unknownProgram(.rightGet, caller, [("right", identifier)])
+            }
             return Route(
                 operation: .rightGet, audited: false,
-                work: .account { _, user, _ in await rights.get(user: user, identifier: identifier) })
-        case .rightRemove(_, let identifier):
+                work: .account { _, user, _ in await rights.get(user: user, owner: owner, identifier: identifier) })
+        case .rightRemove(let named, let identifier):
             let rights = RightRequests(parts: parts)
+            let fields = [("right", identifier ?? "*")]
+            // Root acting on another account removes every program's right of it (an administrator's wipe).
+            let administrator = caller.isRoot && named != nil && named != caller.userName
+            guard administrator || caller.program.identity != nil else {
+                return Self.unknownProgram(.rightRemove, caller, fields)
+            }
+            let owner = administrator ? nil : caller.program.identity
             return Route(
-                operation: .rightRemove, audited: true, auditFields: [("right", identifier ?? "*")],
-                work: .account { _, user, _ in await rights.remove(user: user, identifier: identifier) })
+                operation: .rightRemove, audited: true, auditFields: fields + [("program", owner?.stored ?? "*")],
+                work: .account { _, user, _ in await rights.remove(user: user, owner: owner, identifier: identifier) })
         case .rightUse(let options) where options.operation == .deauthorize:
             // Dropping an authorization asks no one and needs neither the reader nor the seat.
             let rights = RightRequests(parts: parts)
@@ -278,19 +290,20 @@ public actor Daemon {
         case .rightUse(let options):
             let rights = RightRequests(parts: parts)
             let pid = caller.pid
+            let fields = [
+                ("right", options.identifier), ("operation", String(options.operation.rawValue)),
+                ("service", options.service ?? "-"),
+            ]
+            guard let owner = caller.program.identity else { return Self.unknownProgram(.rightUse, caller, fields) }
             // The requirement is evaluated like an EVALUATE: the same presence rule, decided before
             // the right (or anything else of the account) is read.
             return Route(
-                operation: .rightUse, audited: true,
-                auditFields: [
-                    ("right", options.identifier), ("operation", String(options.operation.rawValue)),
-                    ("service", options.service ?? "-"),
-                ],
+                operation: .rightUse, audited: true, auditFields: fields + [("program", owner.stored)],
                 presence: .always, tty: options.tty, service: options.service, right: options.identifier,
                 wantsReader: true, deadlineMs: options.timeoutMs,
                 work: .account { daemon, user, whereabouts in
                     let holder = RightGrants.holder(user: user, identifier: options.identifier, pid: pid)
-                    return await rights.use(options, user: user, holder: holder) { evaluation in
+                    return await rights.use(options, user: user, owner: owner, holder: holder) { evaluation in
                         var evaluation = evaluation
                         evaluation.timeoutMs = max(evaluation.timeoutMs - (daemon.parts.clock() - arrivedMs), 1)
                         return Answer(await daemon.evaluate(evaluation, user: user, io: io, whereabouts: whereabouts!))
@@ -307,6 +320,21 @@ public actor Daemon {
                     }
                 })
         }
+    }
+
+    /// A right request from a process whose program the daemon cannot tell: refused, after the
+    /// authorisation table (another account's rights are still refused as such), without a turn.
+    private static func unknownProgram(_ operation: Operation, _ caller: PeerCredentials, _ fields: [(String, String)])
+        -> Route
+    {
+        let why: String
+        switch caller.program {
+        case .unknown(let reason): why = reason
+        case .known: why = "-"
+        }
+        return Route(
+            operation: operation, audited: true, auditFields: fields + [("program", "?")],
+            work: .anyAccount { _, _ in Answer(.notAuthorized, RightMessages.programUnknown(why)) })
     }
 
     /// One evaluation for `user`: the facts it decides on, its reuse window, its run (which sleep

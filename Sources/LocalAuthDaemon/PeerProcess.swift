@@ -34,6 +34,8 @@ public final class PeerProcess: Sendable {
     /// Whether `executable` names, in the host's mount namespace, the very file the process runs;
     /// false when a namespace of the user's own put another file at that path (`sameFile`).
     public let executableIsAtItsPath: Bool
+    /// Which program it is, for the ownership of rights (`ProgramIdentity`), read at accept.
+    public let program: ProgramIdentity.Reading
     /// The controlling terminal (`tty_nr` of `/proc/<pid>/stat`, a device number), read at accept;
     /// nil without one.
     public let controllingTTY: UInt32?
@@ -47,6 +49,9 @@ public final class PeerProcess: Sendable {
         var command = dir >= 0 ? Self.read("comm", procfd: dir).map(Self.firstLine) : nil
         var tty = dir >= 0 ? Self.read("stat", procfd: dir).flatMap(Self.parseTTY) : nil
         var executable = dir >= 0 ? Self.executable(procfd: dir) : nil
+        var program =
+            dir >= 0
+            ? ProgramIdentity.read(procfd: dir, executable: executable) : .unknown("the process was gone at accept")
         // With a pidfd: what was read is the connector's only if it was still there after the read
         // (a pid is not reused while its process lives); the pidfd alone answers from then on.
         if pidfd >= 0 {
@@ -55,6 +60,7 @@ public final class PeerProcess: Sendable {
                 command = nil
                 tty = nil
                 executable = nil
+                program = .unknown("the process was gone at accept")
             }
             if dir >= 0 { close(dir) }
             procfd = -1
@@ -65,6 +71,7 @@ public final class PeerProcess: Sendable {
         self.command = command
         self.executable = executable?.path
         executableIsAtItsPath = executable?.isAtItsPath ?? false
+        self.program = program
         controllingTTY = tty
     }
 

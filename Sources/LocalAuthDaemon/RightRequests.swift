@@ -4,17 +4,20 @@ import LocalAuthCrypto
 import LocalAuthProtocol
 import LocalAuthStore
 
-/// Apple's `LARightStore` and `LAPersistedRight`: an app's secret and P-256 key per user and
-/// identifier. The secret is returned, and the private key used, only inside a RIGHT_USE whose own
-/// evaluation of the right's requirement succeeded — the same `EvaluationRun` and rules as every
-/// EVALUATE, never a reuse window. The private key never leaves the daemon. Runs in the account's
-/// turn (`UserQueue`), so an enrolment cannot change the set between the evaluation and the use.
+/// Apple's `LARightStore` and `LAPersistedRight`: an app's secret and P-256 key per user, program
+/// and identifier. A right belongs to the program that saved it (`ProgramIdentity`, ADR 0012):
+/// another program's right of the same identifier is absent to it, as another app's is on Apple's
+/// systems, and its own save of that identifier makes a right of its own. The secret is returned,
+/// and the private key used, only inside a RIGHT_USE whose own evaluation of the right's
+/// requirement succeeded — the same `EvaluationRun` and rules as every EVALUATE, never a reuse
+/// window. The private key never leaves the daemon. Runs in the account's turn (`UserQueue`), so an
+/// enrolment cannot change the set between the evaluation and the use.
 struct RightRequests {
     let parts: DaemonParts
 
     /// RIGHT_SAVE: a fresh key, the secret when given; never replaces an existing right.
     nonisolated(nonsending) func save(
-        user: String, identifier: String, requirement: RightRequirement, secret: [UInt8]?
+        user: String, owner: ProgramIdentity, identifier: String, requirement: RightRequirement, secret: [UInt8]?
     ) async -> Answer {
         guard StoredRight.isValidIdentifier(identifier) else {
             return Answer(.invalidRequest, RightMessages.badIdentifier)
@@ -35,7 +38,8 @@ struct RightRequests {
         }
         let privateKey = RightKeys.generatePrivateKey()
         let right = StoredRight(
-            identifier: identifier, requirement: Self.stored(requirement), domainState: domainState,
+            identifier: identifier, owner: owner.stored, requirement: Self.stored(requirement),
+            domainState: domainState,
             secret: secret ?? [], privateKey: privateKey, createdAtMs: parts.clock())
         do {
             try parts.store.saveRight(right, user: user)
@@ -51,21 +55,24 @@ struct RightRequests {
     }
 
     /// RIGHT_GET: the requirement and the public key; nothing secret, no evaluation.
-    nonisolated(nonsending) func get(user: String, identifier: String) async -> Answer {
-        switch load(user: user, identifier: identifier) {
+    nonisolated(nonsending) func get(user: String, owner: ProgramIdentity, identifier: String) async -> Answer {
+        switch load(user: user, owner: owner, identifier: identifier) {
         case .failure(let box): return box.result
         case .success(let right): return Answer(.success, RightMessages.found, publicFacts(right))
         }
     }
 
-    /// RIGHT_REMOVE: one right, or all of the account's (identifier nil).
-    nonisolated(nonsending) func remove(user: String, identifier: String?) async -> Answer {
+    /// RIGHT_REMOVE: one right of `owner`, or all of its rights (identifier nil); `owner` nil (root
+    /// acting on another account): every program's.
+    nonisolated(nonsending) func remove(user: String, owner: ProgramIdentity?, identifier: String?) async
+        -> Answer
+    {
         do {
             if let identifier {
-                try parts.store.removeRight(identifier: identifier, user: user)
+                try parts.store.removeRight(identifier: identifier, owner: owner?.stored, user: user)
                 return Answer(.success, RightMessages.removed)
             }
-            let count = try parts.store.removeAllRights(user: user)
+            let count = try parts.store.removeAllRights(user: user, owner: owner?.stored)
             return Answer(.success, RightMessages.removedAll(count))
         } catch .notFound {
             return Answer(.notFound, RightMessages.notFound)
@@ -80,12 +87,12 @@ struct RightRequests {
     /// (`holder`, `RightGrants`): that process's later operations on the same right skip the
     /// evaluation until `deauthorize`, as an authorized `LAPersistedRight` on Apple's systems.
     nonisolated(nonsending) func use(
-        _ options: RightUseOptions, user: String, holder: RightGrants.Holder? = nil,
+        _ options: RightUseOptions, user: String, owner: ProgramIdentity, holder: RightGrants.Holder? = nil,
         evaluate: (EvaluateOptions) async -> Answer
     ) async -> Answer {
         if options.operation == .deauthorize { return deauthorize(holder) }
-        let right: StoredRight
-        switch load(user: user, identifier: options.identifier) {
+        var right: StoredRight
+        switch load(user: user, owner: owner, identifier: options.identifier) {
         case .failure(let box): return box.result
         case .success(let r): right = r
         }
@@ -104,8 +111,18 @@ struct RightRequests {
         if right.requirement == .biometryCurrentSet {
             // The user's turn keeps enrolments out, but a set changed by a corrupt print being set
             // aside during the scan still counts: check again, fail closed.
-            guard case .ok = (try? parts.store.loadRight(identifier: right.identifier, user: user)) else {
+            guard case .ok = (try? parts.store.loadRight(identifier: right.identifier, owner: owner.stored, user: user))
+            else {
                 return Answer(.notFound, RightMessages.invalidated)
+            }
+        }
+        if right.owner == nil {
+            // Saved before rights had owners: the program the person just consented to, by name, adopts it.
+            do {
+                right = try parts.store.adoptRight(identifier: right.identifier, owner: owner.stored, user: user)
+            } catch {
+                parts.audit.notice("cannot give a right of \(user) to \(owner): \(error)")
+                return Answer(.internalError, RightMessages.cannotSave)
             }
         }
         do throws(KeyError) {
@@ -170,9 +187,9 @@ struct RightRequests {
     }
 
     /// The right, or the RESULT that says why not.
-    private func load(user: String, identifier: String) -> Result<StoredRight, ResultBox> {
+    private func load(user: String, owner: ProgramIdentity, identifier: String) -> Result<StoredRight, ResultBox> {
         do {
-            switch try parts.store.loadRight(identifier: identifier, user: user) {
+            switch try parts.store.loadRight(identifier: identifier, owner: owner.stored, user: user) {
             case .absent: return .failure(ResultBox(Answer(.notFound, RightMessages.notFound)))
             case .ok(let right): return .success(right)
             case .corrupt(let why):
@@ -230,10 +247,18 @@ enum RightMessages {
     static let invalidated = Phrase.said("The right was invalidated: the enrolled fingers changed")
     static let cannotRemove = Phrase.said("The daemon could not remove the right")
     static let unreadable = Phrase.said("The right is unreadable; ask an administrator")
+
     static let noSecret = Phrase.said("This right was saved without a secret")
     static let tooMany = Phrase.said(
         "An account has at most %s rights; remove one before saving another",
         .verbatim(String(StoredRight.maximumCount)))
+
+    /// The daemon cannot tell which program asks, so no right is its (ADR 0012).
+    static func programUnknown(_ why: String) -> Phrase {
+        Phrase.said(
+            "Rights belong to the program that saved them; the daemon cannot tell which program this is: %s",
+            .verbatim(why))
+    }
 
     static func removedAll(_ count: Int) -> Phrase {
         Phrase.said("Rights removed: %s", .verbatim(String(count)))

@@ -14,7 +14,7 @@ struct Right: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: tr("Secrets and keys that only a finger releases (LARight)."),
         discussion: tr(
-            "Requirements: biometry (any enrolled finger), biometry-current-set (destroyed when the fingers change), biometry-or-passcode, passcode. Only the owning account uses a right; root may remove one."
+            "Requirements: biometry (any enrolled finger), biometry-current-set (destroyed when the fingers change), biometry-or-passcode, passcode. A right belongs to the account and the program that saved it: rights saved here are localauthctl's, not an app's. Root may remove any."
         ),
         subcommands: [Save.self, Show.self, Secret.self, Sign.self, Remove.self])
 

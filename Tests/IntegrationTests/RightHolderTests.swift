@@ -14,8 +14,10 @@ struct RightHolderTests {
     static let ownerUID = RightIntegrationTests.ownerUID
 
     /// A process of the owner's that names itself `name` (`prctl(PR_SET_NAME)`, as malware would), runs
-    /// from `executable`, and asks RIGHT_USE for the right "vault": started, and waited for until the
-    /// daemon has prompted it (the reader is its). `finish()` returns the frames it got.
+    /// from `executable`, and asks RIGHT_USE for the right "vault" (or sends `request`): started, and
+    /// waited for until the daemon has prompted it (the reader is its). `finish()` returns the frames
+    /// it got. A right belongs to the program that saved it (ADR 0012): unless `request` is given, the
+    /// same program first saves its own "vault", with the owner's secret.
     final class RenamedHolder {
         let process = Process()
         let output = Pipe()
@@ -24,8 +26,17 @@ struct RightHolderTests {
         /// `prefix`: arguments before the script's (`executable` then runs python itself).
         init(
             _ d: DaemonHarness, name: String, executable: String = "/usr/bin/python3", prefix: [String] = [],
-            timeoutMs: Int64 = 20_000
+            timeoutMs: Int64 = 20_000, request: Request? = nil
         ) throws {
+            if request == nil {
+                let save = Request.rightSave(
+                    user: nil, identifier: "vault", requirement: .biometryAny,
+                    secret: Array(RightIntegrationTests.secret.utf8))
+                let result = try RightHolderTests.relay(save, d, executable: executable, prefix: prefix)
+                guard result?.isSuccess == true else {
+                    throw HarnessError.setup("the holder's program could not save its right: \(result?.message ?? "-")")
+                }
+            }
             // A directory the holder (uid 65534) may write its mark into.
             let marks = d.directory + "/marks"
             mkdir(marks, 0o777)
@@ -41,9 +52,12 @@ struct RightHolderTests {
             process.standardInput = input
             process.standardOutput = output
             try process.run()
-            let use = Request.rightUse(
-                RightUseOptions(
-                    user: RightHolderTests.owner, identifier: "vault", operation: .loadSecret, timeoutMs: timeoutMs))
+            let use =
+                request
+                ?? Request.rightUse(
+                    RightUseOptions(
+                        user: RightHolderTests.owner, identifier: "vault", operation: .loadSecret, timeoutMs: timeoutMs)
+                )
             input.fileHandleForWriting.write(
                 Data(Hello(client: "renamed").frame.encoded() + use.frame.encoded()))
             try input.fileHandleForWriting.close()
@@ -186,10 +200,11 @@ struct RightHolderTests {
     /// A user's own mount namespace (`unshare -rm`, open to every user here) can bind any file over
     /// `/usr/bin/sudo`: the process's exe then reads "/usr/bin/sudo". The daemon names a path only
     /// when it is the same file in the daemon's namespace (device and inode), else "a program that is
-    /// not /usr/bin/sudo".
-    @Test func rightUse_fromANamespaceWhereItsFileIsMountedOverSudo_isNotNamedSudo() async throws {
+    /// not /usr/bin/sudo"; and such a process is no program the daemon can tell, so no right is its
+    /// (ADR 0012): it could otherwise pose as any program by binding its own file over that program's.
+    @Test func request_fromANamespaceWhereItsFileIsMountedOverSudo_isNotNamedSudo_andOwnsNoRight() async throws {
         let d = try DaemonHarness()
-        try await RightIntegrationTests.ownerWithRight(d)
+        try await d.enroll(user: Self.owner, printID: "owner-1")
         let directory = d.directory + "/bin"
         #expect(mkdir(directory, 0o755) == 0)
         let copy = directory + "/python3"
@@ -199,32 +214,74 @@ struct RightHolderTests {
         #expect(
             FileManager.default.createFile(
                 atPath: launcher, contents: Data(shell.utf8), attributes: [.posixPermissions: 0o755]))
-        let holder = try RenamedHolder(d, name: "sudo", executable: "/usr/bin/unshare", prefix: ["-rm", launcher])
 
-        let told = try d.ctl(["right", "secret", "vault", "--timeout", "5"], asUser: Self.ownerUID)
-        #expect(told.status == 2, "\(told.err)")
-        #expect(
-            told.err.contains("in use by a program that is not /usr/bin/sudo for nobody, asking to release vault"),
-            "\(told.err)")
+        let save = Request.rightSave(user: nil, identifier: "vault", requirement: .biometryAny, secret: nil)
+        let saved = try Self.relay(save, d, executable: "/usr/bin/unshare", prefix: ["-rm", launcher])
+        #expect(saved?.resultCode == .notAuthorized, "\(saved?.message ?? "no result")")
+        #expect(saved?.message.contains("cannot tell which program this is") == true, "\(saved?.message ?? "")")
+
+        let evaluate = Request.evaluate(
+            EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: Self.owner, timeoutMs: 20_000))
+        let holder = try RenamedHolder(
+            d, name: "sudo", executable: "/usr/bin/unshare", prefix: ["-rm", launcher], request: evaluate)
+        let told = try d.ctl(["verify", "--timeout", "5"], asUser: Self.ownerUID)
+        #expect(told.err.contains("in use by a program that is not /usr/bin/sudo for nobody"), "\(told.err)")
 
         try d.simulate("touch", "owner-1")
         _ = try holder.finish()
     }
 
-    /// Under the shipped unit the daemon has no capabilities (`CapabilityBoundingSet=`), and may not
-    /// read another uid's exe. Then the renamed process is said to be what is known of it, a program
-    /// calling itself 'sudo', never "sudo"; and a setuid-root program the user started (root's
-    /// credentials, the user's real uid: su, sudo) by the kernel's name of it, which no process of the
-    /// user can set.
+    /// One request from `executable` (python3, or a launcher of it with `prefix`) as the owner, on a
+    /// fresh connection; its RESULT.
+    static func relay(_ request: Request, _ d: DaemonHarness, executable: String, prefix: [String] = []) throws
+        -> RequestResult?
+    {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        p.arguments =
+            ["--reuid=\(ownerUID)", "--regid=\(ownerUID)", "--clear-groups", executable] + prefix + [
+                "-c", FrameRelay.script, d.socketPath, "", "",
+            ]
+        let input = Pipe()
+        let output = Pipe()
+        let errors = Pipe()
+        p.standardInput = input
+        p.standardOutput = output
+        p.standardError = errors
+        try p.run()
+        input.fileHandleForWriting.write(Data(Hello(client: "relay").frame.encoded() + request.frame.encoded()))
+        try input.fileHandleForWriting.close()
+        let reply = Array(output.fileHandleForReading.readDataToEndOfFile())
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        let received = try frames(in: reply)
+        guard let result = received.first(where: { $0.type == .result }) else {
+            throw HarnessError.setup(
+                "no RESULT from \(executable) (exit \(p.terminationStatus), frames \(received.map(\.type)), stderr: \(said))\n\(d.daemonLog)"
+            )
+        }
+        return try RequestResult(frame: result)
+    }
+
+    /// A daemon without capabilities (`CapabilityBoundingSet=`; the shipped unit grants it
+    /// `CAP_SYS_PTRACE` alone, ADR 0012) may not read another uid's exe. Then the renamed process is
+    /// said to be what is known of it, a program calling itself 'sudo', never "sudo"; a setuid-root
+    /// program the user started (root's credentials, the user's real uid: su, sudo) by the kernel's
+    /// name of it, which no process of the user can set; and no program of the user has rights, since
+    /// the daemon cannot tell which program asks: refused, saying so (fail closed).
     @Test func withoutCapabilities_aRenamedProcessIsSaidToCallItselfSudo_andASetuidProgramIsNamed() async throws {
         let d = try DaemonHarness(launcher: ["/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all"])
-        try await RightIntegrationTests.ownerWithRight(d)
-        let holder = try RenamedHolder(d, name: "sudo")
-        let told = try d.ctl(["right", "secret", "vault", "--timeout", "5"], asUser: Self.ownerUID)
+        try await d.enroll(user: Self.owner, printID: "owner-1")
+        let saved = try d.ctl(["right", "save", "vault", "--requirement", "biometry"], asUser: Self.ownerUID)
+        #expect(saved.status == 3, "\(saved.err)")
+        #expect(saved.err.contains("the daemon cannot tell which program this is"), "\(saved.err)")
+
+        let evaluate = Request.evaluate(
+            EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: Self.owner, timeoutMs: 20_000))
+        let holder = try RenamedHolder(d, name: "sudo", request: evaluate)
+        let told = try d.ctl(["verify", "--timeout", "5"], asUser: Self.ownerUID)
         #expect(
-            told.err.contains(
-                "the reader is in use by a program calling itself 'sudo' for nobody, asking to release vault"),
-            "\(told.err)")
+            told.err.contains("the reader is in use by a program calling itself 'sudo' for nobody"), "\(told.err)")
         try d.simulate("touch", "owner-1")
         _ = try holder.finish()
 
@@ -232,8 +289,8 @@ struct RightHolderTests {
             try d.ctl(["verify", "--timeout", "10", "--user", Self.owner], setuidBy: Self.ownerUID)
         }
         usleep(500_000)
-        let second = try d.ctl(["right", "secret", "vault", "--timeout", "5"], asUser: Self.ownerUID)
-        #expect(second.err.contains("the reader is in use by localauthctl for nobody;"), "\(second.err)")
+        let second = try d.ctl(["verify", "--timeout", "5"], asUser: Self.ownerUID)
+        #expect(second.err.contains("the reader is in use by localauthctl for nobody"), "\(second.err)")
         try d.simulate("touch", "owner-1")
         let verified = try await setuid.value
         #expect(verified.status == 0, "\(verified.out) \(verified.err)")
@@ -269,8 +326,14 @@ struct RightHolderTests {
         return String(cString: resolved)
     }
 
+    /// An executable copy of `from` at `to`, written through a descriptor no other process inherits
+    /// (`O_CLOEXEC`): a child another test forks meanwhile would otherwise keep the file open for
+    /// writing, and running the copy would fail with ETXTBSY while that child lives.
     static func copyFile(from: String, to: String) -> Bool {
         guard let data = FileManager.default.contents(atPath: from) else { return false }
-        return FileManager.default.createFile(atPath: to, contents: data, attributes: [.posixPermissions: 0o755])
+        let fd = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        guard fd >= 0 else { return false }
+        let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        return close(fd) == 0 && written == data.count && chmod(to, 0o755) == 0
     }
 }

@@ -16,7 +16,7 @@ struct RightIntegrationTests {
 
     /// A daemon, stopped, that kept the owner's right; and the path of its sealing key.
     static func stoppedWithTheOwnersRight() async throws -> (DaemonHarness, key: String) {
-        let d = try DaemonHarness()
+        let d = try DaemonHarness(extraArguments: RightOwnershipTests.keepReaderOpen)
         try await ownerWithRight(d)
         #expect(d.stop() == 0)
         return (d, d.stateDirectory + "-key/sealing.key")
@@ -44,7 +44,7 @@ struct RightIntegrationTests {
     }
 
     @Test func secret_isReleasedByTheOwnersFinger_only() async throws {
-        let d = try DaemonHarness()
+        let d = try DaemonHarness(extraArguments: RightOwnershipTests.keepReaderOpen)
         try await Self.ownerWithRight(d)
 
         try d.simulate("touch", "owner-1")
@@ -61,7 +61,7 @@ struct RightIntegrationTests {
     }
 
     @Test func right_isNeverReadByRootOrAnotherUser_butRootMayRemoveIt() async throws {
-        let d = try DaemonHarness()
+        let d = try DaemonHarness(extraArguments: RightOwnershipTests.keepReaderOpen)
         try await Self.ownerWithRight(d)
         for uid in ["0", "1", "4242"] {
             for request in [Self.use(.loadSecret, user: Self.owner), .rightGet(user: Self.owner, identifier: "vault")] {
@@ -81,7 +81,7 @@ struct RightIntegrationTests {
     }
 
     @Test func currentSetRight_whenTheOwnersFingersChange_isDestroyed() async throws {
-        let d = try DaemonHarness()
+        let d = try DaemonHarness(extraArguments: RightOwnershipTests.keepReaderOpen)
         try await Self.ownerWithRight(d, requirement: "biometry-current-set")
         #expect(try d.ctl(["right", "show", "vault"], asUser: Self.ownerUID).status == 0)
         try await d.enroll(user: Self.owner, finger: .leftIndex, printID: "owner-2")
@@ -90,7 +90,7 @@ struct RightIntegrationTests {
     }
 
     @Test func saveRight_twice_keepsTheFirstSecret() async throws {
-        let d = try DaemonHarness()
+        let d = try DaemonHarness(extraArguments: RightOwnershipTests.keepReaderOpen)
         try await Self.ownerWithRight(d)
         let again = try d.ctl(
             ["right", "save", "vault", "--requirement", "biometry", "--secret-stdin"], asUser: Self.ownerUID,
@@ -103,11 +103,11 @@ struct RightIntegrationTests {
         let (d, key) = try await Self.stoppedWithTheOwnersRight()
         // "Another machine": the state directory without this machine's key file beside it.
         #expect(rename(key, d.directory + "/kept.key") == 0)
-        #expect(throws: HarnessError.self) { try d.start() }
+        #expect(throws: HarnessError.self) { try d.start(extraArguments: RightOwnershipTests.keepReaderOpen) }
         #expect(d.daemonLog.contains("moved from another machine"), "\(d.daemonLog)")
         // Back on its machine, everything is there.
         #expect(rename(d.directory + "/kept.key", key) == 0)
-        try d.start()
+        try d.start(extraArguments: RightOwnershipTests.keepReaderOpen)
         try Self.expectTheOwnersFingerReleasesTheSecret(d)
     }
 
@@ -118,7 +118,7 @@ struct RightIntegrationTests {
         let (d, key) = try await Self.stoppedWithTheOwnersRight()
         #expect(rename(key, d.stateDirectory + ".key") == 0)
         #expect(rmdir(d.stateDirectory + "-key") == 0)
-        try d.start()
+        try d.start(extraArguments: RightOwnershipTests.keepReaderOpen)
         #expect(access(key, F_OK) == 0, "the key moved into the key directory")
         #expect(access(d.stateDirectory + ".key", F_OK) != 0, "no second copy left behind")
         var st = stat()

@@ -200,15 +200,18 @@ import Testing
         return store
     }
 
+    /// The program the rights of these tests belong to, as the daemon names it.
+    static let app = "exe:/usr/bin/vault-app"
+
     static func right(
         _ id: String = "com.example.vault", _ requirement: StoredRight.Requirement = .biometryAny,
-        domainState: [UInt8] = []
+        domainState: [UInt8] = [], owner: String = app
     )
         -> StoredRight
     {
         StoredRight(
-            identifier: id, requirement: requirement, domainState: domainState, secret: Array("hunter2".utf8),
-            privateKey: RightKeys.generatePrivateKey(), createdAtMs: 1)
+            identifier: id, owner: owner, requirement: requirement, domainState: domainState,
+            secret: Array("hunter2".utf8), privateKey: RightKeys.generatePrivateKey(), createdAtMs: 1)
     }
 
     @Test func saveRight_thenLoad_givesItBack_andTheFileHoldsNeitherSecretNorKey() throws {
@@ -217,7 +220,7 @@ import Testing
             let store = try EnrollmentStore(stateDirectory: state, sealing: sealing)
             let right = Self.right()
             try store.saveRight(right, user: "alice")
-            #expect(try store.loadRight(identifier: right.identifier, user: "alice") == .ok(right))
+            #expect(try store.loadRight(identifier: right.identifier, owner: Self.app, user: "alice") == .ok(right))
             let file = try names(in: state + "/users/alice").first { $0.hasSuffix(".right") }!
             let bytes = try readBytes(state + "/users/alice/" + file)
             #expect(!SealingTests.containsRun(bytes, Array("hunter2".utf8)))
@@ -232,7 +235,7 @@ import Testing
             let first = Self.right()
             try store.saveRight(first, user: "alice")
             #expect(throws: StoreError.alreadyExists) { try store.saveRight(Self.right(), user: "alice") }
-            #expect(try store.loadRight(identifier: first.identifier, user: "alice") == .ok(first))
+            #expect(try store.loadRight(identifier: first.identifier, owner: Self.app, user: "alice") == .ok(first))
         }
     }
 
@@ -243,15 +246,18 @@ import Testing
             try store.saveRight(Self.right("any", .biometryAny), user: "alice")
             #expect(try store.rightCount(user: "alice") == 2)
             _ = try store.addPrint(samplePrint("left-thumb", seed: 2), user: "alice")
-            #expect(try store.loadRight(identifier: "bound", user: "alice") == .absent)
+            #expect(try store.loadRight(identifier: "bound", owner: Self.app, user: "alice") == .absent)
             #expect(try store.rightCount(user: "alice") == 1)
-            if case .ok = try store.loadRight(identifier: "any", user: "alice") {} else { Issue.record("any was lost") }
+            if case .ok = try store.loadRight(identifier: "any", owner: Self.app, user: "alice") {
+            } else {
+                Issue.record("any was lost")
+            }
 
             let now = try store.loadState(user: "alice")
             guard case .ok(let s) = now else { Issue.record("state"); return }
             try store.saveRight(Self.right("bound2", .biometryCurrentSet, domainState: s.domainState), user: "alice")
             _ = try store.removePrint(user: "alice", deviceKey: virtualDevice, finger: "left-thumb")
-            #expect(try store.loadRight(identifier: "bound2", user: "alice") == .absent)
+            #expect(try store.loadRight(identifier: "bound2", owner: Self.app, user: "alice") == .absent)
         }
     }
 
@@ -261,7 +267,7 @@ import Testing
             _ = try store.addPrint(samplePrint(), user: "alice")
             // As after a crash between the enrolment and the destruction: bound to a set that is gone.
             try store.saveRight(Self.right("bound", .biometryCurrentSet, domainState: [1, 2, 3]), user: "alice")
-            #expect(try store.loadRight(identifier: "bound", user: "alice") == .absent)
+            #expect(try store.loadRight(identifier: "bound", owner: Self.app, user: "alice") == .absent)
             #expect(try store.rightCount(user: "alice") == 0)
         }
     }
@@ -271,9 +277,11 @@ import Testing
             let store = try EnrollmentStore(stateDirectory: tmp + "/state")
             try store.saveRight(Self.right("a"), user: "alice")
             try store.saveRight(Self.right("b"), user: "alice")
-            try store.removeRight(identifier: "a", user: "alice")
-            #expect(throws: StoreError.notFound) { try store.removeRight(identifier: "a", user: "alice") }
-            #expect(try store.removeAllRights(user: "alice") == 1)
+            try store.removeRight(identifier: "a", owner: Self.app, user: "alice")
+            #expect(throws: StoreError.notFound) {
+                try store.removeRight(identifier: "a", owner: Self.app, user: "alice")
+            }
+            #expect(try store.removeAllRights(user: "alice", owner: Self.app) == 1)
             #expect(try store.rightCount(user: "alice") == 0)
         }
     }
@@ -291,7 +299,7 @@ import Testing
             let right = Self.right()
             #expect(throws: CrashAfter.crash) { try crashing.saveRight(right, user: "alice") }
             let load = try EnrollmentStore(stateDirectory: state, sealing: sealing).loadRight(
-                identifier: right.identifier, user: "alice")
+                identifier: right.identifier, owner: Self.app, user: "alice")
             #expect(load == .absent || load == .ok(right), "crash after step \(step): \(load)")
         }
     }
@@ -309,7 +317,7 @@ import Testing
             do { _ = try crashing.addPrint(samplePrint("left-thumb", seed: 2), user: "alice") } catch {}
             let restarted = try EnrollmentStore(stateDirectory: state, sealing: sealing)
             let prints = try restarted.allPrints(user: "alice").map(\.finger)
-            let load = try restarted.loadRight(identifier: "bound", user: "alice")
+            let load = try restarted.loadRight(identifier: "bound", owner: Self.app, user: "alice")
             if prints.count == 2 {
                 #expect(load == .absent, "crash after step \(step): the set changed and the right survived")
             }
@@ -328,13 +336,16 @@ import Testing
             let store = try EnrollmentStore(stateDirectory: tmp + "/state")
             let right = Self.right()
             try store.saveRight(right, user: "alice")
-            let path = tmp + "/state/users/alice/" + RightRecord.fileName(identifier: right.identifier)
+            let path = tmp + "/state/users/alice/" + RightRecord.fileName(owner: Self.app, identifier: right.identifier)
             switch damage {
             case "mode0644": try #require(chmod(path, 0o644) == 0)
             case "mode0666": try #require(chmod(path, 0o666) == 0)
             default: try #require(chown(path, 4242, 4242) == 0)
             }
-            guard case .corrupt(let reason) = try store.loadRight(identifier: right.identifier, user: "alice") else {
+            guard
+                case .corrupt(let reason) = try store.loadRight(
+                    identifier: right.identifier, owner: Self.app, user: "alice")
+            else {
                 Issue.record("a right file open to others (\(damage)) was served")
                 return
             }
@@ -349,9 +360,11 @@ import Testing
             try store.saveRight(Self.right("a"), user: "alice")
             let dir = state + "/users/alice/"
             let a = try names(in: dir).first { $0.hasSuffix(".right") }!
-            let b = RightRecord.fileName(identifier: "b")
+            let b = RightRecord.fileName(owner: Self.app, identifier: "b")
             #expect(rename(dir + a, dir + b) == 0)
-            #expect(try store.loadRight(identifier: "b", user: "alice").isCorrupt, "a renamed right file was accepted")
+            #expect(
+                try store.loadRight(identifier: "b", owner: Self.app, user: "alice").isCorrupt,
+                "a renamed right file was accepted")
         }
     }
 }

@@ -230,14 +230,16 @@ package final class DaemonHarness: @unchecked Sendable {
     /// Runs `localauthctl` with this daemon's socket; `asUser` runs it through `setpriv` as that account;
     /// `setuidBy` runs it as a setuid-root program started by that uid runs (`su`, `sudo`): real uid
     /// `setuidBy`, effective uid 0. `environment` is added to the client's (e.g. LANG, LOCPATH).
+    /// `program`: another executable file than the built `localauthctl` (a copy of it elsewhere: another
+    /// program, as the daemon tells programs apart).
     package func ctl(
         _ arguments: [String], asUser: String? = nil, setuidBy: String? = nil, stdin: String? = nil,
-        environment: [String: String] = [:]
+        environment: [String: String] = [:], program: String? = nil
     ) throws -> (
         status: Int32, out: String, err: String
     ) {
         let p = Process()
-        let ctl = Self.binDirectory + "/localauthctl"
+        let ctl = program ?? Self.binDirectory + "/localauthctl"
         if let setuidBy {
             p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             p.arguments =

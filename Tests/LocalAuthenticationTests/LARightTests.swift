@@ -187,10 +187,11 @@ struct LARightTests {
         #expect(!d.log.contains("vault key"))
     }
 
-    /// The authorization belongs to the process that obtained it: `localauthctl right sign`, another
-    /// process of the same account, is asked for a finger (and, with none, times out) while this one
-    /// signs without.
-    @Test func authorization_isThisProcesses_anotherProcessIsAskedAgain() async throws {
+    /// The authorization belongs to the process that obtained it, and the right to the program that
+    /// saved it (ADR 0012): `localauthctl right sign`, another program of the same account, finds no
+    /// such right and is asked nothing, while this one signs without being asked. (Another process of
+    /// the same program is asked again: `RightGrantsTests`, the grant is the process's pid and start.)
+    @Test func authorization_isThisProcesses_anotherProgramFindsNoRight() async throws {
         let d = try Daemon()
         let right = try await Self.saved(d)
         try d.touch("root-1")
@@ -199,10 +200,11 @@ struct LARightTests {
             Daemon.binDirectory + "/localauthctl",
             ["right", "sign", "com.example.vault", "--timeout", "2", "--socket", d.socketPath], stdin: "transfer")
         #expect(status != 0, "another process signed under this one's authorization: \(text)")
-        // It was asked for a finger, and timed out: evaluated, not run under this process's grant.
+        // Not found, and not asked: another program's right looks like none.
         #expect(
-            d.log.contains(#"operation="3" service="localauthctl right" result=systemCancel"#),
-            "the other process's sign was not evaluated: \(text)")
+            d.log.contains(#"operation="3" service="localauthctl right" program="exe:"#)
+                && d.log.contains("result=notFound"),
+            "the other program's sign was not answered notFound: \(text)\n\(d.log)")
         _ = try await right.key.sign(Data("transfer".utf8), algorithm: .ecdsaSignatureMessageX962SHA256)
     }
 
@@ -343,6 +345,38 @@ struct LARightTests {
         _ = try await store.right(forIdentifier: "com.example.vault")
         try await d.enroll(finger: .leftIndex, printID: "root-2")  // root enrols without a proof
         await #expect(throws: LAError.self) { _ = try await store.right(forIdentifier: "com.example.vault") }
+    }
+
+    /// Apple: another app's right looks like none. A right `localauthctl` saved for this account is
+    /// another program's: `right(forIdentifier:)` throws the very error of an identifier never saved,
+    /// `removeRight(forIdentifier:)` does not remove it, and this program's save of the identifier is
+    /// a right of its own (ADR 0012).
+    @Test func rightOfAnotherProgram_isNotFound_asAnIdentifierNeverSaved() async throws {
+        let d = try Daemon()
+        let (status, text) = try Daemon.run(
+            Daemon.binDirectory + "/localauthctl",
+            ["right", "save", "com.example.cli", "--requirement", "biometry", "--socket", d.socketPath], stdin: "")
+        #expect(status == 0, "\(text)")
+        let store = LARightStore(socketPath: d.socketPath)
+        func failure(_ identifier: String) async -> String {
+            do {
+                _ = try await store.right(forIdentifier: identifier)
+                return "found"
+            } catch {
+                let e = error as NSError
+                return "\(e.domain) \(e.code) \(e.userInfo["LocalAuthDaemonResultCode"] ?? "-")"
+            }
+        }
+        let other = await failure("com.example.cli")
+        let never = await failure("com.example.never-saved")
+        #expect(other != "found" && other == never, "\(other) vs \(never)")
+        await #expect(throws: LAError.self) { try await store.removeRight(forIdentifier: "com.example.cli") }
+        let mine = try await store.saveRight(LARight(), identifier: "com.example.cli")
+        #expect(mine.identifier == "com.example.cli")
+        let (shown, _) = try Daemon.run(
+            Daemon.binDirectory + "/localauthctl", ["right", "show", "com.example.cli", "--socket", d.socketPath],
+            stdin: "")
+        #expect(shown == 0, "localauthctl's own right is still there")
     }
 
     @Test func removeRight_thenFetch_fails() async throws {

@@ -151,15 +151,19 @@ class Machine:
     def sh(self, command, check=True, input=None, timeout=120, user=None):
         """Runs `sh -c command` inside (as root, or as user through setpriv), outside any login
         session, as a service or an administrator's script would."""
-        prefix = []
-        if user:
-            prefix = ["setpriv", "--reuid", user, "--regid", user, "--init-groups", "--"]
-        argv = ["nsenter", "-t", str(self.leader), "-a", "-r", "-w", "--", "env", "-i", "PATH=" + PATH,
-                "LANG=C.UTF-8", "HOME=/root" if not user else "HOME=/home/" + user] + prefix + ["sh", "-c", command]
-        r = subprocess.run(argv, capture_output=True, text=True, input=input, timeout=timeout)
+        r = subprocess.run(self.argv(command, user), capture_output=True, text=True, input=input, timeout=timeout)
         if check and r.returncode != 0:
             raise AssertionError("inside: %s: exit %d\n%s%s" % (command, r.returncode, r.stdout, r.stderr))
         return r
+
+    def argv(self, command, user=None):
+        """What sh runs on this machine: `sh -c command` inside, as root or as user (for a
+        caller that starts it itself, e.g. to read its output while it runs)."""
+        prefix = []
+        if user:
+            prefix = ["setpriv", "--reuid", user, "--regid", user, "--init-groups", "--"]
+        return ["nsenter", "-t", str(self.leader), "-a", "-r", "-w", "--", "env", "-i", "PATH=" + PATH,
+                "LANG=C.UTF-8", "HOME=/root" if not user else "HOME=/home/" + user] + prefix + ["sh", "-c", command]
 
     def out(self, command, **kw):
         return self.sh(command, **kw).stdout

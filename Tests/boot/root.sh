@@ -19,6 +19,11 @@ done
 [ -n "$sources" ] || { echo "test-boot: no apt sources on this machine to build the root from" >&2; exit 1; }
 packages=$(grep -v '^#' "$here/packages.txt" | grep . | paste -sd, -)
 recommends=$(sed -n 's/^Recommends: //p' "$here/../../packaging/deb/control.in" | tr -d ' ' | tr ',' ' ')
+# The bench on the booted system (bench/boot.py, make bench-boot) sets Debian's fprintd beside
+# localauthd: fprintd and libpam-fprintd (with what they depend on) wait in the root's apt cache
+# too, installed only in the bench's booted copy (fprintd conflicts with localauth-fprintd-compat,
+# which the tier installs).
+bench_packages="fprintd libpam-fprintd"
 key=$( (cat "$here/packages.txt" "$here/root.sh" "$sources"; echo "$recommends") | sha256sum | cut -c1-16)
 root=$cache/$key/root
 if [ -d "$root" ]; then echo "$root"; exit 0; fi
@@ -33,6 +38,7 @@ mmdebstrap --quiet --variant=minbase --include="$packages" \
     --skip=cleanup/apt/lists --skip=cleanup/apt/cache \
     --customize-hook='chroot "$1" sh -ec "
         apt-get install -q=2 -y --download-only --no-install-recommends '"$recommends"'
+        apt-get install -q=2 -y --download-only --no-install-recommends '"$bench_packages"'
         mkdir /tmp/x && cd /tmp/x && apt-get download -q=2 -o APT::Sandbox::User=root fprintd gdm3
         dpkg-deb -x fprintd_*.deb . && dpkg-deb -x gdm3_*.deb .
         for t in list verify enroll delete; do install -m 0755 usr/bin/fprintd-\$t /usr/local/bin/; done
@@ -40,7 +46,7 @@ mmdebstrap --quiet --variant=minbase --include="$packages" \
         cp etc/pam.d/gdm-* /usr/local/share/boot-tier/gdm3/
         cd / && rm -rf /tmp/x"' \
     bookworm "$work/root" "$sources" >&2
-for p in $recommends; do
+for p in $recommends $bench_packages; do
     ls "$work/root/var/cache/apt/archives/${p}_"*.deb >/dev/null \
         || { echo "test-boot: the package's Recommends ($p) is not in the root's apt cache" >&2; exit 1; }
 done
