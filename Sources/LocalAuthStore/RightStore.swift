@@ -104,11 +104,16 @@ enum RightRecord {
 
     static func encode(_ right: StoredRight) -> [UInt8] {
         precondition(right.owner != nil, "a right is written with its owner")
+        let ownerLine = "owner=\(Hex.encode(Array((right.owner ?? "").utf8)))\n"
+        return Seal.seal(body(right, header: header + "\n" + ownerLine))
+    }
+
+    /// The record before sealing: `header` (its lines, each ended), the right's fields, its secret.
+    /// Version 1 differs only in its header and the owner line it lacks.
+    static func body(_ right: StoredRight, header: String) -> [UInt8] {
         var body = Array(
             """
-            \(header)
-            owner=\(Hex.encode(Array((right.owner ?? "").utf8)))
-            identifier=\(Hex.encode(Array(right.identifier.utf8)))
+            \(header)identifier=\(Hex.encode(Array(right.identifier.utf8)))
             requirement=\(right.requirement.rawValue)
             domainState=\(Hex.encode(right.domainState))
             createdAtMs=\(right.createdAtMs)
@@ -118,7 +123,7 @@ enum RightRecord {
             """.utf8)
         body += right.secret
         body.append(UInt8(ascii: "\n"))
-        return Seal.seal(body)
+        return body
     }
 
     static func decode(_ bytes: [UInt8], expectedName: String) -> Result<StoredRight, FormatError> {

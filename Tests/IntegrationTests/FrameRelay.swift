@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
+import LocalAuthProtocol
 
 /// A client in Python, for tests that need one run as another uid (through `setpriv`): it sends
 /// its standard input on a fresh connection to `argv[1]` and writes to its standard output what
@@ -39,4 +41,22 @@ enum FrameRelay {
                 break
         sys.stdout.buffer.write(out[:at])
         """
+
+    /// Runs `p` (a relay started with `script`), gives it HELLO as `client` and `request`, and waits
+    /// for it: what it wrote back and what it said on standard error.
+    static func run(_ p: Process, client: String, _ request: Request) throws -> (reply: [UInt8], said: String) {
+        let input = Pipe()
+        let output = Pipe()
+        let errors = Pipe()
+        p.standardInput = input
+        p.standardOutput = output
+        p.standardError = errors
+        try p.run()
+        input.fileHandleForWriting.write(Data(Hello(client: client).frame.encoded() + request.frame.encoded()))
+        try input.fileHandleForWriting.close()
+        let reply = Array(output.fileHandleForReading.readDataToEndOfFile())
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return (reply, said)
+    }
 }

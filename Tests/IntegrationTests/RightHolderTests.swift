@@ -242,18 +242,7 @@ struct RightHolderTests {
             ["--reuid=\(ownerUID)", "--regid=\(ownerUID)", "--clear-groups", executable] + prefix + [
                 "-c", FrameRelay.script, d.socketPath, "", "",
             ]
-        let input = Pipe()
-        let output = Pipe()
-        let errors = Pipe()
-        p.standardInput = input
-        p.standardOutput = output
-        p.standardError = errors
-        try p.run()
-        input.fileHandleForWriting.write(Data(Hello(client: "relay").frame.encoded() + request.frame.encoded()))
-        try input.fileHandleForWriting.close()
-        let reply = Array(output.fileHandleForReading.readDataToEndOfFile())
-        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
+        let (reply, said) = try FrameRelay.run(p, client: "relay", request)
         let received = try frames(in: reply)
         guard let result = received.first(where: { $0.type == .result }) else {
             throw HarnessError.setup(

@@ -384,18 +384,7 @@ struct RightOwnershipTests {
             "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sandbox", root, d.directory,
             FrameRelay.script, d.socketPath,
         ]
-        let input = Pipe()
-        let output = Pipe()
-        let errors = Pipe()
-        p.standardInput = input
-        p.standardOutput = output
-        p.standardError = errors
-        try p.run()
-        input.fileHandleForWriting.write(Data(Hello(client: "sandboxed").frame.encoded() + request.frame.encoded()))
-        try input.fileHandleForWriting.close()
-        let reply = Array(output.fileHandleForReading.readDataToEndOfFile())
-        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
+        let (reply, said) = try FrameRelay.run(p, client: "sandboxed", request)
         guard p.terminationStatus == 0 else { throw HarnessError.setup("the sandbox did not run: \(said)") }
         return try frames(in: reply).first { $0.type == .result }.map { try RequestResult(frame: $0) }
     }

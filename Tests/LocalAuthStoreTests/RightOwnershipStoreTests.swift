@@ -15,19 +15,7 @@ import Testing
 
     /// A right as version 1 wrote it (no owner; `<sha256(identifier)>.right`), sealed for its place.
     static func writeVersion1(_ right: StoredRight, store: EnrollmentStore, state: String, user: String) throws {
-        var body = Array(
-            """
-            localauthd-right 1
-            identifier=\(Hex.encode(Array(right.identifier.utf8)))
-            requirement=\(right.requirement.rawValue)
-            domainState=\(Hex.encode(right.domainState))
-            createdAtMs=\(right.createdAtMs)
-            privateKey=\(Hex.encode(right.privateKey))
-            secretLength=\(right.secret.count)
-
-            """.utf8)
-        body += right.secret
-        body.append(UInt8(ascii: "\n"))
+        let body = RightRecord.body(right, header: RightRecord.headerVersion1 + "\n")
         let name = RightRecord.fileName(owner: nil, identifier: right.identifier)
         mkdir(state + "/users", 0o700)
         mkdir(state + "/users/" + user, 0o700)
