@@ -108,6 +108,8 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         case awaitingHello
         case idle
         case busy(Task<Void, Never>, ClientSignals)
+        /// After REQUESTER: no frame is read until the byte carrying the pidfd (`RequesterDescriptor.swift`).
+        case awaitingDescriptor
         case closed
     }
 
@@ -121,6 +123,8 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     var reader = FrameReader()
     var caller: PeerCredentials?
     var idleTimer: Scheduled<Void>?
+    /// The process the next request is made for (REQUESTER); nil: the caller's own.
+    var requester: PeerProcess?
 
     init(
         daemon: Daemon, limits: Server.Limits, counter: ConnectionCounter, gate: RequestGate, audit: AuditLog,
@@ -158,6 +162,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
             task.cancel()  // the request ends as systemCancel; the reader is freed
         }
         state = .closed
+        requester = nil
         idleTimer?.cancel()
         if let caller { counter.release(uid: caller.accountUID) }
         caller = nil
@@ -179,7 +184,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
-    private var isClosed: Bool { if case .closed = state { true } else { false } }
+    var isClosed: Bool { if case .closed = state { true } else { false } }
 
     private func dispatch(_ frame: Frame, context: ChannelHandlerContext) throws {
         switch state {
@@ -203,7 +208,14 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
                 throw frame.type.isKnown
                     ? ProtocolError.unexpectedMessage(frame.type) : ProtocolError.unknownMessage(frame.type)
             }
+        case .awaitingDescriptor:
+            // The client sent on without waiting for DESCRIPTOR_WANTED.
+            throw ProtocolError.unexpectedMessage(frame.type)
         case .idle:
+            if frame.type == .requester {
+                awaitRequester(context: context)
+                return
+            }
             guard frame.type.isKnown else { throw ProtocolError.unknownMessage(frame.type) }
             let request: Request
             do {
@@ -220,10 +232,13 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func start(_ request: Request, context: ChannelHandlerContext) {
-        guard let caller else {
+        guard var named = caller else {
             fail(context, .malformed, "no peer credentials")
             return
         }
+        named.requester = requester  // for this one request
+        requester = nil
+        let caller = named
         idleTimer?.cancel()
         let signals = ClientSignals()
         let channel = context.channel
@@ -279,7 +294,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         armIdleTimer(context)
     }
 
-    private func armIdleTimer(_ context: ChannelHandlerContext) {
+    func armIdleTimer(_ context: ChannelHandlerContext) {
         idleTimer?.cancel()
         idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(limits.idleTimeoutMs)) {
             [weak self] in
@@ -289,7 +304,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
-    private func write(_ message: ServerMessage, context: ChannelHandlerContext) {
+    func write(_ message: ServerMessage, context: ChannelHandlerContext) {
         write(message, channel: context.channel)
     }
 
@@ -298,7 +313,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     /// One ERROR frame, then the connection closes; the daemon serves on.
-    private func fail(_ context: ChannelHandlerContext, _ code: ProtocolErrorCode, _ message: String) {
+    func fail(_ context: ChannelHandlerContext, _ code: ProtocolErrorCode, _ message: String) {
         guard !isClosed else { return }
         if case .busy(let task, let signals) = state {
             signals.finish()
