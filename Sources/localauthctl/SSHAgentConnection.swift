@@ -90,6 +90,14 @@ struct AgentConnection {
             agentLog(
                 "\(program): ssh-add of a key refused: this agent holds only keys a finger releases (localauthctl ssh-key create); keep a second agent for file keys"
             )
+            // ssh-add can only say "agent refused operation": the person is told why where they
+            // look, and the notice stays (it is not a prompt that the answer ends).
+            var notice = DesktopNotification()
+            notice.show(
+                summary: tr("ssh-add: key refused"),
+                body: tr(
+                    "This ssh agent holds only keys your finger releases (localauthctl ssh-key create). Keep a second agent for file keys."
+                ))
             return .failure
         case .unsupported(let number), .unknown(let number):
             // English: the agent's log

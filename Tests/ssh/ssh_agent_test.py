@@ -353,6 +353,12 @@ def ssh_add_of_a_file_key_is_refused(w):
     check(r.returncode != 0, "ssh-add of a file key: %d %s" % (r.returncode, r.stderr))
     check("ssh-add of a key refused: this agent holds only keys a finger releases" in w.agent_text(),
           "the agent says why")
+    # ssh-add itself can only say "agent refused operation": a desktop notification tells the person why.
+    calls = tail(w.notify_log, 1 << 20)
+    check('"ssh-add: key refused" "This ssh agent holds only keys your finger releases' in calls
+          and "Keep a second agent for file keys." in calls, "the notification says why: %r" % calls[-600:])
+    check(not calls.rstrip().splitlines()[-1].split(" ", 1)[1].startswith("CloseNotification"),
+          "and stays: %r" % calls[-300:])
 
 
 def keygen_sign_and_verify_round_trip(w):
