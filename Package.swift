@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // P-256 and AES-GCM for LARight keys and the sealing of the state directory (ADR 0006).
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // Start-up as a group of services (localauthd only): no Foundation, measured in ADR 0004.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // C, confined: each system library is reached from exactly one Swift target (libfprint: one file).
@@ -49,19 +51,38 @@ let package = Package(
         .target(
             name: "LocalAuthSystemd",
             dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]),
+        // The daemon: the use cases behind `Daemon.handle` and the state they share. It knows no door.
         .target(
             name: "LocalAuthDaemon",
             dependencies: [
                 "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore", "LocalAuthSystemd",
-                "LocalAuthCrypto",
+                "LocalAuthCrypto", .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The doors' shared admission: per-uid request turns and the throttle of a caller's log lines.
+        .target(name: "LocalAuthDoorLimits"),
+        // The doors: each goes into the daemon through its public API (`Daemon.handle`) only.
+        .target(
+            name: "LocalAuthSocketDoor",
+            dependencies: [
+                "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthCore", "LocalAuthSystemd",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .target(
+            name: "LocalAuthFprintdDoor",
+            dependencies: [
+                "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthSystemd", "FingerprintReader",
             ]),
         .target(name: "LocalAuthClient", dependencies: ["LocalAuthProtocol"]),
         // glibc's gettext for the clients (po/, text domain "localauth"); the daemon never renders.
         .target(name: "LocalAuthLocalization", dependencies: ["LocalAuthProtocol", "CGettext"]),
-        .executableTarget(name: "localauthd", dependencies: ["LocalAuthDaemon"]),
+        // Start-up: builds the parts once and runs the doors and the daemon's services.
+        .executableTarget(
+            name: "localauthd",
+            dependencies: [
+                "LocalAuthDaemon", "LocalAuthSocketDoor", "LocalAuthFprintdDoor", "LocalAuthSystemd", "LocalAuthStore",
+                "FingerprintReader", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         .executableTarget(
             name: "localauthctl",
             dependencies: [
@@ -99,8 +120,9 @@ let package = Package(
         .testTarget(
             name: "LocalAuthDaemonTests",
             dependencies: [
-                "LocalAuthDaemon", "LocalAuthSystemd", "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader",
-                "LocalAuthStore", "LocalAuthTesting",
+                "LocalAuthDaemon", "LocalAuthSocketDoor", "LocalAuthFprintdDoor", "LocalAuthDoorLimits",
+                "LocalAuthSystemd", "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore",
+                "LocalAuthTesting",
             ]),
         .testTarget(
             name: "IntegrationTests",

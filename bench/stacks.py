@@ -219,7 +219,7 @@ class Ours(Stack):
         return elapsed
 
 
-    # sd_notify STATUS= texts that mark the phases of a start (DaemonMain.run), in order.
+    # sd_notify STATUS= texts that mark the phases of a start (Sources/localauthd/main.swift), in order.
     PHASES = (("configuration read from", "Reading the configuration"),
               ("store opened from", "Opening the state directory"),
               ("libfprint started from", "Starting libfprint"),

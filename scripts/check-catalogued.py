@@ -34,7 +34,7 @@ SCOPE = [
 MARKS = ("tr(", "trn(", "N_(", "said(")
 # The daemon's answers: a RESULT or EVENT whose line is a literal would reach every client in
 # English. Each carries a Phrase instead (`Phrase.said("…")` marks a catalogue line), or says why not.
-DAEMON_SCOPE = ["Sources/LocalAuthDaemon/*.swift"]
+DAEMON_SCOPE = ["Sources/LocalAuthDaemon/*.swift", "Sources/LocalAuthSocketDoor/*.swift"]
 DAEMON_LITERAL = re.compile(r"\b(RequestResult|Event)\(\s*\.?\w+\s*,\s*\"")
 # Calls whose text is English by design: logs, the administrator's syslog, programmer errors.
 ENGLISH_CALLS = ("pam_syslog(", "pam_vsyslog(", "debug(", "fatalError(", "precondition(",

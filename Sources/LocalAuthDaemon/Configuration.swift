@@ -32,7 +32,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var virtualReader = false
     /// Where fprintd kept its prints: imported at first start and by `localauthctl import-fprintd`.
     public var fprintdStateDir = FprintdImport.defaultRoot
-    /// Whether the configuration names `fprintd-state-dir` (see `DaemonMain.importsFprintdPrintsAtFirstStart`).
+    /// Whether the configuration names `fprintd-state-dir` (see `Daemon.importsFprintdPrintsAtFirstStart`).
     public var fprintdStateDirGiven = false
     /// One account's evaluations hold the reader at most this long in any window of twice as long;
     /// then the reader is the others' (issue 13, M1).

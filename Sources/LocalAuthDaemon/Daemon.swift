@@ -331,5 +331,9 @@ public actor Daemon {
     }
 
     /// Returns when the actor runs it: the watchdog's proof that requests are being served.
-    func ping() {}
+    public func ping() {}
+
+    /// Whether `name` can be an account's name here (the store's rule, which `handle` applies too):
+    /// for a door that must refuse a name before it asks anyone else (fprintd's polkit).
+    public static func isValidUserName(_ name: String) -> Bool { EnrollmentStore.isValidUserName(name) }
 }

@@ -205,3 +205,34 @@ struct FprintdImport {
         return .success(bytes)
     }
 }
+
+extension Daemon {
+    /// The system instance takes the machine's fprintd prints at its first start; a daemon on a
+    /// state directory of its own (a test's, a second instance) only when its configuration names
+    /// `fprintd-state-dir`, so that it never reads the machine's prints by default.
+    public static func importsFprintdPrintsAtFirstStart(_ options: DaemonOptions, _ config: DaemonConfiguration)
+        -> Bool
+    {
+        options.stateDirectory == DaemonOptions.systemStateDirectory || config.fprintdStateDirGiven
+    }
+
+    /// At first start, the prints fprintd left in `from` (when it exists) come along, once: a marker
+    /// in the state directory says it was done, so a finger deleted later never comes back.
+    public func importFprintdPrintsAtFirstStart(from root: String, stateDirectory: String) async {
+        let audit = parts.audit
+        let marker = stateDirectory + "/" + FprintdImport.doneMarker
+        var st = stat()
+        guard lstat(marker, &st) != 0, lstat(root, &st) == 0 else { return }
+        let me = PeerCredentials(pid: getpid(), uid: 0, gid: 0, userName: "root")
+        let result = await handle(.importFprintd(from: root), caller: me, io: .silent)
+        audit.info("first start: \(result.message)")
+        let fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        } else {
+            audit.notice(
+                "cannot write \(marker) (\(String(cString: strerror(errno)))); the import runs again next start")
+        }
+    }
+}

@@ -39,7 +39,7 @@ public final class PeerProcess: Sendable {
     public let controllingTTY: UInt32?
 
     /// Pins `pid`; `pidfd` is `SO_PEERPIDFD`'s, or -1.
-    init(pid: Int32, pidfd: Int32) {
+    public init(pid: Int32, pidfd: Int32) {
         self.pid = pid
         self.pidfd = pidfd
         let dir = open("/proc/\(pid)", O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -17,7 +17,7 @@ extension RetryHint {
 
 extension FingerName {
     /// libfprint's `FpFinger` value: left thumb 1 … right little 10.
-    var fingerNumber: Int { FingerName.allCases.firstIndex(of: self)! + 1 }
+    public var fingerNumber: Int { FingerName.allCases.firstIndex(of: self)! + 1 }
 }
 
 extension ReaderFailure {

@@ -61,7 +61,7 @@ public struct RequestIO: Sendable {
 
 extension RequestIO {
     /// No events wanted, no client signals to give (the daemon's own requests, a door's questions).
-    static var silent: RequestIO {
+    public static var silent: RequestIO {
         let signals = ClientSignals()
         signals.finish()
         return RequestIO(send: { _ in }, signals: signals)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// An sd-bus object server and client, for the fprintd door (LocalAuthDaemon/Fprintd) and anything else
+// An sd-bus object server and client, for the fprintd door (LocalAuthFprintdDoor) and anything else
 // the daemon serves on the system bus.
 import CSystemd
 import Dispatch

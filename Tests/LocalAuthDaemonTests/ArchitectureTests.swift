@@ -20,12 +20,28 @@ import Testing
             "LocalAuthProtocol", "LocalAuthCore", "LocalAuthCrypto", "CCrypt", "Glibc", "Synchronization",
         ],
         "LocalAuthSystemd": ["CSystemd", "Logging", "Glibc", "Dispatch", "Synchronization"],
-        // The daemon: no C of its own, no Foundation.
+        // The daemon: no C of its own, no Foundation, no door (and so no NIO, no bus calls of a door).
         "LocalAuthDaemon": [
             "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore", "LocalAuthSystemd",
-            "LocalAuthCrypto", "NIOCore", "NIOPosix", "Logging", "Glibc", "Dispatch", "Synchronization",
+            "LocalAuthCrypto", "Logging", "Glibc", "Dispatch", "Synchronization",
         ],
-        "localauthd": ["LocalAuthDaemon", "Glibc"],
+        // The doors' shared admission (request turns, the notice throttle): the standard library only.
+        "LocalAuthDoorLimits": ["Synchronization"],
+        // The doors: the daemon's public API, never the store or the crypto behind it, never each other.
+        "LocalAuthSocketDoor": [
+            "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthCore", "LocalAuthSystemd",
+            "NIOCore", "NIOPosix", "Glibc", "Synchronization",
+        ],
+        // The reader's hot-plug and status events: which Device objects exist, and their properties.
+        "LocalAuthFprintdDoor": [
+            "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthSystemd", "FingerprintReader",
+            "Glibc", "Dispatch", "Synchronization",
+        ],
+        // Start-up: builds the parts once, runs the doors and the services.
+        "localauthd": [
+            "LocalAuthDaemon", "LocalAuthSocketDoor", "LocalAuthFprintdDoor", "LocalAuthSystemd", "LocalAuthStore",
+            "FingerprintReader", "ServiceLifecycle", "Glibc", "Dispatch", "Synchronization",
+        ],
         // The clients know the protocol, never the daemon.
         "LocalAuthClient": ["LocalAuthProtocol", "Glibc"],
         // The clients' gettext: glibc only (the daemon never renders a line in a person's language).
@@ -54,7 +70,8 @@ import Testing
             "Glibc", "Synchronization",
         ],
         "LocalAuthDaemonTests": [
-            "LocalAuthDaemon", "LocalAuthSystemd", "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader",
+            "LocalAuthDaemon", "LocalAuthSocketDoor", "LocalAuthFprintdDoor", "LocalAuthDoorLimits", "LocalAuthSystemd",
+            "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader",
             "LocalAuthStore", "LocalAuthTesting", "Testing", "Foundation", "Glibc", "Synchronization",
         ],
         "IntegrationTests": [
@@ -104,10 +121,39 @@ import Testing
     @Test func manifest_isReadWithEveryTargetAndItsDependencies() throws {
         let manifest = try Self.manifest()
         let daemon = try #require(manifest.targets.first { $0.name == "LocalAuthDaemon" })
-        #expect(daemon.dependencies.isSuperset(of: ["LocalAuthSystemd", "NIOCore", "Logging"]))
-        #expect(!daemon.dependencies.contains("swift-nio"), "a package name is not a module")
+        #expect(daemon.dependencies.isSuperset(of: ["LocalAuthSystemd", "Logging"]))
+        #expect(!daemon.dependencies.contains("NIOCore"), "the socket's event loop is the socket door's")
+        let socket = try #require(manifest.targets.first { $0.name == "LocalAuthSocketDoor" })
+        #expect(socket.dependencies.isSuperset(of: ["LocalAuthDaemon", "NIOCore", "NIOPosix"]))
+        #expect(!socket.dependencies.contains("swift-nio"), "a package name is not a module")
         #expect(manifest.targets.first { $0.name == "vault" }?.directory == "Examples/Vault")
         #expect(manifest.targets.first { $0.name == "CSystemd" }?.kind == "systemLibrary")
+    }
+
+    /// The doors go into the daemon through its public API only: the real table, on made-up files
+    /// of the real targets that compile today only because the modules are on the search path.
+    @Test func theDoors_whenADoorReachesPastTheDaemonOrTheDaemonImportsADoor_fail() throws {
+        let files = [
+            SourceFile(path: "Sources/LocalAuthSocketDoor/Past.swift", text: "import LocalAuthStore\n"),
+            SourceFile(path: "Sources/LocalAuthFprintdDoor/Other.swift", text: "import LocalAuthSocketDoor\n"),
+            SourceFile(path: "Sources/LocalAuthDaemon/Back.swift", text: "@testable import LocalAuthFprintdDoor\n"),
+            SourceFile(path: "Sources/LocalAuthDaemon/Nio.swift", text: "import NIOCore\n"),
+        ]
+        let problems = architectureViolations(
+            manifest: try Self.manifest(), files: files, allowed: Self.allowed, onlyFiles: Self.onlyFiles)
+        #expect(
+            problems == [
+                "Sources/LocalAuthSocketDoor/Past.swift imports LocalAuthStore, outside what LocalAuthSocketDoor may import",
+                "Sources/LocalAuthFprintdDoor/Other.swift imports LocalAuthSocketDoor, outside what LocalAuthFprintdDoor may import",
+                "Sources/LocalAuthDaemon/Back.swift imports LocalAuthFprintdDoor, outside what LocalAuthDaemon may import",
+                "Sources/LocalAuthDaemon/Nio.swift imports NIOCore, outside what LocalAuthDaemon may import",
+            ])
+        // And no arrow from the daemon, or from one door, to a door in the table itself.
+        let doors: Set = ["LocalAuthSocketDoor", "LocalAuthFprintdDoor"]
+        for (target, modules) in Self.allowed where !modules.isDisjoint(with: doors) {
+            #expect(
+                target == "localauthd" || target.hasSuffix("Tests"), "\(target) may import a door")
+        }
     }
 
     // The checker itself must fail where the rule is broken.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import LocalAuthDaemon
+import LocalAuthSocketDoor
 import Testing
 
 /// `--connection-idle-ms` exists for tests; without it a connection may idle 30 s.

@@ -14,6 +14,8 @@ import Synchronization
 import Testing
 
 @testable import LocalAuthDaemon
+@testable import LocalAuthDoorLimits
+@testable import LocalAuthFprintdDoor
 
 /// The device's bus connection, in memory: its queue, and the signals it sent (with their destination).
 final class MemoryBus: FprintdBus, @unchecked Sendable {

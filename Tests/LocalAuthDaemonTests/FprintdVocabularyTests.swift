@@ -4,6 +4,7 @@ import LocalAuthProtocol
 import Testing
 
 @testable import LocalAuthDaemon
+@testable import LocalAuthFprintdDoor
 @testable import LocalAuthSystemd
 
 /// The fprintd door's pure parts: how the daemon's results and events become fprintd's names, what
@@ -165,11 +166,11 @@ import Testing
         let suite = try DaemonOptions(arguments: []).withSystemdDirectories { ["STATE_DIRECTORY": "/tmp/fprint"][$0] }
         let plain = DaemonConfiguration()
         let named = try DaemonConfiguration.parse("fprintd-state-dir = /tmp/old", file: "f").0
-        #expect(DaemonMain.importsFprintdPrintsAtFirstStart(system, plain))
-        #expect(DaemonMain.importsFprintdPrintsAtFirstStart(unit, plain))
-        #expect(!DaemonMain.importsFprintdPrintsAtFirstStart(own, plain))
-        #expect(!DaemonMain.importsFprintdPrintsAtFirstStart(suite, plain))
-        #expect(DaemonMain.importsFprintdPrintsAtFirstStart(own, named))
+        #expect(Daemon.importsFprintdPrintsAtFirstStart(system, plain))
+        #expect(Daemon.importsFprintdPrintsAtFirstStart(unit, plain))
+        #expect(!Daemon.importsFprintdPrintsAtFirstStart(own, plain))
+        #expect(!Daemon.importsFprintdPrintsAtFirstStart(suite, plain))
+        #expect(Daemon.importsFprintdPrintsAtFirstStart(own, named))
     }
 
     @Test func configuration_fprintdCompat_isYesOrNo() throws {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Testing
 
-@testable import LocalAuthDaemon
+@testable import LocalAuthDoorLimits
 
 /// Lines a client causes by connecting are rate-limited per uid and kind, and summed up.
 @Suite struct NoticeThrottleTests {

@@ -2,7 +2,7 @@
 import Synchronization
 import Testing
 
-@testable import LocalAuthDaemon
+@testable import LocalAuthDoorLimits
 
 /// Turns per uid: a flood from one uid waits behind itself, root never waits, and a request
 /// cancelled while it waits takes no turn.

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
+import LocalAuthDaemon
+import LocalAuthDoorLimits
 import LocalAuthSystemd
 
 /// The socket's limits at the D-Bus door (issue 26): every Device method call of a non-root caller

@@ -5,6 +5,7 @@
 // NIO's reading (autoRead off), asks for the byte, and takes it itself with recvmsg on the event
 // loop, where NIO cannot close the socket meanwhile; then NIO reads on.
 
+import LocalAuthDaemon
 import LocalAuthProtocol
 import NIOCore
 

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-import Dispatch
 import LocalAuthProtocol
 import LocalAuthSystemd
 import Synchronization
@@ -17,8 +16,8 @@ import Synchronization
 ///
 /// One connection at a time, each given `readDeadlineMs` to send its HELLO and its request: a
 /// client that sends nothing, or garbage, delays the next by at most that and is closed.
-enum StartFailure {
-    static var idleExitSeconds: Int {
+public enum StartFailure {
+    public static var idleExitSeconds: Int {
         #if DEBUG
             // Tests see the idle exit without waiting half a minute.
             if let text = getenv("LOCALAUTHD_DEBUG_START_FAILURE_IDLE_SECONDS"), let n = Int(String(cString: text)) {
@@ -42,7 +41,8 @@ enum StartFailure {
 
     /// Answers connections on `listening` until `stopped` is set or no connection came for
     /// `idleExitSeconds`; returns true in the latter case. Pings systemd's watchdog while it waits.
-    static func answerEveryRequest(on listening: Int32, reason: String, stopped: borrowing Atomic<Bool>) -> Bool {
+    public static func answerEveryRequest(on listening: Int32, reason: String, stopped: borrowing Atomic<Bool>) -> Bool
+    {
         let watchdog = Notify.watchdogInterval() != nil
         // Never blocks in accept: a client that left between poll and accept costs nothing.
         _ = fcntl(listening, F_SETFL, fcntl(listening, F_GETFL) | O_NONBLOCK)
@@ -109,40 +109,5 @@ enum StartFailure {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-    }
-}
-
-extension DaemonMain {
-    /// The start failed with `reason`. Socket-activated: serve the reason (`StartFailure`) until a
-    /// signal or the idle exit, then exit 0, so that systemd neither restarts the daemon nor gives
-    /// the socket up. Started by hand: exit `status`, the reason on standard error.
-    static func failedStart(
-        _ reason: String, status: Int32, audit: AuditLog, stop: AsyncStream<Stop>.Continuation,
-        stopped: AsyncStream<Stop>
-    ) async -> Int32 {
-        audit.error("refusing to start: \(reason)")
-        guard let listening = SocketActivation.adoptedSocket() else {
-            Notify.status("Cannot start: \(reason)")
-            return status
-        }
-        Notify.send("READY=1\nSTATUS=Cannot start: \(reason); answering every request with that")
-        let flag = StopFlag()
-        DispatchQueue(label: "localauthd.start-failure").async {
-            if StartFailure.answerEveryRequest(on: listening, reason: reason, stopped: flag.value) {
-                stop.yield(.idle(StartFailure.idleExitSeconds))
-            }
-        }
-        var it = stopped.makeAsyncIterator()
-        let why = await it.next() ?? .signal(SIGTERM)
-        flag.value.store(true, ordering: .relaxed)
-        if case .idle(let seconds) = why {
-            audit.info("exiting after \(seconds) s without a connection; the next connection starts the daemon again")
-        }
-        Notify.send("STOPPING=1")
-        return 0
-    }
-
-    final class StopFlag: Sendable {
-        let value = Atomic(false)
     }
 }

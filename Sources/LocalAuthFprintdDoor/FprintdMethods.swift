@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import LocalAuthDaemon
 import LocalAuthSystemd
 
 /// fprintd's Device methods in one table (fprintd's `net.reactivated.Fprint.Device.xml`,

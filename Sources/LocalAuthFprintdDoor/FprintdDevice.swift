@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
 import FingerprintReader
+import LocalAuthDaemon
 import LocalAuthProtocol
-import LocalAuthStore
 import LocalAuthSystemd
 import Synchronization
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
 import FingerprintReader
+import LocalAuthDaemon
+import LocalAuthDoorLimits
 import LocalAuthSystemd
 
 /// fprintd's D-Bus API (`net.reactivated.Fprint`) as a second door into the daemon: the Manager at
@@ -21,8 +23,13 @@ public final class FprintdService: @unchecked Sendable {
 
     /// Connects to the system bus, exports the Manager and a Device per present reader, follows
     /// hot-plug, and then owns `net.reactivated.Fprint` (so a client that sees the name sees the readers).
-    /// Its callers meet the socket's per-uid limits and notice throttle (`FprintdGate`).
-    init(daemon: Daemon, reader: FingerprintReader?, audit: AuditLog, server: Server) async throws {
+    /// Its callers meet the socket's per-uid limits and notice throttle (`FprintdGate`): the same
+    /// `requests` turns and `throttle`, and at most `callsPerUID` calls at once (the socket's
+    /// connections per uid).
+    public init(
+        daemon: Daemon, reader: FingerprintReader?, audit: AuditLog, requests: RequestGate, throttle: NoticeThrottle,
+        callsPerUID: Int
+    ) async throws {
         let queue = DispatchQueue(label: "localauthd.fprintd")
         let bus = try BusConnection(queue: queue)
         self.bus = bus
@@ -31,8 +38,7 @@ public final class FprintdService: @unchecked Sendable {
         self.readers = reader
         self.audit = audit
         self.gate = FprintdGate(
-            requests: server.gate, throttle: server.throttle, callsPerUID: server.limits.connectionsPerUID,
-            audit: audit, queue: queue)
+            requests: requests, throttle: throttle, callsPerUID: callsPerUID, audit: audit, queue: queue)
         bus.onLost { why in audit.notice("fprintd door: \(why); net.reactivated.Fprint is no longer served") }
         try bus.export(managerInterface, at: Fprintd.managerPath)
         try bus.onNameVanished { [unowned self] name in

@@ -1,51 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
-/// Live connections per uid, for the per-uid limit.
-final class ConnectionCounter: Sendable {
-    private struct Counts {
-        var perUID: [UInt32: Int] = [:]
-        var total = 0
-        var accepted = 0
-        /// Requests started whose RESULT has not been written yet.
-        var requests = 0
-    }
-    private let counts = Mutex(Counts())
-
-    var total: Int { counts.withLock { $0.total } }
-
-    /// Connections open now, and accepted since start.
-    var openAndAccepted: (open: Int, accepted: Int) { counts.withLock { ($0.total, $0.accepted) } }
-
-    func acquire(uid: UInt32, limits: Server.Limits) -> Bool {
-        counts.withLock { c in
-            guard c.total < limits.connections else { return false }
-            if uid != 0 && c.perUID[uid, default: 0] >= limits.connectionsPerUID { return false }
-            c.perUID[uid, default: 0] += 1
-            c.total += 1
-            c.accepted += 1
-            return true
-        }
-    }
-
-    /// Requests started whose RESULT has not been written (`Server.drain`).
-    var requestsInFlight: Int { counts.withLock { $0.requests } }
-    func requestStarted() { counts.withLock { $0.requests += 1 } }
-    func requestEnded() { counts.withLock { $0.requests -= 1 } }
-
-    func release(uid: UInt32) {
-        counts.withLock { c in
-            c.perUID[uid, default: 1] -= 1
-            if c.perUID[uid] == 0 { c.perUID[uid] = nil }
-            c.total -= 1
-        }
-    }
-}
-
 /// Turns to run a request, per non-root uid: at most `requestsPerSecondPerUID` started per second
 /// after a burst, at most `requestsPerUID` running at once (`Server.Limits`); root never waits.
 /// A turn given back goes straight to the uid's longest waiter.
-final class RequestGate: Sendable {
+public final class RequestGate: Sendable {
     private struct Waiter {
         let id: UInt64
         let continuation: CheckedContinuation<Bool, Never>
@@ -62,11 +21,11 @@ final class RequestGate: Sendable {
     /// The time the pace is counted in: the clock's, or a test's (which then moves it itself, so
     /// that a loaded machine's delays between two steps cannot open a slot).
     private let now: @Sendable () -> ContinuousClock.Instant
-    let limit: Int
-    let interval: Duration
-    let burst: Int
+    public let limit: Int
+    public let interval: Duration
+    public let burst: Int
 
-    init(
+    public init(
         limit: Int, perSecond: Int = 1_000_000, burst: Int = 0,
         now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
     ) {
@@ -97,7 +56,7 @@ final class RequestGate: Sendable {
 
     /// Waits for a turn: true once it is ours (give it back with `leave`), false when the task
     /// was cancelled first (no turn taken).
-    func enter(uid: UInt32) async -> Bool {
+    public func enter(uid: UInt32) async -> Bool {
         guard uid != 0 else { return true }
         guard await pace(uid: uid) else { return false }
         let id = state.withLock { s in
@@ -131,7 +90,7 @@ final class RequestGate: Sendable {
     /// A turn now, when `uid` may start a request at once (within its pace and its running limit,
     /// none of its requests waiting): true once it is ours (give it back with `leave`); false takes
     /// nothing. For a door that must keep its calls in order (the D-Bus door).
-    func tryEnter(uid: UInt32) -> Bool {
+    public func tryEnter(uid: UInt32) -> Bool {
         guard uid != 0 else { return true }
         let now = self.now()
         return state.withLock { s in
@@ -144,7 +103,7 @@ final class RequestGate: Sendable {
         }
     }
 
-    func leave(uid: UInt32) {
+    public func leave(uid: UInt32) {
         guard uid != 0 else { return }
         let next: Waiter? = state.withLock { s in
             if var queue = s.waiting[uid], !queue.isEmpty {
@@ -160,7 +119,7 @@ final class RequestGate: Sendable {
     }
 
     /// Turns held and waiters queued for `uid` (for tests).
-    func counts(uid: UInt32) -> (running: Int, waiting: Int) {
+    public func counts(uid: UInt32) -> (running: Int, waiting: Int) {
         state.withLock { s in (s.running[uid] ?? 0, s.waiting[uid]?.count ?? 0) }
     }
 }

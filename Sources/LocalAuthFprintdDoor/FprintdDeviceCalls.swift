@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
+import LocalAuthDaemon
 import LocalAuthProtocol
-import LocalAuthStore
 import LocalAuthSystemd
 import Synchronization
 
@@ -172,7 +172,7 @@ extension FprintdDevice {
             }
             return
         }
-        guard EnrollmentStore.isValidUserName(user) else {
+        guard Daemon.isValidUserName(user) else {
             return refuse(call, Fprintd.ErrorName.internal("Not a valid user name (\(user.utf8.count) bytes)"))
         }
         // The claim is the daemon's request (`Daemon.claimReader`): its account rule (a user claims

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
+import LocalAuthDaemon
 import LocalAuthProtocol
-import LocalAuthStore
 import LocalAuthSystemd
 import Synchronization
 

@@ -7,15 +7,19 @@ import Synchronization
 /// the rest counted and told in one line when the window ends, "… N more … in the last T s".
 /// Unthrottled, one user refusing 23,000 connections a second wrote 23,000 lines a second, and
 /// journald's rate limit then dropped genuine audit records with them (issue 13, M3).
-final class NoticeThrottle: Sendable {
+public final class NoticeThrottle: Sendable {
     /// What a line is about: the uid it is counted under and its kind ("connections refused").
-    struct Key: Hashable, Sendable {
-        var uid: UInt32
-        var kind: String
+    public struct Key: Hashable, Sendable {
+        public var uid: UInt32
+        public var kind: String
+        public init(uid: UInt32, kind: String) {
+            self.uid = uid
+            self.kind = kind
+        }
     }
 
     /// What to do with one line.
-    enum Admission: Equatable, Sendable {
+    public enum Admission: Equatable, Sendable {
         /// Log it.
         case log
         /// Leave it out; it is the first left out in this window: call `summaries(at:)` after
@@ -31,16 +35,16 @@ final class NoticeThrottle: Sendable {
         var suppressed = 0
     }
 
-    let burst: Int
-    let window: Duration
+    public let burst: Int
+    public let window: Duration
     private let windows = Mutex<[Key: Window]>([:])
 
-    init(burst: Int = 5, window: Duration = .seconds(10)) {
+    public init(burst: Int = 5, window: Duration = .seconds(10)) {
         self.burst = burst
         self.window = window
     }
 
-    func admit(_ key: Key, at now: ContinuousClock.Instant) -> Admission {
+    public func admit(_ key: Key, at now: ContinuousClock.Instant) -> Admission {
         windows.withLock { all in
             var w = all[key] ?? Window(start: now)
             if now - w.start >= window {
@@ -62,7 +66,7 @@ final class NoticeThrottle: Sendable {
     }
 
     /// One line per key whose window has ended with lines left out, and those windows closed.
-    func summaries(at now: ContinuousClock.Instant) -> [String] {
+    public func summaries(at now: ContinuousClock.Instant) -> [String] {
         windows.withLock { all in
             var lines: [String] = []
             for (key, w) in all where now - w.start >= window {

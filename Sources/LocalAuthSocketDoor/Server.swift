@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+import LocalAuthDaemon
+import LocalAuthDoorLimits
 import LocalAuthProtocol
 import NIOCore
 import NIOPosix
@@ -29,11 +31,13 @@ public final class Server: Sendable {
 
     let daemon: Daemon
     let group: MultiThreadedEventLoopGroup
-    let limits: Limits
+    public let limits: Limits
     let counter: ConnectionCounter
-    let gate: RequestGate
+    /// The per-uid request turns, shared with the fprintd door (`FprintdGate`).
+    public let gate: RequestGate
     let audit: AuditLog
-    let throttle: NoticeThrottle
+    /// The throttle of the lines a client causes, shared with the fprintd door.
+    public let throttle: NoticeThrottle
     let channel: any Channel
 
     /// Binds `socketPath` (mode 0666: every peer is authorised by its credentials), or adopts
@@ -76,7 +80,7 @@ public final class Server: Sendable {
     public var openConnections: Int { counter.total }
 
     /// Open connections now, and connections accepted since start.
-    var connectionCounts: (open: Int, accepted: Int) { counter.openAndAccepted }
+    public var connectionCounts: (open: Int, accepted: Int) { counter.openAndAccepted }
 
     /// Waits, at most `limit`, until every request started has had its RESULT written: on the way
     /// out, after the daemon ended its evaluations as `systemCancel`, so that a client is told that
@@ -96,6 +100,20 @@ public final class Server: Sendable {
     /// Completes when the listening socket closes.
     public func waitUntilClosed() async {
         try? await channel.closeFuture.get()
+    }
+
+    /// True once the event loop has run a task of ours: it answers (the watchdog's proof).
+    public func eventLoopAnswers() async -> Bool {
+        (try? await channel.eventLoop.submit({}).get()) != nil
+    }
+
+    /// Stops accepting (systemd keeps the socket and its backlog) and returns once every connection
+    /// accepted has been served: one accepted just before the close is counted only once its
+    /// registration, queued on the event loop before our hops, has run.
+    public func stopAcceptingAndServeTheAccepted() async {
+        try? await channel.close()
+        for _ in 0..<3 { try? await channel.eventLoop.submit {}.get() }
+        while openConnections > 0 { try? await Task.sleep(for: .milliseconds(20)) }
     }
 }
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import LocalAuthDaemon
 import LocalAuthSystemd
 
 /// polkit's answer to `CheckAuthorization` (`(bba{ss})`).

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: Apache-2.0
+// What runs once the parts are built: each a `Service` of swift-service-lifecycle, run together by
+// one `ServiceGroup` (main.swift). The group stops them in the reverse of their order: the one that
+// ends the run first (a stop signal, the idle exit), then the background loops, then the doors
+// (the socket's drains the running evaluations), then the sleep watcher.
+
+import Dispatch
+import LocalAuthDaemon
+import LocalAuthFprintdDoor
+import LocalAuthSocketDoor
+import LocalAuthSystemd
+import ServiceLifecycle
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// logind's `PrepareForSleep`, for the daemon: reuse windows forgotten and evaluations cancelled
+/// before sleep, the reader resumed after it. Closes the logind connection last.
+struct SleepWatcher: Service {
+    let logind: Logind
+    let daemon: Daemon
+
+    func run() async throws {
+        let daemon = self.daemon
+        logind.watchSleep { goingToSleep in
+            if goingToSleep { await daemon.prepareForSleep() } else { await daemon.resumedFromSleep() }
+        }
+        try? await gracefulShutdown()
+        logind.close()
+    }
+}
+
+/// The Unix socket's door: it serves from the moment it was bound. On the way out the running
+/// evaluations end as `systemCancel` and their clients are told so (the drain) before it closes.
+struct SocketDoor: Service {
+    let server: Server
+    let daemon: Daemon
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        if await daemon.endEvaluationsForStop() > 0 { await server.drain(within: .seconds(2)) }
+        await server.shutdown()
+    }
+}
+
+/// fprintd's D-Bus door (`--fprintd-compat`): on the bus from the moment it was built; leaves it.
+struct FprintdDoor: Service {
+    let door: FprintdService
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        door.shutdown()
+    }
+}
+
+/// `WATCHDOG=1` every `interval`, each time only after the event loop and the daemon actor have
+/// answered, so a wedged daemon stops pinging and systemd restarts it.
+struct Watchdog: Service {
+    let interval: Duration
+    let daemon: Daemon
+    let server: Server
+
+    func run() async throws {
+        let interval = self.interval
+        while (try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }) != nil {
+            await daemon.ping()
+            guard await server.eventLoopAnswers() else { return }
+            Notify.send("WATCHDOG=1")
+        }
+    }
+}
+
+/// Gives the memory of a burst of connections back to the system once they are gone: malloc
+/// keeps what a thousand simultaneous connections freed for reuse (13.8 MB of private dirty
+/// memory, docs/performance.md) unless asked. Looks every 2 s; trims when at least `burst`
+/// connections came since the last trim and few are open now (an app or a session may hold one
+/// for long: they must not keep a burst's memory held).
+struct MemoryTrim: Service {
+    let server: Server
+    var burst = 64
+
+    func run() async throws {
+        var trimmedAt = server.connectionCounts.accepted
+        while (try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(2)) }) != nil {
+            let (open, accepted) = server.connectionCounts
+            guard open <= 16, accepted - trimmedAt >= burst else { continue }
+            trimmedAt = accepted
+            _ = mallocTrim(0)
+        }
+    }
+}
+
+/// Socket-activated: ends the run once no client has been connected for `seconds` and the
+/// listening socket is closed with every accepted connection served; a client that connects after
+/// that waits in systemd's backlog for the next start, so no request is lost.
+struct IdleExit: Service {
+    let seconds: Int
+    let server: Server
+    /// The `STATUS=` line while serving.
+    let serving: String
+
+    func run() async throws {
+        let (seconds, server, serving) = (self.seconds, self.server, self.serving)
+        guard await cancelWhenGracefulShutdown({ await Self.waitUntilIdle(seconds, server, serving) }) else { return }
+        Stop.idle(seconds).announce()
+    }
+
+    static func waitUntilIdle(_ seconds: Int, _ server: Server, _ serving: String) async -> Bool {
+        let tick = Duration.milliseconds(min(1000, max(50, seconds * 250)))
+        let clock = ContinuousClock()
+        var idleSince = clock.now
+        var lastCount = -1
+        while !Task.isCancelled {
+            try? await Task.sleep(for: tick)
+            let count = server.openConnections
+            if count != lastCount {
+                Notify.status(count == 0 ? serving : "\(serving); \(count) client(s) connected")
+                lastCount = count
+            }
+            if count > 0 {
+                idleSince = clock.now
+                continue
+            }
+            guard clock.now - idleSince >= .seconds(seconds) else { continue }
+            await server.stopAcceptingAndServeTheAccepted()
+            return true
+        }
+        return false
+    }
+}
+
+/// SIGTERM or SIGINT ends the run. The signals are taken over before anything can answer
+/// (`install`): one that arrives once a client has been served must stop the daemon, never fall
+/// between ignoring the default action and the source.
+struct StopSignals: Service {
+    let received: AsyncStream<Int32>
+    /// Where the stop is recorded: the first start's log until the configuration names its level.
+    var audit: AuditLog
+    /// The signals' sources, kept for as long as they are to be heard.
+    let sources: Sources
+
+    final class Sources: @unchecked Sendable {  // set once, never changed
+        let sources: [DispatchSourceSignal]
+        init(_ sources: [DispatchSourceSignal]) { self.sources = sources }
+    }
+
+    static func install(audit: AuditLog) -> StopSignals {
+        let (received, yield) = AsyncStream.makeStream(of: Int32.self)
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)  // first: libdispatch's source then takes the signal over
+            let source = DispatchSource.makeSignalSource(signal: sig)
+            source.setEventHandler { yield.yield(sig) }
+            source.resume()
+            sources.append(source)
+        }
+        return StopSignals(received: received, audit: audit, sources: Sources(sources))
+    }
+
+    func run() async throws {
+        let received = self.received
+        let first = await cancelWhenGracefulShutdown { () async -> Int32? in
+            var signals = received.makeAsyncIterator()
+            return await signals.next()
+        }
+        guard let sig = first else { return }
+        Stop.signal(sig).announce(audit)
+    }
+}
+
+/// Why the daemon stops, told to systemd (`STOPPING=1`) and the journal.
+enum Stop {
+    case signal(Int32)
+    case idle(Int)
+
+    func announce(_ audit: AuditLog? = nil) {
+        switch self {
+        case .signal(let sig):
+            Notify.send("STOPPING=1\nSTATUS=Stopping on signal \(sig)")
+            audit?.info("stopping on signal \(sig)")
+        case .idle(let seconds):
+            Notify.send("STOPPING=1\nSTATUS=Exiting: no connection for \(seconds) s; the socket starts it again")
+            audit?.info(
+                "exiting after \(seconds) s without a connection; the next connection starts the daemon again")
+        }
+    }
+}
+
+/// A daemon that cannot start, on systemd's socket: every request is answered with the reason
+/// (`StartFailure`) until the idle exit, which ends the run.
+struct StartFailureAnswers: Service {
+    let listening: Int32
+    let reason: String
+    let audit: AuditLog
+
+    func run() async throws {
+        let (listening, reason) = (self.listening, self.reason)
+        let stopped = StopFlag()
+        let idle = await withGracefulShutdownHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+                DispatchQueue(label: "localauthd.start-failure").async {
+                    done.resume(
+                        returning: StartFailure.answerEveryRequest(
+                            on: listening, reason: reason, stopped: stopped.value))
+                }
+            }
+        } onGracefulShutdown: {
+            stopped.value.store(true, ordering: .relaxed)
+        }
+        if idle { Stop.idle(StartFailure.idleExitSeconds).announce(audit) }
+    }
+
+    final class StopFlag: Sendable {
+        let value = Atomic(false)
+    }
+}
+
+extension ServiceGroupConfiguration.ServiceConfiguration {
+    /// A service whose end, when it ends by itself, ends the run (a stop signal, the idle exit).
+    static func endsTheRun(_ service: any Service) -> Self {
+        Self(service: service, successTerminationBehavior: .gracefullyShutdownGroup)
+    }
+
+    /// A service that may end by itself and leave the rest running (a watchdog whose event loop
+    /// no longer answers stops pinging; systemd then restarts the daemon).
+    static func mayEnd(_ service: any Service) -> Self {
+        Self(service: service, successTerminationBehavior: .ignore)
+    }
+}
+
+/// glibc's `malloc_trim(3)` (`<malloc.h>` is not in Swift's Glibc module): gives free heap pages of
+/// every arena back to the kernel.
+@_silgen_name("malloc_trim")
+private func mallocTrim(_ pad: Int) -> Int32
