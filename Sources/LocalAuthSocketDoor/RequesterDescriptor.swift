@@ -30,10 +30,13 @@ extension Connection {
         let asked: EventLoopFuture<UInt64> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(PassedDescriptor.soCookie))
         asked.assumeIsolated().whenSuccess { cookie = $0 }  // answered at once on the channel's loop
-        guard let cookie, let fd = PassedDescriptor.socket(cookie: cookie) else {
+        // Searched once a connection (its number is NIO's until it closes): a client that repeats
+        // REQUESTER does not make the loop walk the daemon's descriptors each time.
+        guard let cookie, let fd = socketFD ?? PassedDescriptor.socket(cookie: cookie) else {
             fail(context, .malformed, "the requester cannot be read on this connection")
             return
         }
+        socketFD = fd
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         context.eventLoop.execute {
             let (connection, context) = bound.value

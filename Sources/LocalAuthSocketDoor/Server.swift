@@ -143,6 +143,8 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     var idleTimer: Scheduled<Void>?
     /// The process the next request is made for (REQUESTER); nil: the caller's own.
     var requester: PeerProcess?
+    /// This connection's socket descriptor, once a REQUESTER had it found (`RequesterDescriptor.swift`).
+    var socketFD: Int32?
 
     init(
         daemon: Daemon, limits: Server.Limits, counter: ConnectionCounter, gate: RequestGate, audit: AuditLog,

@@ -399,7 +399,8 @@ def journey_ssh(m, args):
     m.type_line("SSH_AUTH_SOCK=%s ssh-keygen -Y sign -f ~/laptop.pub -n git ~/msg; echo rc=$?" % sock)
     t = time.monotonic()
     while agent_log().count("Place your") <= before:
-        check(time.monotonic() - t < 30, "the agent's log shows the daemon's finger prompt", agent_log()[-1500:])
+        if time.monotonic() - t > 30:
+            check(False, "the agent's log shows the daemon's finger prompt", agent_log()[-1500:])
         time.sleep(0.1)
     figure("ssh-keygen -Y sign: Enter -> the daemon's prompt on the agent's log", time.monotonic() - t0)
     t0 = time.monotonic()

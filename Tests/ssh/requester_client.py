@@ -6,6 +6,7 @@ ssh_agent_test.py. One scenario a run; it prints one JSON object: what the daemo
 
   own          its own pidfd (caller and requester the same process)
   other        the pidfd of another process of the account (a `sleep` it starts)
+  twice        REQUESTER with its own pidfd, then again with the `sleep`'s
   pid N        the pidfd of process N (the harness gives a root process)
   exited       the pidfd of a child that has exited and been reaped
   not-pidfd    an open file instead of a pidfd
@@ -43,9 +44,15 @@ def main():
     fds = []
     if scenario == "own":
         fds = [os.pidfd_open(os.getpid())]
-    elif scenario == "other":
+    elif scenario in ("other", "twice"):
         child = subprocess.Popen(["sleep", "60"])
         fds = [os.pidfd_open(child.pid)]
+        if scenario == "twice":  # first its own pidfd, then REQUESTER again with the other's: the last counts
+            s.sendall(lawire.encode(REQUESTER))
+            assert lawire.read_frame(s)[0] == DESCRIPTOR_WANTED
+            own = os.pidfd_open(os.getpid())
+            socket.send_fds(s, [b"\0"], [own])
+            os.close(own)
     elif scenario == "pid":
         fds = [os.pidfd_open(int(sys.argv[4]))]
     elif scenario == "exited":

@@ -518,6 +518,8 @@ def requester_of_the_account_is_named_by_its_executable_via_the_caller(w):
     message = first_event(other)
     check("(/usr/bin/sleep via /usr/bin/python3" in message and "asking to release ssh-key:" + KEY in message,
           "the prompt names sleep via python: %r" % message)
+    message = first_event(requester_client(w, "twice"))
+    check("(/usr/bin/sleep via /usr/bin/python3" in message, "REQUESTER twice: the last one counts: %r" % message)
     own = requester_client(w, "own")
     message = first_event(own)
     check("(/usr/bin/python3" in message and " via " not in message, "its own pidfd: no via: %r" % message)
