@@ -34,8 +34,10 @@ SCOPE = [
 MARKS = ("tr(", "trn(", "N_(", "said(")
 # The daemon's answers: a RESULT or EVENT whose line is a literal would reach every client in
 # English. Each carries a Phrase instead (`Phrase.said("…")` marks a catalogue line), or says why not.
-DAEMON_SCOPE = ["Sources/LocalAuthDaemon/*.swift", "Sources/LocalAuthSocketDoor/*.swift"]
-DAEMON_LITERAL = re.compile(r"\b(RequestResult|Event)\(\s*\.?\w+\s*,\s*\"")
+DAEMON_SCOPE = [
+    "Sources/LocalAuthDaemon/*.swift", "Sources/LocalAuthSocketDoor/*.swift", "Sources/LocalAuthFprintdDoor/*.swift",
+]
+DAEMON_LITERAL = re.compile(r"\b(RequestResult|Event|Answer)\(\s*\.?\w+\s*,\s*(english:\s*)?\"")
 # Calls whose text is English by design: logs, the administrator's syslog, programmer errors.
 ENGLISH_CALLS = ("pam_syslog(", "pam_vsyslog(", "debug(", "fatalError(", "precondition(",
                  "preconditionFailure(", "assert(", "assertionFailure(", "logger.", "Logger(",
@@ -178,11 +180,12 @@ let g = """
 ''', ["Not marked at all", "A multi-line text"]),
     "Sources/LocalAuthDaemon/c.swift": ('''
         return RequestResult(.success, Phrase.said("Enrolled the %1$s of %2$s", .fingerName(f), .verbatim(u)))
+        return Answer(.invalidRequest, english: "Unknown simulation")
         return RequestResult(
             .notFound, "No such print")
         // English: a test tool's answer
         return RequestResult(.notSupported, "Simulation needs a virtual reader")
-''', ["No such print"]),
+''', ["No such print", "Unknown simulation"]),
     "b.c": ('''#define LA_TEXT N_("Password or finger for %s: ")
 #define LA_LOG_X "fingerprint not used for %s: %s"
 static void f(void) {

@@ -11,40 +11,39 @@ struct AccountRequests {
 
     /// The user's fingers on the reader `readerID` names (none when it is not present), else on
     /// every reader, present or not.
-    nonisolated(nonsending) func list(user: String, readerID: String? = nil) async -> RequestResult {
+    nonisolated(nonsending) func list(user: String, readerID: String? = nil) async -> Answer {
         let prints =
             readerID != nil
             ? parts.enrolledPrints(user, on: await parts.currentDevice(readerID))
             : ((try? parts.store.allPrints(user: user)) ?? [])
-        var extra = Frame(.result)
         var seen = Set<FingerName>()
-        for p in prints where seen.insert(p.finger).inserted { extra.append(.finger, string: p.finger.rawValue) }
-        let n = seen.count
-        return RequestResult(
+        let fingers = prints.map(\.finger).filter { seen.insert($0).inserted }
+        let n = fingers.count
+        return Answer(
             .success,
             n == 0
                 ? Phrase.said("No fingers enrolled for %s", .verbatim(user))
                 : Phrase.said("Fingers enrolled for %1$s: %2$s", .verbatim(user), .verbatim(String(n))),
-            extra: extra.fields)
+            .fingers(fingers))
     }
 
     /// Deletes the finger (or `all`) on every reader, or only on the one `readerID` names.
     nonisolated(nonsending) func delete(user: String, finger: FingerName?, all: Bool, readerID: String? = nil) async
-        -> RequestResult
+        -> Answer
     {
         guard all || finger != nil else {
-            return RequestResult(.invalidRequest, Phrase.said("Name a finger or ask for all"))
+            return Answer(.invalidRequest, Phrase.said("Name a finger or ask for all"))
         }
         let named = readerID == nil ? nil : await parts.currentDevice(readerID)
         if readerID != nil && named == nil {
-            return RequestResult(.biometryNotAvailable, Phrase.said("That reader is not connected"))
+            return Answer(.biometryNotAvailable, Phrase.said("That reader is not connected"))
         }
         let prints = (try? parts.store.allPrints(user: user)) ?? []
         let doomed = prints.filter {
             (all || $0.finger == finger) && (named == nil || $0.deviceKey == named?.storageKey)
         }
         guard !doomed.isEmpty else {
-            return RequestResult(
+            return Answer(
                 .notFound,
                 all
                     ? Phrase.said("No fingers enrolled for %s", .verbatim(user))
@@ -65,15 +64,13 @@ struct AccountRequests {
                     state = try parts.store.removePrint(user: user, deviceKey: p.deviceKey, finger: p.finger)
                 }
             }
-            var extra = Frame(.result)
-            extra.append(.domainState, bytes: state.domainState)
-            return RequestResult(
+            return Answer(
                 .success,
                 Phrase.said("Prints deleted for %1$s: %2$s", .verbatim(user), .verbatim(String(doomed.count))),
-                extra: extra.fields)
+                .domainState(state.domainState))
         } catch {
             parts.audit.notice("cannot delete prints of \(user): \(error)")
-            return RequestResult(.internalError, Phrase.said("The prints could not be deleted"))
+            return Answer(.internalError, Phrase.said("The prints could not be deleted"))
         }
     }
 
@@ -85,10 +82,10 @@ struct AccountRequests {
     nonisolated(nonsending) func setPasscode(
         user: String, new: String?, old: String?, caller: PeerCredentials,
         proveByFinger: (EvaluateOptions) async -> Decision
-    ) async -> RequestResult {
+    ) async -> Answer {
         // The new passcode's form is checked first: a malformed one costs no attempt.
         if let new, PasscodeHasher.problem(with: new) != nil {
-            return RequestResult(
+            return Answer(
                 .invalidRequest,
                 Phrase.said(
                     "A passcode must be %1$s to %2$s bytes of text, without a NUL character",
@@ -132,26 +129,26 @@ struct AccountRequests {
                     let hashed = await Task.detached { try? PasscodeHasher.hash(new ?? "") }.value
                     input = hashed.map { .newPasscodeHashed($0) } ?? .hashingFailed
                 case .finish(let decision):
-                    return decision.result
+                    return Answer(decision)
                 }
                 if input != nil { break }
             }
             guard let input else {
-                return RequestResult(.internalError, Phrase.said("The passcode change stopped without an answer"))
+                return Answer(.internalError, Phrase.said("The passcode change stopped without an answer"))
             }
             outputs = change.handle(input, nowMs: parts.clock())
         }
     }
 
     /// Clears the user's counters and lockouts on disk; the daemon forgets the reuse windows.
-    func resetLockout(user: String) -> RequestResult {
+    func resetLockout(user: String) -> Answer {
         do {
             try parts.store.resetState(user: user)
         } catch {
-            return RequestResult(
+            return Answer(
                 .internalError,
                 Phrase.said("The lockout of %1$s could not be reset: %2$s", .verbatim(user), .verbatim("\(error)")))
         }
-        return RequestResult(.success, Phrase.said("Lockouts and reuse windows of %s cleared", .verbatim(user)))
+        return Answer(.success, Phrase.said("Lockouts and reuse windows of %s cleared", .verbatim(user)))
     }
 }

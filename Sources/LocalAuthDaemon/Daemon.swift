@@ -32,13 +32,13 @@ public actor Daemon {
     }
 
     /// Handles one request to its RESULT. Cancelling the calling task ends it as `systemCancel`.
-    public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO) async -> RequestResult {
+    public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO) async -> Answer {
         await handle(request, caller: caller, io: io, door: DoorContext())
     }
 
     /// The same, for a door that names a reader or a finger, or proved presence itself (`DoorContext`).
     public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
-        -> RequestResult
+        -> Answer
     {
         let arrivedMs = parts.clock()
         let route = route(request, caller: caller, io: io, door: door, arrivedMs: arrivedMs)
@@ -46,19 +46,19 @@ public actor Daemon {
         if case .machine = route.work { target = nil } else { target = request.user ?? caller.userName }
         if case .refused(let why) = Authorization.decide(route.operation, caller: caller, target: target) {
             parts.audit.decision(route.operation, user: target, caller: caller, result: .notAuthorized, detail: why)
-            return RequestResult(.notAuthorized, Phrase.said("Not allowed: %s", .verbatim(why)))
+            return Answer(.notAuthorized, Phrase.said("Not allowed: %s", .verbatim(why)))
         }
         if let target, !EnrollmentStore.isValidUserName(target) {
-            return RequestResult(
+            return Answer(
                 .invalidRequest, Phrase.said("%s is not a valid user name", .verbatim(Echo.quoted(target))))
         }
-        let result: RequestResult
+        let result: Answer
         switch route.work {
         case .machine(let work): result = await work(self)
         case .anyAccount(let work): result = await work(self, target)
         case .account(let work):
             guard let user = target else {
-                return RequestResult(
+                return Answer(
                     .invalidRequest,
                     Phrase.said("uid %s has no account name; name the user", .verbatim(String(caller.uid))))
             }
@@ -71,7 +71,7 @@ public actor Daemon {
                     parts: parts)
                 whereabouts = found
                 if route.presence == .always, let refusal = found.refusal {
-                    return audited(route, target: target, caller: caller, refusal.result)
+                    return audited(route, target: target, caller: caller, Answer(refusal))
                 }
             }
             result = await parts.userQueue.serialize(
@@ -88,7 +88,7 @@ public actor Daemon {
 
     /// The answer to a request that got no turn: the same user's other request took the reader, or
     /// its deadline passed while it waited.
-    private static func noTurn(_ turn: UserQueue.Turn, user: String, evaluation: Bool) -> RequestResult {
+    private static func noTurn(_ turn: UserQueue.Turn, user: String, evaluation: Bool) -> Answer {
         let decision: Decision
         switch turn {
         case .granted, .readerBusy:
@@ -97,17 +97,17 @@ public actor Daemon {
         case .timedOut:
             decision = Decision(evaluation ? .systemCancel : .timedOut, .timedOutWaitingForTurn(user: user))
         }
-        return decision.result
+        return Answer(decision)
     }
 
     private func audited(
-        _ route: Route, target: String?, caller: PeerCredentials, _ result: RequestResult
-    ) -> RequestResult {
+        _ route: Route, target: String?, caller: PeerCredentials, _ result: Answer
+    ) -> Answer {
         if route.audited {
             parts.audit.decision(
-                route.operation, user: target, caller: caller, result: result.resultCode ?? .internalError,
+                route.operation, user: target, caller: caller, result: result.code,
                 // English, with the phrase's identifier as a field (LOCALAUTH_PHRASE in the journal).
-                detail: result.message, fields: route.auditFields + (route.via.map { [("via", $0)] } ?? []),
+                detail: result.english, fields: route.auditFields + (route.via.map { [("via", $0)] } ?? []),
                 phrase: result.phrase?.identifier)
         }
         return result
@@ -119,12 +119,12 @@ public actor Daemon {
     private struct Route {
         enum Work {
             /// No account involved.
-            case machine((isolated Daemon) async -> RequestResult)
+            case machine((isolated Daemon) async -> Answer)
             /// The named account or the caller's own, when there is one; no turn in its queue.
-            case anyAccount((isolated Daemon, String?) async -> RequestResult)
+            case anyAccount((isolated Daemon, String?) async -> Answer)
             /// One account's state, read and written in that account's turn (`UserQueue`), with where
             /// the request comes from when `presence` asked.
-            case account((isolated Daemon, String, Whereabouts?) async -> RequestResult)
+            case account((isolated Daemon, String, Whereabouts?) async -> Answer)
         }
         /// When the presence rule is asked, before the account's turn (docs/security.md).
         enum PresenceCheck {
@@ -191,8 +191,8 @@ public actor Daemon {
                     // The request's deadline runs from its arrival: the wait for its turn is part of it.
                     var options = options
                     options.timeoutMs = max(options.timeoutMs - (daemon.parts.clock() - arrivedMs), 1)
-                    return await daemon.evaluate(options, user: user, io: io, whereabouts: whereabouts!, door: door)
-                        .result
+                    return Answer(
+                        await daemon.evaluate(options, user: user, io: io, whereabouts: whereabouts!, door: door))
                 })
         case .enroll(_, let finger, let passcodeCapable):
             let enrollment = Enrollment(parts: parts)
@@ -288,7 +288,7 @@ public actor Daemon {
                     return await rights.use(options, user: user, holder: holder) { evaluation in
                         var evaluation = evaluation
                         evaluation.timeoutMs = max(evaluation.timeoutMs - (daemon.parts.clock() - arrivedMs), 1)
-                        return await daemon.evaluate(evaluation, user: user, io: io, whereabouts: whereabouts!).result
+                        return Answer(await daemon.evaluate(evaluation, user: user, io: io, whereabouts: whereabouts!))
                     }
                 })
         case .importFprintd(let from):
@@ -324,7 +324,7 @@ public actor Daemon {
         return outcome.decision
     }
 
-    private func resetLockout(user: String) -> RequestResult {
+    private func resetLockout(user: String) -> Answer {
         let result = AccountRequests(parts: parts).resetLockout(user: user)
         if result.isSuccess { reuseWindows.forget(user: user) }
         return result

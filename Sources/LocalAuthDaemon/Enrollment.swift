@@ -22,9 +22,9 @@ struct Enrollment {
     nonisolated(nonsending) func enroll(
         user: String, finger requested: FingerName?, passcodeCapable: Bool, caller: PeerCredentials, io: RequestIO,
         door: DoorContext = DoorContext(), prove: (EvaluateOptions) async -> Decision
-    ) async -> RequestResult {
+    ) async -> Answer {
         guard let reader = parts.reader, let device = await parts.currentDevice(door.readerID) else {
-            return RequestResult(.biometryNotAvailable, Phrase.said("No fingerprint reader is connected"))
+            return Answer(.biometryNotAvailable, Phrase.said("No fingerprint reader is connected"))
         }
         let all = (try? parts.store.allPrints(user: user)) ?? []
         let onDevice = all.filter { $0.deviceKey == device.storageKey }
@@ -34,7 +34,7 @@ struct Enrollment {
             )
         } else if !caller.isRoot {
             guard !all.isEmpty else {
-                return RequestResult(
+                return Answer(
                     .notAuthorized,
                     Phrase.said(
                         "A first finger can only be enrolled by root: sudo localauthctl enroll --user %s",
@@ -46,7 +46,7 @@ struct Enrollment {
                     reason: "Confirm it is you to add a finger", flags: passcodeCapable ? [.passcodeCapable] : [],
                     tries: 1, timeoutMs: min(parts.configuration.enrollTimeoutMs, EvaluateOptions.maxTimeoutMs)))
             guard proof.isSuccess else {
-                return RequestResult(
+                return Answer(
                     proof.code,
                     Phrase.said("Adding a finger needs an enrolled finger or the passcode first: %s", proof.phrase))
             }
@@ -55,14 +55,14 @@ struct Enrollment {
         let finger: FingerName
         if let requested {
             guard !taken.contains(requested) else {
-                return RequestResult(
+                return Answer(
                     .alreadyEnrolled,
                     Phrase.said("The %s is enrolled already; delete it first", .fingerName(requested)))
             }
             finger = requested
         } else {
             guard let free = Self.order.first(where: { !taken.contains($0) }) else {
-                return RequestResult(.alreadyEnrolled, Phrase.said("All ten fingers are enrolled"))
+                return Answer(.alreadyEnrolled, Phrase.said("All ten fingers are enrolled"))
             }
             finger = free
         }
@@ -71,7 +71,7 @@ struct Enrollment {
         let holder = ReaderLease.Holder(id: parts.lease.newID(), label: label)
         if case .busy(let other) = parts.lease.take(holder, nowMs: parts.clock(), shareMs: nil) {
             let why = ReaderUnavailable.readerBusy(by: other.label.account == user ? other.label : nil)
-            return RequestResult(.busy, Phrase.fingerNotAvailable(why))
+            return Answer(.busy, Phrase.fingerNotAvailable(why))
         }
         defer { parts.lease.release(holder.id, nowMs: parts.clock()) }
         io.send(Notice(.placeFinger, .forRequest(.placeFinger(finger), label), finger: finger).event)
@@ -91,22 +91,19 @@ struct Enrollment {
                 StoredPrint(
                     finger: finger, deviceKey: device.storageKey, data: data, enrolledAtMs: parts.clock()),
                 user: user)
-            var extra = Frame(.result)
-            extra.append(.finger, string: finger.rawValue)
-            extra.append(.domainState, bytes: state.domainState)
-            return RequestResult(
+            return Answer(
                 .success, Phrase.said("Enrolled the %1$s of %2$s", .fingerName(finger), .verbatim(user)),
-                extra: extra.fields)
+                .enrolled(finger, domainState: state.domainState))
         } catch {
             parts.audit.notice("cannot store the print of \(user): \(error)")
-            return RequestResult(.internalError, Phrase.said("The print could not be stored"))
+            return Answer(.internalError, Phrase.said("The print could not be stored"))
         }
     }
 
     /// What the reader's enrol stages gave: a print, or the RESULT to answer with.
     enum Scan {
         case print([UInt8])
-        case failed(RequestResult)
+        case failed(Answer)
     }
 
     /// The duplicate check: one identify scan against every account's prints on this reader. A
@@ -114,7 +111,7 @@ struct Enrollment {
     /// as the first of `enrollStages + 1` stages. Nil: no duplicate, go on.
     private nonisolated(nonsending) func refuseDuplicate(
         user: String, reader: FingerprintReader, device: ReaderDeviceInfo, io: RequestIO
-    ) async -> RequestResult? {
+    ) async -> Answer? {
         let users = (try? parts.store.users()) ?? []
         let gallery = users.flatMap { (try? parts.store.prints(user: $0, deviceKey: device.storageKey)) ?? [] }
         let timeout = parts.configuration.enrollTimeoutMs
@@ -135,18 +132,18 @@ struct Enrollment {
                 scan.cancel()
             }
             if match != nil {
-                return RequestResult(
+                return Answer(
                     .alreadyEnrolled, Phrase.said("This finger is enrolled already; enrol another finger"))
             }
         } catch ReaderError.dataNotFound {
             // A match-on-chip reader's own answer for "none of these prints is stored here": no duplicate.
         } catch {
-            if Task.isCancelled { return RequestResult(.systemCancel, Phrase.said("Enrolment cancelled")) }
+            if Task.isCancelled { return Answer(.systemCancel, Phrase.said("Enrolment cancelled")) }
             if ReaderError.cancelled == error as? ReaderError {
-                return RequestResult(
+                return Answer(
                     .timedOut, Phrase.said("No finger was presented within %s s", .verbatim(String(timeout / 1000))))
             }
-            return ReaderFailure(error).result
+            return ReaderFailure(error).answer
         }
         let stages = Int64(device.enrollStages + 1)
         let line = Phrase.said("Enrolling: stage %1$s of %2$s", .verbatim("1"), .verbatim(String(stages)))
@@ -188,14 +185,14 @@ struct Enrollment {
                     enrolment.cancel()
                 })
         } catch {
-            if Task.isCancelled { return .failed(RequestResult(.systemCancel, Phrase.said("Enrolment cancelled"))) }
+            if Task.isCancelled { return .failed(Answer(.systemCancel, Phrase.said("Enrolment cancelled"))) }
             if ReaderError.cancelled == error as? ReaderError {
                 return .failed(
-                    RequestResult(
+                    Answer(
                         .timedOut,
                         Phrase.said("No finger was presented within %s s", .verbatim(String(timeout / 1000)))))
             }
-            return .failed(ReaderFailure(error).result)
+            return .failed(ReaderFailure(error).answer)
         }
     }
 }

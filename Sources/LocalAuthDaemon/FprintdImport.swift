@@ -35,13 +35,13 @@ struct FprintdImport {
     nonisolated(nonsending) func run(
         from root: String, caller: PeerCredentials,
         serialize: (String, () async -> Void) async -> Void
-    ) async -> RequestResult {
+    ) async -> Answer {
         guard let reader = parts.reader else {
-            return RequestResult(.biometryNotAvailable, Phrase.said("libfprint is not running; nothing can be checked"))
+            return Answer(.biometryNotAvailable, Phrase.said("libfprint is not running; nothing can be checked"))
         }
         if let problem = Self.trustedDirectory(root) {
             // The problem is the journal's English words for a directory's owner and mode.
-            return RequestResult(
+            return Answer(
                 .invalidRequest,
                 Phrase.said("fprintd's prints at %1$s are not imported: %2$s", .verbatim(root), .verbatim(problem)))
         }
@@ -136,7 +136,7 @@ struct FprintdImport {
     }
 
     /// The RESULT: counts, and the imported fingers while they fit; every skip is in the journal.
-    static func summary(_ outcome: Outcome, root: String) -> RequestResult {
+    static func summary(_ outcome: Outcome, root: String) -> Answer {
         var line = Phrase.said(
             "Imported %1$s print(s) from %2$s", .verbatim(String(outcome.imported.count)), .verbatim(root))
         let names = outcome.imported.map { "\($0.user) \($0.finger)" }.joined(separator: ", ")
@@ -146,7 +146,7 @@ struct FprintdImport {
                 "%1$s; skipped %2$s (each reason is in the journal)", line,
                 .verbatim(String(outcome.skipped.count)))
         }
-        return RequestResult(.success, line)
+        return Answer(.success, line)
     }
 
     // MARK: Reading fprintd's tree, never following a link
@@ -225,7 +225,7 @@ extension Daemon {
         guard lstat(marker, &st) != 0, lstat(root, &st) == 0 else { return }
         let me = PeerCredentials(pid: getpid(), uid: 0, gid: 0, userName: "root")
         let result = await handle(.importFprintd(from: root), caller: me, io: .silent)
-        audit.info("first start: \(result.message)")
+        audit.info("first start: \(result.english)")
         let fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         if fd >= 0 {
             fsync(fd)

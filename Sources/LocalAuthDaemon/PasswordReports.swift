@@ -11,14 +11,14 @@ import LocalAuthStore
 struct PasswordReports {
     let parts: DaemonParts
 
-    nonisolated(nonsending) func record(user: String, caller: PeerCredentials) async -> RequestResult {
+    nonisolated(nonsending) func record(user: String, caller: PeerCredentials) async -> Answer {
         let origin = await Self.origin(of: caller, parts: parts)
         if case .refused(let why) = PasswordReport.decide(origin) {
-            return RequestResult(.notAuthorized, Phrase.passwordUseNotRecorded(why))
+            return Answer(.notAuthorized, Phrase.passwordUseNotRecorded(why))
         }
         guard let now = parts.bootClock() else {
             parts.audit.notice("cannot read \(BootClock.bootIDPath); password use cannot be recorded")
-            return RequestResult(
+            return Answer(
                 .internalError, Phrase.said("The boot id cannot be read; the password use was not recorded"))
         }
         let stored: PasswordUse?
@@ -36,15 +36,15 @@ struct PasswordReports {
                 parts.audit.info("a PAM stack reported a password use: the password-required rules now apply")
             }
             guard let next = PasswordRule.recordingPassword(stored, at: now) else {
-                return RequestResult(
+                return Answer(
                     .success, Phrase.said("Password use of %s already recorded in the last minute", .verbatim(user)))
             }
             try parts.store.savePasswordUse(next, user: user)
         } catch {
             parts.audit.notice("cannot record the password use of \(user): \(error)")
-            return RequestResult(.internalError, Phrase.said("The password use could not be recorded"))
+            return Answer(.internalError, Phrase.said("The password use could not be recorded"))
         }
-        return RequestResult(.success, Phrase.said("Password use of %s recorded", .verbatim(user)))
+        return Answer(.success, Phrase.said("Password use of %s recorded", .verbatim(user)))
     }
 
     /// Where the report comes from: root or not, and the caller's login session.
@@ -123,21 +123,4 @@ extension DaemonParts {
         }
     }
 
-    /// STATUS's fields for the rules: `passwordRule`, `passwordReason`, `fingerUntilMs`.
-    func appendPasswordStatus(user: String, to extra: inout Frame) {
-        switch passwordRequirement(user: user, userHasNoSession: nil) {
-        case .notEnforced:
-            extra.append(.passwordRule, int: 0)
-        case .required(let reason):
-            extra.append(.passwordRule, int: 2)
-            extra.append(.passwordReason, string: reason.message)
-            // The same reason as a phrase, for the client's language (docs/protocol.md, "Phrases").
-            if let value = Phrase.passwordRequired(reason).wireValue {
-                extra.append(.passwordReasonPhrase, bytes: value)
-            }
-        case .notRequired(let forMs):
-            extra.append(.passwordRule, int: 1)
-            if let forMs { extra.append(.fingerUntilMs, int: clock() &+ forMs) }
-        }
-    }
 }

@@ -13,46 +13,46 @@ extension Daemon {
     /// it already from an earlier claim does not hold it twice). A refusal or a reader that cannot be
     /// opened answers with the reason (`readerFailure`).
     public func claimReader(user: String, caller: PeerCredentials, door: DoorContext, hold: Bool) async
-        -> RequestResult
+        -> Answer
     {
         let fields = Self.claimFields(door)
         if case .refused(let why) = Authorization.decide(.claimReader, caller: caller, target: user) {
             parts.audit.decision(
                 .claimReader, user: user, caller: caller, result: .notAuthorized, detail: why, fields: fields)
-            return RequestResult(.notAuthorized, Phrase.said("Not allowed: %s", .verbatim(why)))
+            return Answer(.notAuthorized, Phrase.said("Not allowed: %s", .verbatim(why)))
         }
         guard EnrollmentStore.isValidUserName(user) else {
-            return RequestResult(
+            return Answer(
                 .invalidRequest, Phrase.said("%s is not a valid user name", .verbatim(Echo.quoted(user))))
         }
         // English: the door and the audit record read it; no client is shown a claim's answer.
-        var result = RequestResult(.success, "Reader claimed")
+        var result = Answer(.success, english: "Reader claimed")
         if hold, let reader = parts.reader, let id = door.readerID {
             do throws(ReaderError) { try await reader.hold(deviceID: id) } catch {
-                result = ReaderFailure(error).result
+                result = ReaderFailure(error).answer
             }
         }
         parts.audit.decision(
-            .claimReader, user: user, caller: caller, result: result.resultCode ?? .internalError,
-            detail: result.message, fields: fields)
+            .claimReader, user: user, caller: caller, result: result.code,
+            detail: result.english, fields: fields)
         return result
     }
 
     /// Ends a claim: lets the reader close when `close` (after the operations queued before, with the
     /// close's failure as the answer, as fprintd's Release answers), else only gives up the hold.
     public func releaseReader(user: String, caller: PeerCredentials, door: DoorContext, close: Bool) async
-        -> RequestResult
+        -> Answer
     {
         // English: the door and the audit record read it; no client is shown a release's answer.
-        var result = RequestResult(.success, "Reader released")
+        var result = Answer(.success, english: "Reader released")
         if close, let reader = parts.reader, let id = door.readerID {
             do throws(ReaderError) { try await reader.releaseHoldAndClose(deviceID: id) } catch {
-                result = ReaderFailure(error).result
+                result = ReaderFailure(error).answer
             }
         }
         parts.audit.decision(
-            .releaseReader, user: user, caller: caller, result: result.resultCode ?? .internalError,
-            detail: result.message, fields: Self.claimFields(door))
+            .releaseReader, user: user, caller: caller, result: result.code,
+            detail: result.english, fields: Self.claimFields(door))
         return result
     }
 
@@ -77,7 +77,7 @@ extension Daemon {
     /// fprintd door before polkit, so that no password dialog goes up for a call the daemon would
     /// refuse): nil when allowed; else the refusal, audited as `handle` audits it.
     public nonisolated func refusal(_ operation: Operation, caller: PeerCredentials, target: String, door: DoorContext)
-        -> RequestResult?
+        -> Answer?
     {
         guard case .refused(let why) = Authorization.decide(operation, caller: caller, target: target) else {
             return nil
@@ -85,6 +85,6 @@ extension Daemon {
         parts.audit.decision(
             operation, user: target, caller: caller, result: .notAuthorized, detail: why,
             fields: door.name.map { [("via", $0)] } ?? [])
-        return RequestResult(.notAuthorized, Phrase.said("Not allowed: %s", .verbatim(why)))
+        return Answer(.notAuthorized, Phrase.said("Not allowed: %s", .verbatim(why)))
     }
 }

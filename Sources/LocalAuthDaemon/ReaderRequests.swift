@@ -8,62 +8,52 @@ import LocalAuthProtocol
 struct ReaderRequests {
     let parts: DaemonParts
 
-    nonisolated(nonsending) func devices() async -> RequestResult {
+    nonisolated(nonsending) func devices() async -> Answer {
         let devices = await parts.reader?.devices() ?? []
-        let extra = devices.map {
+        let infos = devices.map {
             var caps: DeviceCapabilities = []
             if $0.supportsIdentify { caps.insert(.identify) }
             if $0.hasStorage { caps.insert(.storage) }
             if $0.isSwipe { caps.insert(.swipe) }
             return DeviceInfo(
                 name: $0.name, driver: $0.driver, deviceId: $0.id, enrollStages: Int64($0.enrollStages),
-                capabilities: caps
-            ).field
+                capabilities: caps)
         }
-        return RequestResult(.success, Phrase.said("Readers: %s", .verbatim(String(devices.count))), extra: extra)
+        return Answer(.success, Phrase.said("Readers: %s", .verbatim(String(devices.count))), .devices(infos))
     }
 
     /// The reader; with `user`, also that user's fingers, lockout and passcode.
-    nonisolated(nonsending) func status(user: String?) async -> RequestResult {
+    nonisolated(nonsending) func status(user: String?) async -> Answer {
         let device = await parts.currentDevice()
-        var extra = Frame(.result)
-        extra.append(.readerPresent, bool: device != nil)
-        extra.append(.biometryType, int: PolicyEvaluator.biometryType(readerAvailable: device != nil).rawValue)
-        guard let user else {
-            return RequestResult(.success, Self.readerLine(device), extra: extra.fields)
-        }
+        var facts = Answer.StatusFacts(
+            readerPresent: device != nil, biometryType: PolicyEvaluator.biometryType(readerAvailable: device != nil))
+        guard let user else { return Answer(.success, Self.readerLine(device), .status(facts)) }
         let loaded = parts.loadState(user)
         let count = parts.enrolledPrints(user, on: device).count
-        extra.append(.enrolledCount, int: Int64(count))
-        extra.append(
-            .biometryLocked,
-            bool: !loaded.readable || LockoutRules.biometryLocked(loaded.state, config: parts.configuration.lockout))
-        extra.append(.passcodeSet, bool: loaded.state.passcodeHash != nil)
-        parts.appendPasswordStatus(user: user, to: &extra)
-        return RequestResult(
+        facts.account = Answer.AccountFacts(
+            enrolledCount: count,
+            biometryLocked: !loaded.readable
+                || LockoutRules.biometryLocked(loaded.state, config: parts.configuration.lockout),
+            passcodeSet: loaded.state.passcodeHash != nil,
+            password: parts.passwordRequirement(user: user, userHasNoSession: nil), askedAtMs: parts.clock())
+        return Answer(
             .success,
             Phrase.said(
                 "%1$s; fingers enrolled for %2$s: %3$s", Self.readerLine(device), .verbatim(user),
                 .verbatim(String(count))),
-            extra: extra.fields)
+            .status(facts))
     }
 
     nonisolated(nonsending) func canEvaluate(
         policy: PolicyKind, user: String, whereabouts: Whereabouts, door: DoorContext = DoorContext()
-    ) async -> RequestResult {
+    ) async -> Answer {
         let facts = await CallerFacts.gather(
             user: user, whereabouts: whereabouts, parts: parts, readerID: door.readerID, finger: door.finger)
-        var result = PolicyEvaluator.canEvaluate(
+        let decision = PolicyEvaluator.canEvaluate(
             policy: policy, state: facts.state, facts: facts.evaluation, config: parts.configuration.lockout,
-            nowMs: parts.clock()
-        ).result
+            nowMs: parts.clock())
         // What LAEnvironment reports as builtInSensorInaccessible (the lid), beside the core's answer.
-        if facts.builtInSensorInaccessible {
-            var extra = Frame(.result, result.extra)
-            extra.append(.sensorInaccessible, bool: true)
-            result.extra = extra.fields
-        }
-        return result
+        return Answer(decision, facts.builtInSensorInaccessible ? .sensorInaccessible : .none)
     }
 
     /// "Reader: Virtual device for debugging", or "No reader".

@@ -2,6 +2,7 @@
 // The reader layer's words in the protocol's words: retry hints, finger numbers, failures.
 
 import FingerprintReader
+import LocalAuthCore
 import LocalAuthProtocol
 
 extension RetryHint {
@@ -44,9 +45,7 @@ extension ReaderFailure {
 
     /// The answer to a request the reader could not serve: the evaluation's phrase for it, which
     /// each client renders in its language (the failure's own words stay English).
-    var result: RequestResult {
-        var result = RequestResult(.biometryNotAvailable, .readerFailed(english))
-        result.readerFailure = self
-        return result
+    var answer: Answer {
+        Answer(Decision(.biometryNotAvailable, .readerFailed(english), readerFailure: self))
     }
 }

@@ -3,6 +3,7 @@
 // door (a D-Bus service) the same way. The door builds the caller's `PeerCredentials` from what the
 // kernel or the bus says, never from what the client claims, and calls `Daemon.handle`.
 
+import LocalAuthCore
 import LocalAuthProtocol
 import Synchronization
 
@@ -212,6 +213,16 @@ public final class ClientSignals: Sendable {
             return .passcode(passcode)
         }
         return nil
+    }
+}
+
+extension Notice {
+    /// The core's typed notice as the `Event` a door receives through `RequestIO.send` (its
+    /// `Phrase` rendered in English once, for old clients, beside the phrase itself).
+    var event: Event {
+        Event(
+            kind, phrase.english, triesLeft: triesLeft.map(Int64.init), delayMs: delayMs, hint: hint,
+            finger: finger?.rawValue, phrase: phrase)
     }
 }
 

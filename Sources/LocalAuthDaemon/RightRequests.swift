@@ -15,21 +15,21 @@ struct RightRequests {
     /// RIGHT_SAVE: a fresh key, the secret when given; never replaces an existing right.
     nonisolated(nonsending) func save(
         user: String, identifier: String, requirement: RightRequirement, secret: [UInt8]?
-    ) async -> RequestResult {
+    ) async -> Answer {
         guard StoredRight.isValidIdentifier(identifier) else {
-            return RequestResult(.invalidRequest, RightMessages.badIdentifier)
+            return Answer(.invalidRequest, RightMessages.badIdentifier)
         }
         guard (secret?.count ?? 0) <= StoredRight.maximumSecretSize else {
-            return RequestResult(.invalidRequest, RightMessages.secretTooLarge)
+            return Answer(.invalidRequest, RightMessages.secretTooLarge)
         }
         var domainState: [UInt8] = []
         if requirement == .biometryCurrentSet {
             // Bound to the set enrolled now: there must be one.
             let loaded = parts.loadState(user)
-            guard loaded.readable else { return RequestResult(.internalError, RightMessages.stateUnreadable) }
+            guard loaded.readable else { return Answer(.internalError, RightMessages.stateUnreadable) }
             let prints = (try? parts.store.allPrints(user: user)) ?? []
             guard !prints.isEmpty, !loaded.state.domainState.isEmpty else {
-                return RequestResult(.biometryNotEnrolled, RightMessages.noSetToBindTo)
+                return Answer(.biometryNotEnrolled, RightMessages.noSetToBindTo)
             }
             domainState = loaded.state.domainState
         }
@@ -40,38 +40,38 @@ struct RightRequests {
         do {
             try parts.store.saveRight(right, user: user)
         } catch .alreadyExists {
-            return RequestResult(.alreadyEnrolled, RightMessages.exists)
+            return Answer(.alreadyEnrolled, RightMessages.exists)
         } catch .limitReached {
-            return RequestResult(.invalidRequest, RightMessages.tooMany)
+            return Answer(.invalidRequest, RightMessages.tooMany)
         } catch {
             parts.audit.notice("cannot save a right of \(user): \(error)")
-            return RequestResult(.internalError, RightMessages.cannotSave)
+            return Answer(.internalError, RightMessages.cannotSave)
         }
-        return RequestResult(.success, RightMessages.saved, extra: publicFields(right))
+        return Answer(.success, RightMessages.saved, publicFacts(right))
     }
 
     /// RIGHT_GET: the requirement and the public key; nothing secret, no evaluation.
-    nonisolated(nonsending) func get(user: String, identifier: String) async -> RequestResult {
+    nonisolated(nonsending) func get(user: String, identifier: String) async -> Answer {
         switch load(user: user, identifier: identifier) {
         case .failure(let box): return box.result
-        case .success(let right): return RequestResult(.success, RightMessages.found, extra: publicFields(right))
+        case .success(let right): return Answer(.success, RightMessages.found, publicFacts(right))
         }
     }
 
     /// RIGHT_REMOVE: one right, or all of the account's (identifier nil).
-    nonisolated(nonsending) func remove(user: String, identifier: String?) async -> RequestResult {
+    nonisolated(nonsending) func remove(user: String, identifier: String?) async -> Answer {
         do {
             if let identifier {
                 try parts.store.removeRight(identifier: identifier, user: user)
-                return RequestResult(.success, RightMessages.removed)
+                return Answer(.success, RightMessages.removed)
             }
             let count = try parts.store.removeAllRights(user: user)
-            return RequestResult(.success, RightMessages.removedAll(count))
+            return Answer(.success, RightMessages.removedAll(count))
         } catch .notFound {
-            return RequestResult(.notFound, RightMessages.notFound)
+            return Answer(.notFound, RightMessages.notFound)
         } catch {
             parts.audit.notice("cannot remove a right of \(user): \(error)")
-            return RequestResult(.internalError, RightMessages.cannotRemove)
+            return Answer(.internalError, RightMessages.cannotRemove)
         }
     }
 
@@ -81,8 +81,8 @@ struct RightRequests {
     /// evaluation until `deauthorize`, as an authorized `LAPersistedRight` on Apple's systems.
     nonisolated(nonsending) func use(
         _ options: RightUseOptions, user: String, holder: RightGrants.Holder? = nil,
-        evaluate: (EvaluateOptions) async -> RequestResult
-    ) async -> RequestResult {
+        evaluate: (EvaluateOptions) async -> Answer
+    ) async -> Answer {
         if options.operation == .deauthorize { return deauthorize(holder) }
         let right: StoredRight
         switch load(user: user, identifier: options.identifier) {
@@ -90,7 +90,7 @@ struct RightRequests {
         case .success(let r): right = r
         }
         // Refuse a malformed operation before anyone is asked for a finger.
-        if let problem = Self.problem(options, right: right) { return RequestResult(.invalidRequest, problem) }
+        if let problem = Self.problem(options, right: right) { return Answer(.invalidRequest, problem) }
         let granted =
             options.operation != .authorize
             && holder.map { parts.grants.holds($0, privateKey: right.privateKey) } == true
@@ -105,7 +105,7 @@ struct RightRequests {
             // The user's turn keeps enrolments out, but a set changed by a corrupt print being set
             // aside during the scan still counts: check again, fail closed.
             guard case .ok = (try? parts.store.loadRight(identifier: right.identifier, user: user)) else {
-                return RequestResult(.notFound, RightMessages.invalidated)
+                return Answer(.notFound, RightMessages.invalidated)
             }
         }
         do throws(KeyError) {
@@ -129,18 +129,18 @@ struct RightRequests {
                     privateKey: right.privateKey, peerPublicKey: options.data ?? [], algorithm: algorithm(options)!,
                     requestedSize: Int(options.requestedSize ?? 32), sharedInfo: options.sharedInfo ?? [])
             }
-            var extra = Frame(.result)
-            if options.operation != .authorize || !output.isEmpty { extra.append(.data, bytes: output) }
-            return RequestResult(.success, RightMessages.used(options.operation), extra: extra.fields)
+            // An authorization without a secret carries no data at all.
+            let data: Answer.Payload = options.operation != .authorize || !output.isEmpty ? .data(output) : .none
+            return Answer(.success, RightMessages.used(options.operation), data)
         } catch {
-            return RequestResult(.invalidRequest, Phrase.said("The operation failed: %s", .verbatim("\(error)")))
+            return Answer(.invalidRequest, Phrase.said("The operation failed: %s", .verbatim("\(error)")))
         }
     }
 
     /// RIGHT_USE `deauthorize`: the calling process no longer holds the right's authorization.
-    func deauthorize(_ holder: RightGrants.Holder?) -> RequestResult {
+    func deauthorize(_ holder: RightGrants.Holder?) -> Answer {
         if let holder { parts.grants.revoke(holder) }
-        return RequestResult(.success, RightMessages.used(.deauthorize))
+        return Answer(.success, RightMessages.used(.deauthorize))
     }
 
     // MARK: - Helpers
@@ -173,23 +173,21 @@ struct RightRequests {
     private func load(user: String, identifier: String) -> Result<StoredRight, ResultBox> {
         do {
             switch try parts.store.loadRight(identifier: identifier, user: user) {
-            case .absent: return .failure(ResultBox(RequestResult(.notFound, RightMessages.notFound)))
+            case .absent: return .failure(ResultBox(Answer(.notFound, RightMessages.notFound)))
             case .ok(let right): return .success(right)
             case .corrupt(let why):
                 parts.audit.notice("a right of \(user) is unreadable: \(why)")
-                return .failure(ResultBox(RequestResult(.internalError, RightMessages.unreadable)))
+                return .failure(ResultBox(Answer(.internalError, RightMessages.unreadable)))
             }
         } catch {
             parts.audit.notice("cannot read a right of \(user): \(error)")
-            return .failure(ResultBox(RequestResult(.internalError, RightMessages.unreadable)))
+            return .failure(ResultBox(Answer(.internalError, RightMessages.unreadable)))
         }
     }
 
-    private func publicFields(_ right: StoredRight) -> [Field] {
-        var f = Frame(.result)
-        f.append(.requirement, int: Self.wire(right.requirement).rawValue)
-        if let key = try? RightKeys.publicKey(ofPrivate: right.privateKey) { f.append(.publicKey, bytes: key) }
-        return f.fields
+    private func publicFacts(_ right: StoredRight) -> Answer.Payload {
+        .right(
+            requirement: Self.wire(right.requirement), publicKey: try? RightKeys.publicKey(ofPrivate: right.privateKey))
     }
 
     static func stored(_ requirement: RightRequirement) -> StoredRight.Requirement {
@@ -213,8 +211,8 @@ struct RightRequests {
 
 /// A RESULT as a failure value.
 struct ResultBox: Error {
-    let result: RequestResult
-    init(_ result: RequestResult) { self.result = result }
+    let result: Answer
+    init(_ result: Answer) { self.result = result }
 }
 
 /// Every human line about rights, in one place.

@@ -7,10 +7,10 @@ import LocalAuthProtocol
 struct Simulator {
     let parts: DaemonParts
 
-    nonisolated(nonsending) func simulate(action: String, argument: String?) async -> RequestResult {
+    nonisolated(nonsending) func simulate(action: String, argument: String?) async -> Answer {
         // English: the simulator is a test and demo tool (--virtual-reader), its answers name its commands.
         guard let socket = parts.virtualReaderSocket else {
-            return RequestResult(.notSupported, "Simulation needs a daemon started with --virtual-reader")
+            return Answer(.notSupported, english: "Simulation needs a daemon started with --virtual-reader")
         }
         let command: String
         switch (action, argument) {
@@ -22,9 +22,10 @@ struct Simulator {
         case ("finger-off", nil): command = "FINGER 0"
         default:
             // English: the simulator's command words
-            return RequestResult(
+            return Answer(
                 .invalidRequest,
-                "Unknown simulation \(Echo.quoted(action + (argument.map { " " + $0 } ?? ""))); try touch ID, retry [CODE], error [CODE], unplug, finger-on, finger-off"
+                english:
+                    "Unknown simulation \(Echo.quoted(action + (argument.map { " " + $0 } ?? ""))); try touch ID, retry [CODE], error [CODE], unplug, finger-on, finger-off"
             )
         }
         // libfprint's virtual driver listens only while the device is open, and may leave a stale
@@ -44,9 +45,9 @@ struct Simulator {
         }
         if case .failure(let error) = outcome {
             // English: the virtual driver's protocol
-            return RequestResult(.biometryNotAvailable, "The simulated reader did not take '\(command)': \(error)")
+            return Answer(.biometryNotAvailable, english: "The simulated reader did not take '\(command)': \(error)")
         }
-        return RequestResult(.success, "Simulated: \(command)")  // English: the virtual driver's command
+        return Answer(.success, english: "Simulated: \(command)")  // English: the virtual driver's command
     }
 
     /// A scan id the virtual driver takes as one word: letters, digits, `-`, `_`, `.`; at most 64.

@@ -14,11 +14,11 @@ import Synchronization
 /// same authorisation, store, reader queue, lockouts and audit as a request on the socket.
 protocol FprintdBackend: Sendable {
     func handle(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
-        -> RequestResult
-    func claimReader(user: String, caller: PeerCredentials, door: DoorContext, hold: Bool) async -> RequestResult
-    func releaseReader(user: String, caller: PeerCredentials, door: DoorContext, close: Bool) async -> RequestResult
+        -> Answer
+    func claimReader(user: String, caller: PeerCredentials, door: DoorContext, hold: Bool) async -> Answer
+    func releaseReader(user: String, caller: PeerCredentials, door: DoorContext, close: Bool) async -> Answer
     func abandonReader(user: String, caller: PeerCredentials, door: DoorContext)
-    func refusal(_ operation: Operation, caller: PeerCredentials, target: String, door: DoorContext) -> RequestResult?
+    func refusal(_ operation: Operation, caller: PeerCredentials, target: String, door: DoorContext) -> Answer?
 }
 
 extension Daemon: FprintdBackend {}
@@ -188,11 +188,11 @@ final class FprintdDevice: @unchecked Sendable {
     var waitingClaims: [() -> Void] = []
 
     /// A refusal of the daemon as fprintd's error.
-    static func error(for result: RequestResult) -> BusError {
-        switch result.resultCode {
-        case .notAuthorized: Fprintd.ErrorName.permissionDenied("Not Authorized: \(result.message)")
-        case .biometryNotEnrolled, .notFound: Fprintd.ErrorName.noEnrolledPrints(result.message)
-        default: Fprintd.ErrorName.internal(result.message)
+    static func error(for result: Answer) -> BusError {
+        switch result.code {
+        case .notAuthorized: Fprintd.ErrorName.permissionDenied("Not Authorized: \(result.english)")
+        case .biometryNotEnrolled, .notFound: Fprintd.ErrorName.noEnrolledPrints(result.english)
+        default: Fprintd.ErrorName.internal(result.english)
         }
     }
 

@@ -197,7 +197,7 @@ extension FprintdDevice {
     }
 
     /// fprintd's error for a Claim the daemon refused or could not open the reader for.
-    static func claimError(_ result: RequestResult) -> BusError {
+    static func claimError(_ result: Answer) -> BusError {
         if let failure = result.readerFailure {
             return Fprintd.ErrorName.internal("Open failed with error: \(failure.english)")
         }
@@ -300,11 +300,10 @@ extension FprintdDevice {
                 guard result.isSuccess else {
                     return self.refuse(call, Self.error(for: result))  // audited by the daemon
                 }
-                let fingers = result.fields.strings(.finger)
-                guard !fingers.isEmpty else {
+                guard case .fingers(let enrolled) = result.payload, !enrolled.isEmpty else {
                     return call.fail(Fprintd.ErrorName.noEnrolledPrints("Failed to discover prints"))
                 }
-                call.reply([.strings(fingers)])
+                call.reply([.strings(enrolled.map(\.rawValue))])
             }
         }
     }
@@ -333,7 +332,7 @@ extension FprintdDevice {
                 defer {
                     if !self.waitingDeletes.isEmpty { self.waitingDeletes.removeFirst()() }
                 }
-                switch result.resultCode {
+                switch result.code {
                 case .success: call.reply()
                 case .notFound:
                     call.fail(
@@ -343,7 +342,7 @@ extension FprintdDevice {
                 case .internalError:
                     call.fail(
                         Fprintd.ErrorName.printsNotDeleted(
-                            "Impossible to delete fingerprint reference: \(result.message)"))
+                            "Impossible to delete fingerprint reference: \(result.english)"))
                 default: self.refuse(call, Self.error(for: result))  // audited by the daemon
                 }
             }

@@ -51,7 +51,7 @@ extension FprintdDevice {
     /// another request had taken as one that failed at once (`verify-unknown-error`), as when the
     /// door asked canEvaluate first, which does not look at the reader's holder: true when a final
     /// status follows.
-    func verifyEndedUnscanned(_ call: BusCall, result: RequestResult, stopped: Bool, finger: FingerName?) -> Bool {
+    func verifyEndedUnscanned(_ call: BusCall, result: Answer, stopped: Bool, finger: FingerName?) -> Bool {
         if stopped {
             action = .none
             call.fail(Fprintd.ErrorName.internal("The verification was stopped before it began"))
@@ -69,21 +69,21 @@ extension FprintdDevice {
                 [.string(finger?.rawValue ?? "any")], destination: session.sender)
             return true
         }
-        switch result.resultCode {
+        switch result.code {
         case .biometryNotEnrolled:
             action = .none
             let message = finger.map { "No such print \($0.fingerNumber)" } ?? "No fingerprints enrolled"
             refuse(call, Fprintd.ErrorName.noEnrolledPrints(message))
         default:
             action = .none
-            refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(result.message)"))
+            refuse(call, Fprintd.ErrorName.permissionDenied("Not Authorized: \(result.english)"))
         }
         return false
     }
 
     /// Whether an evaluation found the reader held by another request (or its account's share of it
     /// used up): the answer's phrase says so, by type.
-    static func readerWasTaken(_ result: RequestResult) -> Bool {
+    static func readerWasTaken(_ result: Answer) -> Bool {
         guard case .fingerNotAvailable(let why) = result.phrase else { return false }
         switch why {
         case .readerBusy, .readerShareUsed: return true
@@ -120,11 +120,11 @@ extension FprintdDevice {
             feed.yield(.cancel)
         }
         running = Task {
-            var result: RequestResult
+            var result: Answer
             repeat {
                 // fprintd's verify waits for a finger until stopped: a daemon timeout starts a new one.
                 result = await backend.handle(.evaluate(options), caller: session.caller, io: io, door: door)
-            } while result.resultCode == .timedOut && scanned.value && !Task.isCancelled
+            } while result.code == .timedOut && scanned.value && !Task.isCancelled
             let final = result
             bus.queue.async {
                 self.finished(kind: .verify, result: final, stopped: stopped.value, finger: finger)
@@ -172,8 +172,9 @@ extension FprintdDevice {
             // fprintd replaces a finger enrolled again: the old print goes first.
             let listed = await backend.handle(
                 .list(user: session.user), caller: session.caller, io: .silent, door: self.door())
-            let replaced: RequestResult? =
-                listed.fields.strings(.finger).contains(name.rawValue)
+            let enrolled: [FingerName] = if case .fingers(let fingers) = listed.payload { fingers } else { [] }
+            let replaced: Answer? =
+                enrolled.contains(name)
                 ? await backend.handle(
                     .delete(user: session.user, finger: name, all: false), caller: session.caller, io: .silent,
                     door: self.door()) : nil
@@ -265,9 +266,8 @@ extension FprintdDevice {
 
     /// A verify or enrol request ended: its final status (unless one was reported), then any Stop or
     /// Release that waited for it.
-    func finished(kind: ActionKind, result: RequestResult, stopped: Bool, finger: FingerName? = nil) {
-        let code = result.resultCode.map { "\($0)" } ?? "code \(result.code)"
-        audit.debug("\(path): \(kind) ended: \(code) \(result.message)\(stopped ? " (stopped)" : "")")
+    func finished(kind: ActionKind, result: Answer, stopped: Bool, finger: FingerName? = nil) {
+        audit.debug("\(path): \(kind) ended: \(result.code) \(result.english)\(stopped ? " (stopped)" : "")")
         running = nil
         stopRunning = nil
         // A verification that ended before its first scan answers its VerifyStart; refused, it has

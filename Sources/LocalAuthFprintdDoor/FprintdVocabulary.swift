@@ -82,7 +82,7 @@ enum Fprintd {
 
     /// The final `VerifyStatus` of a finished evaluation (fprintd's `verify_result_to_name`: a
     /// protocol error is "disconnected", a print the reader does not hold a no-match).
-    static func verifyResultName(_ result: RequestResult) -> String {
+    static func verifyResultName(_ result: Answer) -> String {
         switch result.readerFailure {
         case .communication: return "verify-disconnected"
         case .dataNotFound: return "verify-no-match"
@@ -90,7 +90,7 @@ enum Fprintd {
             return "verify-unknown-error"
         case nil: break
         }
-        switch result.resultCode {
+        switch result.code {
         case .success: return "verify-match"
         // A miss that locked biometrics is still a miss for this scan.
         case .authenticationFailed, .biometryLockout, .userCancel, .appCancel, .timedOut: return "verify-no-match"
@@ -99,7 +99,7 @@ enum Fprintd {
     }
 
     /// The final `EnrollStatus` of a finished enrolment (fprintd's `enroll_result_to_name`).
-    static func enrollResultName(_ result: RequestResult) -> String {
+    static func enrollResultName(_ result: Answer) -> String {
         switch result.readerFailure {
         case .communication: return "enroll-disconnected"
         case .dataFull: return "enroll-data-full"
@@ -107,7 +107,7 @@ enum Fprintd {
             return "enroll-unknown-error"
         case nil: break
         }
-        switch result.resultCode {
+        switch result.code {
         case .success: return "enroll-completed"
         // The door replaces a finger enrolled again, so only the duplicate check answers this.
         case .alreadyEnrolled: return "enroll-duplicate"

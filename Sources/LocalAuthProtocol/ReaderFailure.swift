@@ -2,9 +2,10 @@
 
 /// How the fingerprint reader failed a request, in the daemon's words: the reader layer maps
 /// libfprint's errors to its `ReaderError` in one function, and the daemon that to this once
-/// (`ReaderFailure(_:)` in the daemon). It travels with the answer (`Decision.readerFailure`,
-/// `RequestResult.readerFailure`) so that a door tells its clients in its own vocabulary (the fprintd
-/// door: "verify-disconnected", "enroll-data-full", …) by a `switch`, never by reading the message.
+/// (`ReaderFailure(_:)` in the daemon). It travels with the daemon's typed answer
+/// (`Decision.readerFailure`, `Answer.readerFailure`) so that a door tells its clients in its own
+/// vocabulary (the fprintd door: "verify-disconnected", "enroll-data-full", …) by a `switch`, never
+/// by reading the message.
 /// Not on the socket's wire: there the failure is the RESULT's phrase.
 public enum ReaderFailure: Sendable, Equatable {
     /// No such reader, or none present.

@@ -67,8 +67,6 @@ public struct RequestResult: Equatable, Sendable {
     /// The `message` as a phrase (from daemons that send one, and that this client knows): render it
     /// in the person's language, else show `message`.
     public var phrase: Phrase?
-    /// How the reader failed the request, for a door to say in its own words; not on the wire.
-    public var readerFailure: ReaderFailure?
 
     /// A result whose line is a phrase: the English `message` and the phrase for the client's language.
     public init(_ code: ResultCode, _ phrase: Phrase, extra: [Field] = []) {
@@ -76,14 +74,12 @@ public struct RequestResult: Equatable, Sendable {
     }
 
     public init(
-        _ code: ResultCode, _ message: String, extra: [Field] = [], phrase: Phrase? = nil,
-        readerFailure: ReaderFailure? = nil
+        _ code: ResultCode, _ message: String, extra: [Field] = [], phrase: Phrase? = nil
     ) {
         self.code = code.rawValue
         self.message = message
         self.extra = extra
         self.phrase = phrase
-        self.readerFailure = readerFailure
     }
 
     public var resultCode: ResultCode? { ResultCode(rawValue: code) }

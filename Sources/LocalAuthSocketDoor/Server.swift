@@ -279,6 +279,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
                 return
             }
             let result = await daemon.handle(request, caller: caller, io: RequestIO(send: send, signals: signals))
+                .result
             gate.leave(uid: caller.accountUID)
             loop.execute {
                 let (connection, context) = bound.value

@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import LocalAuthDaemon
 import LocalAuthProtocol
+import LocalAuthSocketDoor
 import LocalAuthStore
 import LocalAuthSystemd
 import LocalAuthTesting
@@ -30,7 +31,8 @@ import Testing
         try await Self.withDaemon { daemon, store in
             let result = await daemon.handle(
                 .passcodeSet(user: "lasplit-bob", passcode: "intruder's choice", oldPasscode: nil), caller: Self.alice,
-                io: Self.silentIO())
+                io: Self.silentIO()
+            ).result
             #expect(result.resultCode == .notAuthorized)
             #expect(result.message.contains("may act only for its own account"), "\(result.message)")
             let stored = try store.loadState(user: "lasplit-bob")
@@ -43,7 +45,8 @@ import Testing
             let nameless = PeerCredentials(pid: getpid(), uid: 4242, gid: 4242, userName: nil)
             let result = await daemon.handle(
                 .evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics)), caller: nameless,
-                io: Self.silentIO())
+                io: Self.silentIO()
+            ).result
             #expect(result.resultCode == .invalidRequest)
             #expect(result.message == "uid 4242 has no account name; name the user")
         }
@@ -52,7 +55,7 @@ import Testing
     @Test func handle_whenRootNamesAnInvalidUser_refusesTheNameBeforeTheStoreSeesIt() async throws {
         try await Self.withDaemon { daemon, _ in
             let root = PeerCredentials(pid: getpid(), uid: 0, gid: 0, userName: "root")
-            let result = await daemon.handle(.list(user: "../etc"), caller: root, io: Self.silentIO())
+            let result = await daemon.handle(.list(user: "../etc"), caller: root, io: Self.silentIO()).result
             #expect(result.resultCode == .invalidRequest)
             #expect(result.message == "'../etc' is not a valid user name")
         }
@@ -63,7 +66,8 @@ import Testing
             let result = await daemon.handle(
                 .evaluate(
                     EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "lasplit-alice", tries: 1)),
-                caller: Self.alice, io: Self.silentIO())
+                caller: Self.alice, io: Self.silentIO()
+            ).result
             #expect(result.resultCode == .biometryNotAvailable)
             #expect(result.message.contains("no fingerprint reader is connected"), "\(result.message)")
             let stored = try store.loadState(user: "lasplit-alice")
@@ -75,7 +79,8 @@ import Testing
         try await Self.withDaemon { daemon, _ in
             let root = PeerCredentials(pid: getpid(), uid: 0, gid: 0, userName: "root")
             let result = await daemon.handle(
-                .simulate(action: "touch", argument: "x"), caller: root, io: Self.silentIO())
+                .simulate(action: "touch", argument: "x"), caller: root, io: Self.silentIO()
+            ).result
             #expect(result.resultCode == .notSupported)
         }
     }

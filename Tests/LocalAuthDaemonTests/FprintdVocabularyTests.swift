@@ -22,13 +22,13 @@ import Testing
         (.busy, "verify-unknown-error"),
     ])
     func verifyResultName_mapsEachResultAsFprintdDoes(code: ResultCode, name: String) {
-        #expect(Fprintd.verifyResultName(RequestResult(code, "")) == name)
+        #expect(Fprintd.verifyResultName(Answer(code, english: "")) == name)
     }
 
     /// fprintd's `verify_result_to_name`: a protocol error is "disconnected", an unplugged reader an
     /// unknown error, a print the reader does not hold a no-match, a full storage "data-full".
     @Test func resultNames_forReaderFailures_areFprintds() {
-        func failed(_ error: ReaderError) -> RequestResult { ReaderFailure(error).result }
+        func failed(_ error: ReaderError) -> Answer { ReaderFailure(error).answer }
         #expect(Fprintd.verifyResultName(failed(.communication)) == "verify-disconnected")
         #expect(Fprintd.enrollResultName(failed(.communication)) == "enroll-disconnected")
         #expect(Fprintd.verifyResultName(failed(.removed)) == "verify-unknown-error")
@@ -37,8 +37,7 @@ import Testing
         #expect(Fprintd.enrollResultName(failed(.dataFull)) == "enroll-data-full")
         #expect(Fprintd.verifyResultName(failed(.failed("GENERAL"))) == "verify-unknown-error")
         // The door reads the failure's type, never its words: a message that names a failure is none.
-        let worded = RequestResult(
-            .biometryNotAvailable, .readerFailed(ReaderFailure.communication.english))
+        let worded = Answer(.biometryNotAvailable, .readerFailed(ReaderFailure.communication.english))
         #expect(Fprintd.verifyResultName(worded) == "verify-unknown-error")
     }
 
@@ -52,7 +51,7 @@ import Testing
         (.busy, "enroll-unknown-error"),
     ])
     func enrollResultName_mapsEachResultAsFprintdDoes(code: ResultCode, name: String) {
-        #expect(Fprintd.enrollResultName(RequestResult(code, "")) == name)
+        #expect(Fprintd.enrollResultName(Answer(code, english: "")) == name)
     }
 
     @Test func retryNames_followTheHint() {

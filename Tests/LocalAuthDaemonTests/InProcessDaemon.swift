@@ -9,6 +9,7 @@ import Glibc
 import LocalAuthCore
 import LocalAuthDaemon
 import LocalAuthProtocol
+import LocalAuthSocketDoor
 import LocalAuthStore
 import LocalAuthSystemd
 import LocalAuthTesting
@@ -61,7 +62,8 @@ struct InProcessDaemon {
         let daemon = self.daemon
         let task = Task {
             let result = await daemon.handle(
-                request, caller: caller, io: RequestIO(send: { eventSink.yield($0) }, signals: signals))
+                request, caller: caller, io: RequestIO(send: { eventSink.yield($0) }, signals: signals)
+            ).result  // as the socket says it (LocalAuthSocketDoor's WireEncoding)
             eventSink.finish()
             return result
         }
