@@ -14,6 +14,7 @@ ssh_agent_test.py. One scenario a run; it prints one JSON object: what the daemo
   none         the byte with no descriptor
   silent       REQUESTER, then nothing
   hangup       REQUESTER, then the connection closed
+  no-request   its own pidfd passed, then the connection closed without a request
 
 After the descriptor: RIGHT_USE sign of IDENTIFIER, then CANCEL at its first event.
 """
@@ -61,6 +62,8 @@ def main():
         gone.wait()
     elif scenario == "not-pidfd":
         fds = [os.open("/dev/null", os.O_RDONLY)]
+    elif scenario == "no-request":
+        fds = [os.pidfd_open(os.getpid())]
     elif scenario == "two":
         fds = [os.pidfd_open(os.getpid()), os.pidfd_open(os.getpid())]
     s.sendall(lawire.encode(REQUESTER))
@@ -85,6 +88,10 @@ def main():
         socket.send_fds(s, [b"\0"], fds)
     for fd in fds:
         os.close(fd)
+    if scenario == "no-request":  # the pidfd passed, then the connection closed without a request
+        s.close()
+        print(json.dumps(out))
+        return
     if scenario != "silent":
         s.sendall(lawire.encode(RIGHT_USE, identifier=identifier, operation=3, algorithm="ecdsaSignatureMessageX962SHA256",
                                 data=b"data", service="requester test", reason="a test", timeoutMs=5000))

@@ -550,8 +550,9 @@ def bad_requester_descriptors_are_refused_and_the_daemon_serves_on_without_leaki
         check(answer["answer"] == "DESCRIPTOR_WANTED", "%s: asked for the descriptor: %r" % (scenario, answer))
         check(replies and replies[0]["type"] == "ERROR" and words in replies[0]["fields"].get("message", ""),
               "%s: an ERROR saying %r: %r" % (scenario, words, answer))
-    answer = requester_client(w, "hangup")
-    check(answer["answer"] == "DESCRIPTOR_WANTED", "hangup: %r" % answer)
+    for scenario in ("hangup", "no-request"):
+        answer = requester_client(w, scenario)
+        check(answer["answer"] == "DESCRIPTOR_WANTED", "%s: %r" % (scenario, answer))
     check(w.m.daemon.poll() is None, "the daemon runs")
     # The daemon serves on: the account's own process, named, then cancelled.
     check("/usr/bin/python3" in first_event(requester_client(w, "own")), "served after the bad descriptors")
