@@ -20,8 +20,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // P-256 and AES-GCM for LARight keys and the sealing of the state directory (ADR 0006).
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
-        // Start-up as a group of services (localauthd only): no Foundation, measured in ADR 0004.
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // C, confined: each system library is reached from exactly one Swift target (libfprint: one file).
@@ -71,7 +69,7 @@ let package = Package(
         .target(
             name: "LocalAuthFprintdDoor",
             dependencies: [
-                "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthSystemd", "FingerprintReader",
+                "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthSystemd",
             ]),
         .target(name: "LocalAuthClient", dependencies: ["LocalAuthProtocol"]),
         // glibc's gettext for the clients (po/, text domain "localauth"); the daemon never renders.
@@ -81,7 +79,7 @@ let package = Package(
             name: "localauthd",
             dependencies: [
                 "LocalAuthDaemon", "LocalAuthSocketDoor", "LocalAuthFprintdDoor", "LocalAuthSystemd", "LocalAuthStore",
-                "FingerprintReader", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "FingerprintReader",
             ]),
         .executableTarget(
             name: "localauthctl",

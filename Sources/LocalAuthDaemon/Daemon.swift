@@ -29,6 +29,9 @@ public actor Daemon {
             reader: reader, store: store, configuration: configuration, virtualReaderSocket: virtualReaderSocket,
             audit: audit, clock: clock, bootClock: bootClock ?? { BootClock.now(wallMs: clock()) },
             sessions: LoginSessions(logind: logind))
+        let watchers = parts.watchers
+        store.onRecordWritten { user, record in watchers.recordWritten(user: user, record: record) }
+        if let reader { watchers.follow(reader.hotplugEvents()) }
     }
 
     /// Handles one request to its RESULT. Cancelling the calling task ends it as `systemCancel`.

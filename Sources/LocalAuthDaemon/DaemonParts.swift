@@ -27,6 +27,8 @@ struct DaemonParts: Sendable {
     let pacer = HashPacer()
     /// Rights authorized for a process (`RightGrants`): its key operations then ask no one again.
     let grants = RightGrants()
+    /// Who watches whose environment (WATCH, `LAEnvironment` observers).
+    let watchers: EnvironmentWatchers
 
     init(
         reader: FingerprintReader?, store: EnrollmentStore, configuration: DaemonConfiguration,
@@ -44,6 +46,12 @@ struct DaemonParts: Sendable {
         let queue = UserQueue()
         userQueue = queue
         lease = ReaderLease(queue: queue)
+        let external = configuration.externalReaderDrivers
+        watchers = EnvironmentWatchers { [reader] in
+            // The lid matters only over a built-in reader (`isBuiltIn`).
+            guard await (reader?.devices() ?? []).contains(where: { !external.contains($0.driver) }) else { return nil }
+            return await sessions.lidClosed()
+        }
     }
 
     /// The reader biometrics use: the one named (`ReaderDeviceInfo.id`, nil when it is not present),

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
-import FingerprintReader
 import LocalAuthDaemon
 import LocalAuthProtocol
 import LocalAuthSystemd
@@ -51,7 +50,7 @@ final class FprintdDevice: @unchecked Sendable {
 
     let index: Int
     let path: String
-    let reader: ReaderDeviceInfo
+    let reader: ReaderDevice
     let bus: FprintdBus
     let polkit: PolkitAuthority
     let backend: FprintdBackend
@@ -96,7 +95,7 @@ final class FprintdDevice: @unchecked Sendable {
     var isSwipe: Bool
 
     init(
-        index: Int, reader: ReaderDeviceInfo, bus: FprintdBus, polkit: PolkitAuthority, backend: FprintdBackend,
+        index: Int, reader: ReaderDevice, bus: FprintdBus, polkit: PolkitAuthority, backend: FprintdBackend,
         audit: AuditLog, gate: FprintdGate
     ) {
         self.index = index

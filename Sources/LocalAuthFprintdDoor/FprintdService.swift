@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
-import FingerprintReader
 import LocalAuthDaemon
 import LocalAuthDoorLimits
 import LocalAuthSystemd
@@ -13,7 +12,6 @@ public final class FprintdService: @unchecked Sendable {
     private let bus: BusConnection
     private let polkit: Polkit
     private let backend: FprintdBackend
-    private let readers: FingerprintReader?
     private let audit: AuditLog
     private let gate: FprintdGate
     // On the bus queue.
@@ -27,7 +25,7 @@ public final class FprintdService: @unchecked Sendable {
     /// `requests` turns and `throttle`, and at most `callsPerUID` calls at once (the socket's
     /// connections per uid).
     public init(
-        daemon: Daemon, reader: FingerprintReader?, audit: AuditLog, requests: RequestGate, throttle: NoticeThrottle,
+        daemon: Daemon, audit: AuditLog, requests: RequestGate, throttle: NoticeThrottle,
         callsPerUID: Int
     ) async throws {
         let queue = DispatchQueue(label: "localauthd.fprintd")
@@ -35,7 +33,6 @@ public final class FprintdService: @unchecked Sendable {
         self.bus = bus
         self.polkit = Polkit(bus: bus)
         self.backend = daemon
-        self.readers = reader
         self.audit = audit
         self.gate = FprintdGate(
             requests: requests, throttle: throttle, callsPerUID: callsPerUID, audit: audit, queue: queue)
@@ -44,10 +41,10 @@ public final class FprintdService: @unchecked Sendable {
         try bus.onNameVanished { [unowned self] name in
             for device in self.devices { device.clientVanished(name) }
         }
-        if let reader {
-            let hotplug = reader.hotplugEvents()
-            let status = reader.statusEvents()
-            let present = await reader.devices()
+        if let readers = daemon.readerWatch {
+            let hotplug = readers.hotplug()
+            let status = readers.status()
+            let present = await readers.present()
             try queue.sync { for info in present { try self.add(info) } }
             watchers.append(
                 Task { [weak self] in
@@ -109,7 +106,7 @@ public final class FprintdService: @unchecked Sendable {
             property: { _ in nil })
     }
 
-    private func add(_ info: ReaderDeviceInfo) throws {
+    private func add(_ info: ReaderDevice) throws {
         guard !devices.contains(where: { $0.reader.id == info.id && !$0.unplugged }) else { return }
         let device = FprintdDevice(
             index: nextIndex, reader: info, bus: bus, polkit: polkit, backend: backend, audit: audit,
@@ -121,7 +118,7 @@ public final class FprintdService: @unchecked Sendable {
         audit.debug("fprintd door: \(info.name) is \(device.path)")
     }
 
-    private func remove(_ info: ReaderDeviceInfo) {
+    private func remove(_ info: ReaderDevice) {
         audit.info("fprintd door: \(info.name) went away")
         guard let device = devices.first(where: { $0.reader.id == info.id && !$0.unplugged }) else { return }
         if device.readerRemoved() { unexport(device) }

@@ -116,6 +116,8 @@ public enum EventKind: Int64, Sendable, CaseIterable {
     case biometryLocked = 7
     case passcodeWrong = 8
     case info = 9
+    /// WATCH: the watched environment may have changed (and, first, the watch is in place).
+    case environmentChanged = 10
 }
 
 /// `hint` of a retry EVENT.

@@ -9,6 +9,8 @@ final class ConnectionCounter: Sendable {
         var accepted = 0
         /// Requests started whose RESULT has not been written yet.
         var requests = 0
+        /// Connections that became watches (WATCH), per uid: counted in `total`, not in `perUID`.
+        var watches: [UInt32: Int] = [:]
     }
     private let counts = Mutex(Counts())
 
@@ -27,6 +29,34 @@ final class ConnectionCounter: Sendable {
             return true
         }
     }
+
+    /// A connection of `uid` becomes a watch: it gives back its place among the uid's connections
+    /// (so that watching never takes a place the uid's authentication needs) and takes one among its
+    /// watches, at most `limit` for a non-root uid. False, and nothing changed, when they are full.
+    func becomeWatch(uid: UInt32, limit: Int) -> Bool {
+        counts.withLock { c in
+            if uid != 0 && c.watches[uid, default: 0] >= limit { return false }
+            c.watches[uid, default: 0] += 1
+            c.perUID[uid, default: 1] -= 1
+            if c.perUID[uid] == 0 { c.perUID[uid] = nil }
+            return true
+        }
+    }
+
+    /// A watch's connection closed.
+    func releaseWatch(uid: UInt32) {
+        counts.withLock { c in
+            c.watches[uid, default: 1] -= 1
+            if c.watches[uid] == 0 { c.watches[uid] = nil }
+            c.total -= 1
+        }
+    }
+
+    /// Connections open now that are not watches: those a stop waits for (a watch is never done).
+    var servingTotal: Int { counts.withLock { $0.total - $0.watches.values.reduce(0, +) } }
+
+    /// Watches open now, of `uid` (for tests).
+    func watches(uid: UInt32) -> Int { counts.withLock { $0.watches[uid] ?? 0 } }
 
     /// Requests started whose RESULT has not been written (`Server.drain`).
     var requestsInFlight: Int { counts.withLock { $0.requests } }

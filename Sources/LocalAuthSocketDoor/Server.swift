@@ -113,7 +113,9 @@ public final class Server: Sendable {
     public func stopAcceptingAndServeTheAccepted() async {
         try? await channel.close()
         for _ in 0..<3 { try? await channel.eventLoop.submit {}.get() }
-        while openConnections > 0 { try? await Task.sleep(for: .milliseconds(20)) }
+        // A watch accepted meanwhile is not waited for (it would hold the stop while its client
+        // lives); it closes with the daemon and its client connects again (Watch.swift).
+        while counter.servingTotal > 0 { try? await Task.sleep(for: .milliseconds(20)) }
     }
 }
 
@@ -232,10 +234,8 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
             // The client sent on without waiting for DESCRIPTOR_WANTED.
             throw ProtocolError.unexpectedMessage(frame.type)
         case .idle:
-            if frame.type == .requester {
-                awaitRequester(context: context)
-                return
-            }
+            if frame.type == .watch { return startWatching(frame, context: context) }  // Watch.swift
+            if frame.type == .requester { return awaitRequester(context: context) }  // RequesterDescriptor.swift
             guard frame.type.isKnown else { throw ProtocolError.unknownMessage(frame.type) }
             let request: Request
             do {
@@ -353,7 +353,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
 
     /// A line a client can cause by connecting, through the throttle: when the first line of a
     /// window is left out, its summary is scheduled for the end of the window.
-    private func notice(_ line: String, uid: UInt32, kind: String, loop: any EventLoop) {
+    func notice(_ line: String, uid: UInt32, kind: String, loop: any EventLoop) {
         switch throttle.admit(NoticeThrottle.Key(uid: uid, kind: kind), at: .now) {
         case .log:
             audit.notice(line)

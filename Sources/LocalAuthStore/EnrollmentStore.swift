@@ -52,6 +52,14 @@ public final class EnrollmentStore: Sendable {
     public var madeMachineKey: Bool { madeKey.withLock { $0 } }
     let madeKey = Mutex(false)
 
+    /// Told of each record written (every change of a user's counters, lockout, passcode or domain
+    /// state goes through one), with the record as written: the daemon's environment watchers
+    /// (`LAEnvironment` observers). Called inside the store's lock: it must not block or use the store.
+    public func onRecordWritten(_ body: @escaping @Sendable (_ user: String, _ record: UserAuthState) -> Void) {
+        recordWritten.withLock { $0 = body }
+    }
+    let recordWritten = Mutex<(@Sendable (String, UserAuthState) -> Void)?>(nil)
+
     /// How the state directory is sealed; nil when this store does not seal.
     public var sealingMethod: SealingMethod? { sealing.withLock { $0?.method } }
     var sealer: Sealer? { sealing.withLock { $0?.sealer } }

@@ -194,6 +194,7 @@ extension EnrollmentStore {
         let bytes = try StateRecord.encode(state)
         try ensureUserDirectory(user)
         try atomicWrite(bytes, directory: userDirectory(user), name: Self.stateFileName, syncDirectory: syncDirectory)
+        recordWritten.withLock { $0 }?(user, state)
     }
 
     /// The user's readable prints in enrolment order, with corrupt ones set aside: the domain

@@ -80,6 +80,11 @@ public struct LoginSessions: Sendable {
         }
     }
 
+    /// The laptop's lid alone: logind's `LidClosed`, else the ACPI lid button (false without a lid).
+    public nonisolated(nonsending) func lidClosed() async -> Bool {
+        await logind?.ask(sessionOf: nil, uid: 0, lid: true).lidClosed ?? LidSwitch.closed()
+    }
+
     /// Whether `uid` has a local session (one with a seat) — false for a login that would start the
     /// user's first session: sd-login's files when systemd runs the machine
     /// (`sd_uid_get_seats(uid, 0, …)`), else logind's `ListSessions`; nil when neither can say.

@@ -339,7 +339,7 @@ open class LAContext: NSObject, @unchecked Sendable {
                     keys.offerFallback()
                     show(.information, PromptText.pressEnter(event.localizedMessage(style: phraseStyle)))
                 }
-            case .enrollStage: break
+            case .enrollStage, .environmentChanged: break
             }
             return nil
         }

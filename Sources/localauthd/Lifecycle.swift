@@ -7,7 +7,6 @@ import LocalAuthDaemon
 import LocalAuthSocketDoor
 import LocalAuthStore
 import LocalAuthSystemd
-import ServiceLifecycle
 
 #if canImport(Glibc)
     import Glibc
@@ -109,10 +108,7 @@ enum Startup {
         }
         Notify.send("READY=1\nSTATUS=Cannot start: \(reason); answering every request with that")
         let answers = StartFailureAnswers(listening: listening, reason: reason, audit: audit)
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: [.endsTheRun(answers), .endsTheRun(signals)], logger: audit.logger))
-        try? await group.run()
+        await ServiceGroup(entries: [.endsTheRun(answers), .endsTheRun(signals)]).run()
         Notify.send("STOPPING=1")
         return 0
     }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// What runs once the parts are built: each a `Service` of swift-service-lifecycle, run together by
-// one `ServiceGroup` (main.swift). The group stops them in the reverse of their order: the one that
+// What runs once the parts are built: each a `Service` (ServiceGroup.swift, swift-service-lifecycle's
+// shape), run together by one `ServiceGroup` (main.swift). The group stops them in the reverse of their order: the one that
 // ends the run first (a stop signal, the idle exit), then the background loops, then the doors
 // (the socket's drains the running evaluations), then the sleep watcher.
 
@@ -9,7 +9,6 @@ import LocalAuthDaemon
 import LocalAuthFprintdDoor
 import LocalAuthSocketDoor
 import LocalAuthSystemd
-import ServiceLifecycle
 import Synchronization
 
 #if canImport(Glibc)
@@ -27,7 +26,7 @@ struct SleepWatcher: Service {
         logind.watchSleep { goingToSleep in
             if goingToSleep { await daemon.prepareForSleep() } else { await daemon.resumedFromSleep() }
         }
-        try? await gracefulShutdown()
+        await gracefulShutdown()
         logind.close()
     }
 }
@@ -39,7 +38,7 @@ struct SocketDoor: Service {
     let daemon: Daemon
 
     func run() async throws {
-        try? await gracefulShutdown()
+        await gracefulShutdown()
         if await daemon.endEvaluationsForStop() > 0 { await server.drain(within: .seconds(2)) }
         await server.shutdown()
     }
@@ -50,7 +49,7 @@ struct FprintdDoor: Service {
     let door: FprintdService
 
     func run() async throws {
-        try? await gracefulShutdown()
+        await gracefulShutdown()
         door.shutdown()
     }
 }
@@ -64,7 +63,7 @@ struct Watchdog: Service {
 
     func run() async throws {
         let interval = self.interval
-        while (try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }) != nil {
+        while await sleepUnlessShutDown(for: interval) {
             await daemon.ping()
             guard await server.eventLoopAnswers() else { return }
             Notify.send("WATCHDOG=1")
@@ -83,7 +82,7 @@ struct MemoryTrim: Service {
 
     func run() async throws {
         var trimmedAt = server.connectionCounts.accepted
-        while (try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(2)) }) != nil {
+        while await sleepUnlessShutDown(for: .seconds(2)) {
             let (open, accepted) = server.connectionCounts
             guard open <= 16, accepted - trimmedAt >= burst else { continue }
             trimmedAt = accepted
@@ -103,7 +102,9 @@ struct IdleExit: Service {
 
     func run() async throws {
         let (seconds, server, serving) = (self.seconds, self.server, self.serving)
-        guard await cancelWhenGracefulShutdown({ await Self.waitUntilIdle(seconds, server, serving) }) else { return }
+        guard await cancelWhenGracefulShutdown({ await Self.waitUntilIdle(seconds, server, serving) }) == true else {
+            return
+        }
         Stop.idle(seconds).announce()
     }
 
@@ -165,7 +166,7 @@ struct StopSignals: Service {
             var signals = received.makeAsyncIterator()
             return await signals.next()
         }
-        guard let sig = first else { return }
+        guard let sig = first ?? nil else { return }
         Stop.signal(sig).announce(audit)
     }
 }
@@ -198,7 +199,7 @@ struct StartFailureAnswers: Service {
     func run() async throws {
         let (listening, reason) = (self.listening, self.reason)
         let stopped = StopFlag()
-        let idle = await withGracefulShutdownHandler {
+        let answering = Task {
             await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
                 DispatchQueue(label: "localauthd.start-failure").async {
                     done.resume(
@@ -206,27 +207,17 @@ struct StartFailureAnswers: Service {
                             on: listening, reason: reason, stopped: stopped.value))
                 }
             }
-        } onGracefulShutdown: {
-            stopped.value.store(true, ordering: .relaxed)
+        }
+        guard let idle = await cancelWhenGracefulShutdown({ await answering.value }) else {
+            stopped.value.store(true, ordering: .relaxed)  // the loop sees it within its poll's 500 ms
+            _ = await answering.value
+            return
         }
         if idle { Stop.idle(StartFailure.idleExitSeconds).announce(audit) }
     }
 
     final class StopFlag: Sendable {
         let value = Atomic(false)
-    }
-}
-
-extension ServiceGroupConfiguration.ServiceConfiguration {
-    /// A service whose end, when it ends by itself, ends the run (a stop signal, the idle exit).
-    static func endsTheRun(_ service: any Service) -> Self {
-        Self(service: service, successTerminationBehavior: .gracefullyShutdownGroup)
-    }
-
-    /// A service that may end by itself and leave the rest running (a watchdog whose event loop
-    /// no longer answers stops pinging; systemd then restarts the daemon).
-    static func mayEnd(_ service: any Service) -> Self {
-        Self(service: service, successTerminationBehavior: .ignore)
     }
 }
 

@@ -10,7 +10,6 @@ import LocalAuthFprintdDoor
 import LocalAuthSocketDoor
 import LocalAuthStore
 import LocalAuthSystemd
-import ServiceLifecycle
 
 #if canImport(Glibc)
     import Glibc
@@ -88,7 +87,7 @@ func serve(_ options: DaemonOptions) async -> Int32 {
         do {
             // Its callers share the socket's per-uid request turns and notice throttle.
             fprintd = try await FprintdService(
-                daemon: daemon, reader: reader, audit: audit, requests: server.gate, throttle: server.throttle,
+                daemon: daemon, audit: audit, requests: server.gate, throttle: server.throttle,
                 callsPerUID: server.limits.connectionsPerUID)
         } catch {
             audit.notice("cannot serve fprintd's D-Bus API: \(error); serving the socket only")
@@ -101,11 +100,11 @@ func serve(_ options: DaemonOptions) async -> Int32 {
     audit.info("ready on \(place); readers: \(readers)")
 
     // Stopped in the reverse of this order (Services.swift).
-    var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-        .init(service: SleepWatcher(logind: logind, daemon: daemon))
+    var services: [ServiceGroup.Entry] = [
+        .endsTheRun(SleepWatcher(logind: logind, daemon: daemon))
     ]
-    if let fprintd { services.append(.init(service: FprintdDoor(door: fprintd))) }
-    services.append(.init(service: SocketDoor(server: server, daemon: daemon)))
+    if let fprintd { services.append(.endsTheRun(FprintdDoor(door: fprintd))) }
+    services.append(.endsTheRun(SocketDoor(server: server, daemon: daemon)))
     if let interval = Notify.watchdogInterval() {
         services.append(.mayEnd(Watchdog(interval: interval, daemon: daemon, server: server)))
     }
@@ -114,7 +113,7 @@ func serve(_ options: DaemonOptions) async -> Int32 {
         services.append(.endsTheRun(IdleExit(seconds: idleExit, server: server, serving: serving(readers))))
     }
     services.append(.endsTheRun(signals))
-    try? await ServiceGroup(configuration: ServiceGroupConfiguration(services: services, logger: audit.logger)).run()
+    await ServiceGroup(entries: services).run()
 
     if let reader, !(await Startup.finishes(within: .seconds(3), { await reader.shutdown() })) {
         // libfprint can be stuck in a call that never returns (an enumeration after an unplug):

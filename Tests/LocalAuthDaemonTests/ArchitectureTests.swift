@@ -32,15 +32,15 @@ import Testing
             "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthCore", "LocalAuthSystemd",
             "NIOCore", "NIOPosix", "Glibc", "Synchronization",
         ],
-        // The reader's hot-plug and status events: which Device objects exist, and their properties.
+        // The readers it shows come from the daemon too (`Daemon.readerWatch`), never the reader itself.
         "LocalAuthFprintdDoor": [
-            "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthSystemd", "FingerprintReader",
-            "Glibc", "Dispatch", "Synchronization",
+            "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthSystemd", "Glibc", "Dispatch",
+            "Synchronization",
         ],
         // Start-up: builds the parts once, runs the doors and the services.
         "localauthd": [
             "LocalAuthDaemon", "LocalAuthSocketDoor", "LocalAuthFprintdDoor", "LocalAuthSystemd", "LocalAuthStore",
-            "FingerprintReader", "ServiceLifecycle", "Glibc", "Dispatch", "Synchronization",
+            "FingerprintReader", "Glibc", "Dispatch", "Synchronization",
         ],
         // The clients know the protocol, never the daemon.
         "LocalAuthClient": ["LocalAuthProtocol", "Glibc"],
@@ -136,6 +136,7 @@ import Testing
         let files = [
             SourceFile(path: "Sources/LocalAuthSocketDoor/Past.swift", text: "import LocalAuthStore\n"),
             SourceFile(path: "Sources/LocalAuthFprintdDoor/Other.swift", text: "import LocalAuthSocketDoor\n"),
+            SourceFile(path: "Sources/LocalAuthFprintdDoor/Reader.swift", text: "import FingerprintReader\n"),
             SourceFile(path: "Sources/LocalAuthDaemon/Back.swift", text: "@testable import LocalAuthFprintdDoor\n"),
             SourceFile(path: "Sources/LocalAuthDaemon/Nio.swift", text: "import NIOCore\n"),
         ]
@@ -145,6 +146,7 @@ import Testing
             problems == [
                 "Sources/LocalAuthSocketDoor/Past.swift imports LocalAuthStore, outside what LocalAuthSocketDoor may import",
                 "Sources/LocalAuthFprintdDoor/Other.swift imports LocalAuthSocketDoor, outside what LocalAuthFprintdDoor may import",
+                "Sources/LocalAuthFprintdDoor/Reader.swift imports FingerprintReader, outside what LocalAuthFprintdDoor may import",
                 "Sources/LocalAuthDaemon/Back.swift imports LocalAuthFprintdDoor, outside what LocalAuthDaemon may import",
                 "Sources/LocalAuthDaemon/Nio.swift imports NIOCore, outside what LocalAuthDaemon may import",
             ])

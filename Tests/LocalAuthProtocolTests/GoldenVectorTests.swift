@@ -124,6 +124,10 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
                 .encoded()
                 == bytes("result-right-secret"))
         #expect(Request.passwordUsed(user: "alice", service: "login").frame.encoded() == bytes("password-used"))
+        #expect(Frame(.watch).encoded() == bytes("watch"))
+        #expect(
+            ServerMessage.event(Event(.environmentChanged, "The environment may have changed")).frame.encoded()
+                == bytes("event-environment-changed"))
     }
 
     @Test func decodeRequest_whenEvaluateVector_readsEveryOption() throws {
