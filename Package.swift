@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "SHA2"),
 
         // The edges.
-        .target(name: "FingerprintReader", dependencies: ["CLibfprint"]),
+        .target(name: "FingerprintReader", dependencies: ["CLibfprint", "LocalAuthProtocol"]),
         // swift-crypto, confined: sealing at rest and the rights' P-256 keys (ADR 0006).
         .target(
             name: "LocalAuthCrypto", dependencies: ["SHA2", .product(name: "Crypto", package: "swift-crypto")]),
@@ -106,7 +106,9 @@ let package = Package(
         .testTarget(name: "LocalAuthProtocolTests", dependencies: ["LocalAuthProtocol"], resources: []),
         .testTarget(name: "SSHAgentProtocolTests", dependencies: ["SSHAgentProtocol"]),
         .testTarget(name: "LocalAuthCoreTests", dependencies: ["LocalAuthCore", "LocalAuthProtocol"]),
-        .testTarget(name: "FingerprintReaderTests", dependencies: ["FingerprintReader", "LocalAuthTesting"]),
+        .testTarget(
+            name: "FingerprintReaderTests",
+            dependencies: ["FingerprintReader", "LocalAuthProtocol", "LocalAuthTesting"]),
         .testTarget(
             name: "LocalAuthCryptoTests",
             dependencies: ["LocalAuthCrypto", .product(name: "Crypto", package: "swift-crypto")]),

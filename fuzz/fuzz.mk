@@ -18,16 +18,36 @@ FUZZ_AGENT_SRCS := $(wildcard Sources/SSHAgentProtocol/*.swift) $(wildcard Sourc
 
 .PHONY: fuzz fuzz-swift fuzz-agent
 
+# $(call fuzz_compile,MODULE,SOURCES): one Swift fuzz target, the sources and its entry point as
+# one module.
+define fuzz_compile
+	@mkdir -p $(@D)
+	$(FUZZ_SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -module-name $(1) \
+		$(2) -o $@ 2>&1 | { grep -v 'Cannot export local symbol' || true; }
+	@test -x $@
+endef
+
+# $(call fuzz_run,BINARY,KIND): runs a Swift fuzz target for FUZZ_SECONDS on the seeds
+# seed-KIND, new inputs into corpus-KIND, a crash input kept as crash-KIND-*.
+define fuzz_run
+	@mkdir -p $(FUZZ_BUILD)/corpus-$(2)
+	@echo "$(notdir $(1)): $(FUZZ_SECONDS) s"
+	@$(1) -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_BUILD)/crash-$(2)- $(FUZZ_BUILD)/corpus-$(2) \
+		$(FUZZ_BUILD)/seed-$(2) > $(1).log 2>&1 \
+		|| { tail -n 40 $(1).log; \
+		     echo "crashes: 1 ($$(ls $(FUZZ_BUILD)/crash-$(2)-* | tail -n 1))"; exit 1; }
+	@grep -E '^stat::(number_of_executed_units|new_units_added)' $(1).log
+	@echo "crashes: 0"
+endef
+
 fuzz:
 	$(MAKE) pam-fuzz PAM_FUZZ_SECONDS=$(FUZZ_SECONDS)
 	$(MAKE) fuzz-swift FUZZ_SECONDS=$(FUZZ_SECONDS)
 	$(MAKE) fuzz-agent FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 $(FUZZ_SWIFT): $(FUZZ_SWIFT_SRCS) fuzz/fuzz.mk
-	@mkdir -p $(@D)
-	$(FUZZ_SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -module-name LocalAuthProtocolFuzz \
-		$(FUZZ_SWIFT_SRCS) -o $@ 2>&1 | { grep -v 'Cannot export local symbol' || true; }
-	@test -x $@
+	$(call fuzz_compile,LocalAuthProtocolFuzz,$(FUZZ_SWIFT_SRCS))
 
 $(FUZZ_BUILD)/seed-swift.stamp: pam/fuzz/seed.py $(PAM_GOLDEN)
 	@mkdir -p $(@D)
@@ -35,21 +55,10 @@ $(FUZZ_BUILD)/seed-swift.stamp: pam/fuzz/seed.py $(PAM_GOLDEN)
 	@touch $@
 
 fuzz-swift: $(FUZZ_SWIFT) $(FUZZ_BUILD)/seed-swift.stamp
-	@mkdir -p $(FUZZ_BUILD)/corpus-swift
-	@echo "fuzz_swift_codec: $(FUZZ_SECONDS) s"
-	@$(FUZZ_SWIFT) -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=1 \
-		-artifact_prefix=$(FUZZ_BUILD)/crash-swift- $(FUZZ_BUILD)/corpus-swift \
-		$(FUZZ_BUILD)/seed-swift > $(FUZZ_BUILD)/fuzz_swift_codec.log 2>&1 \
-		|| { tail -n 40 $(FUZZ_BUILD)/fuzz_swift_codec.log; \
-		     echo "crashes: 1 ($$(ls $(FUZZ_BUILD)/crash-swift-* | tail -n 1))"; exit 1; }
-	@grep -E '^stat::(number_of_executed_units|new_units_added)' $(FUZZ_BUILD)/fuzz_swift_codec.log
-	@echo "crashes: 0"
+	$(call fuzz_run,$(FUZZ_SWIFT),swift)
 
 $(FUZZ_AGENT): $(FUZZ_AGENT_SRCS) fuzz/fuzz.mk
-	@mkdir -p $(@D)
-	$(FUZZ_SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -module-name SSHAgentFuzz \
-		$(FUZZ_AGENT_SRCS) -o $@ 2>&1 | { grep -v 'Cannot export local symbol' || true; }
-	@test -x $@
+	$(call fuzz_compile,SSHAgentFuzz,$(FUZZ_AGENT_SRCS))
 
 # Seeds: REQUEST_IDENTITIES, a SIGN_REQUEST, a session-bind, an ADD_IDENTITY, an unknown number.
 $(FUZZ_BUILD)/seed-agent.stamp: fuzz/fuzz.mk
@@ -64,12 +73,4 @@ $(FUZZ_BUILD)/seed-agent.stamp: fuzz/fuzz.mk
 	@touch $@
 
 fuzz-agent: $(FUZZ_AGENT) $(FUZZ_BUILD)/seed-agent.stamp
-	@mkdir -p $(FUZZ_BUILD)/corpus-agent
-	@echo "fuzz_ssh_agent: $(FUZZ_SECONDS) s"
-	@$(FUZZ_AGENT) -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=1 \
-		-artifact_prefix=$(FUZZ_BUILD)/crash-agent- $(FUZZ_BUILD)/corpus-agent \
-		$(FUZZ_BUILD)/seed-agent > $(FUZZ_BUILD)/fuzz_ssh_agent.log 2>&1 \
-		|| { tail -n 40 $(FUZZ_BUILD)/fuzz_ssh_agent.log; \
-		     echo "crashes: 1 ($$(ls $(FUZZ_BUILD)/crash-agent-* | tail -n 1))"; exit 1; }
-	@grep -E '^stat::(number_of_executed_units|new_units_added)' $(FUZZ_BUILD)/fuzz_ssh_agent.log
-	@echo "crashes: 0"
+	$(call fuzz_run,$(FUZZ_AGENT),agent)

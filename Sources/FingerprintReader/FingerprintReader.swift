@@ -2,6 +2,7 @@
 // The reader layer's public face: a typed async API over libfprint. No C type crosses this file's API.
 
 import Glibc
+import LocalAuthProtocol
 import Synchronization
 
 /// One libfprint context per process: a second live `FingerprintReader` would run a second loop on the same global
@@ -85,7 +86,7 @@ private final class ReaderRegistry: Sendable {
 
     func subscribeStatus() -> AsyncStream<ReaderStatusEvent> { subscribe(to: \.statusSubscribers) }
 
-    func slot(_ id: String) throws(ReaderError) -> ReaderSlot {
+    func slot(_ id: String) throws(ReaderFailure) -> ReaderSlot {
         guard let slot = state.withLock({ $0.slots[id] }) else { throw .noDevice }
         return slot
     }
@@ -139,9 +140,11 @@ private final class ReaderRegistry: Sendable {
 /// Repeats a verify or identify that ended on a bad scan: libfprint ends those operations on a retry error, but for
 /// the person a bad swipe is not an answer (the hint already went to the progress handler), so the reader keeps
 /// waiting for a finger, on the same open device and without leaving the queue.
-private func untilNotRetry<Value: Sendable>(_ scan: () async -> Result<ScanResult<Value>, ReaderError>) async -> Result<
-    Value, ReaderError
-> {
+private func untilNotRetry<Value: Sendable>(_ scan: () async -> Result<ScanResult<Value>, ReaderFailure>) async
+    -> Result<
+        Value, ReaderFailure
+    >
+{
     while true {
         switch await scan() {
         case .failure(let error): return .failure(error)
@@ -160,7 +163,7 @@ private final class StartFlag: Sendable {
 ///
 /// One dedicated thread runs GLib's main loop and makes every libfprint call; this class's async methods post work to
 /// it and await the result. Work on one reader runs one operation at a time, first come first served. Cancelling the
-/// calling task cancels the operation (also one still waiting in the queue) with `ReaderError.cancelled`.
+/// calling task cancels the operation (also one still waiting in the queue) with `ReaderFailure.cancelled`.
 /// Create one per process.
 public final class FingerprintReader: Sendable {
     private let thread: GLibThread
@@ -174,7 +177,7 @@ public final class FingerprintReader: Sendable {
     /// Starts the GLib thread and, on it, creates the `FpContext` (`fp_context_new`) and enumerates the readers
     /// (`fp_context_enumerate`); returns when they are enumerated.
     /// - Parameter lingerMs: how long a reader stays open after its last operation (nil: open until shutdown).
-    /// - Throws: `ReaderError.busy` when another `FingerprintReader` of this process has not been shut down.
+    /// - Throws: `ReaderFailure.busy` when another `FingerprintReader` of this process has not been shut down.
     public convenience init(lingerMs: Int? = 2000) async throws {
         try self.init(startingWithLingerMs: lingerMs)
         await enumerated()
@@ -188,7 +191,7 @@ public final class FingerprintReader: Sendable {
     public init(startingWithLingerMs lingerMs: Int?, beforeStart: (@Sendable () -> Void)? = nil) throws {
         precondition(lingerMs.map { $0 >= 0 } ?? true, "lingerMs must not be negative")
         guard readerIsLive.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
-        else { throw ReaderError.busy }
+        else { throw ReaderFailure.busy }
         let thread = GLibThread()
         let registry = ReaderRegistry(lingerMs: lingerMs)
         let flag = hasStarted
@@ -256,7 +259,7 @@ public final class FingerprintReader: Sendable {
     /// - Returns: the print as `fp_print_serialize` writes it.
     public func enroll(
         deviceID: String, finger: Int, username: String, progress: @escaping @Sendable (ReaderProgress) -> Void
-    ) async throws(ReaderError) -> [UInt8] {
+    ) async throws(ReaderFailure) -> [UInt8] {
         guard (1...10).contains(finger) else { throw .dataInvalid }
         await enumerated()
         return try await registry.slot(deviceID).withOpenDevice { device in
@@ -267,7 +270,7 @@ public final class FingerprintReader: Sendable {
     /// Checks one finger against `print` (`fp_device_verify`). Waits for a finger for as long as the caller's task
     /// runs: callers own timeouts, by cancelling.
     public func verify(deviceID: String, print: [UInt8], progress: @escaping @Sendable (ReaderProgress) -> Void)
-        async throws(ReaderError) -> VerifyOutcome
+        async throws(ReaderFailure) -> VerifyOutcome
     {
         await enumerated()
         let matched = try await registry.slot(deviceID).withOpenDevice { device in
@@ -280,7 +283,7 @@ public final class FingerprintReader: Sendable {
     /// - Returns: the index in `prints` of the match, nil for no match.
     /// - Throws: `.notSupported` for readers without identify support.
     public func identify(deviceID: String, prints: [[UInt8]], progress: @escaping @Sendable (ReaderProgress) -> Void)
-        async throws(ReaderError) -> Int?
+        async throws(ReaderFailure) -> Int?
     {
         await enumerated()
         let slot = try registry.slot(deviceID)
@@ -292,7 +295,7 @@ public final class FingerprintReader: Sendable {
 
     /// The prints stored on the reader itself (`fp_device_list_prints`), serialised.
     /// - Throws: `.notSupported` for readers without storage.
-    public func listStoredPrints(deviceID: String) async throws(ReaderError) -> [[UInt8]] {
+    public func listStoredPrints(deviceID: String) async throws(ReaderFailure) -> [[UInt8]] {
         await enumerated()
         let slot = try registry.slot(deviceID)
         guard slot.info.hasStorage else { throw .notSupported }
@@ -301,7 +304,7 @@ public final class FingerprintReader: Sendable {
 
     /// Deletes a print from the reader's own storage (`fp_device_delete_print`).
     /// - Throws: `.notSupported` for readers without storage.
-    public func deleteStoredPrint(deviceID: String, print: [UInt8]) async throws(ReaderError) {
+    public func deleteStoredPrint(deviceID: String, print: [UInt8]) async throws(ReaderFailure) {
         await enumerated()
         let slot = try registry.slot(deviceID)
         guard slot.info.hasStorage else { throw .notSupported }
@@ -311,20 +314,20 @@ public final class FingerprintReader: Sendable {
     /// Opens the reader now if it is closed (`fp_device_open`) and keeps it open for the linger period; for the
     /// simulator, because libfprint's virtual drivers bind their socket only at open. Never waits behind a running
     /// operation (which holds the reader open): it returns once the reader is open, or `.busy` after 2 s.
-    public func ensureOpen(deviceID: String) async throws(ReaderError) {
+    public func ensureOpen(deviceID: String) async throws(ReaderFailure) {
         await enumerated()
         try await registry.slot(deviceID).ensureOpen().get()
     }
 
     /// What a serialised print says about itself (`fp_print_deserialize`): its driver, device id, finger
     /// and user. Bytes that are not a libfprint print are `.dataInvalid`; no reader is involved.
-    public func describePrint(_ bytes: [UInt8]) async throws(ReaderError) -> PrintFacts {
+    public func describePrint(_ bytes: [UInt8]) async throws(ReaderFailure) -> PrintFacts {
         try await thread.run { describe(bytes) }.get()
     }
 
     /// Opens the reader now and keeps it open until `releaseHold` (fprintd's Claim: the reader stays open
     /// for its claimer). Holds are counted; the reader closes after the linger time once none remains.
-    public func hold(deviceID: String) async throws(ReaderError) {
+    public func hold(deviceID: String) async throws(ReaderFailure) {
         try await registry.slot(deviceID).hold().get()
     }
 
@@ -335,7 +338,7 @@ public final class FingerprintReader: Sendable {
 
     /// Ends one `hold` and, when it was the last, closes the reader now (`fp_device_close`, after the
     /// operations queued before), reporting the close's error, as fprintd's Release does.
-    public func releaseHoldAndClose(deviceID: String) async throws(ReaderError) {
+    public func releaseHoldAndClose(deviceID: String) async throws(ReaderFailure) {
         try await registry.slot(deviceID).releaseHoldAndClose().get()
     }
 

@@ -6,6 +6,7 @@
 
 import CLibfprint
 import Glibc
+import LocalAuthProtocol
 import Synchronization
 
 // MARK: - The GLib thread
@@ -113,10 +114,15 @@ final class GLibThread: @unchecked Sendable {
 
 // MARK: - Errors: the one place a GError becomes a Swift error
 
-/// Converts a `GError` into a `ReaderError` and frees it (`g_error_free`). The only function that maps libfprint's
-/// and GIO's error codes; a nil error (a C API that failed without saying why) becomes `.failed`.
-private func readerError(consuming error: UnsafeMutablePointer<GError>?) -> ReaderError {
-    guard let error else { return .failed("libfprint reported a failure without an error") }
+/// Converts a `GError` into a `ReaderFailure` and frees it (`g_error_free`). The only function that maps libfprint's
+/// and GIO's error codes: `FP_DEVICE_ERROR_REMOVED` `.removed`, `_BUSY` `.busy` (not expected: operations are
+/// queued), `_NOT_SUPPORTED` `.notSupported`, `_DATA_INVALID` `.dataInvalid` (a print that is not a valid
+/// serialised print or belongs to another reader), `_DATA_NOT_FOUND` `.dataNotFound`, `_DATA_FULL`
+/// `.dataFull`, `_PROTO` `.communication`, `G_IO_ERROR_CANCELLED` `.cancelled` (the caller's task was
+/// cancelled, in the queue or during the operation); anything else, and a nil error (a C API that failed
+/// without saying why), `.other` with GError's message.
+private func readerError(consuming error: UnsafeMutablePointer<GError>?) -> ReaderFailure {
+    guard let error else { return .other("libfprint reported a failure without an error") }
     defer { g_error_free(error) }
     let domain = error.pointee.domain
     let code = error.pointee.code
@@ -130,7 +136,7 @@ private func readerError(consuming error: UnsafeMutablePointer<GError>?) -> Read
         case FP_DEVICE_ERROR_DATA_NOT_FOUND: return .dataNotFound
         case FP_DEVICE_ERROR_DATA_FULL: return .dataFull
         case FP_DEVICE_ERROR_PROTO: return .communication
-        default: return .failed(message)  // GENERAL, NOT_OPEN, ALREADY_OPEN, DATA_DUPLICATE, TOO_HOT
+        default: return .other(message)  // GENERAL, NOT_OPEN, ALREADY_OPEN, DATA_DUPLICATE, TOO_HOT
         }
     }
     if domain == clibfprint_io_error_quark() {
@@ -138,15 +144,17 @@ private func readerError(consuming error: UnsafeMutablePointer<GError>?) -> Read
         case G_IO_ERROR_CANCELLED: return .cancelled
         case G_IO_ERROR_NOT_SUPPORTED: return .notSupported
         case G_IO_ERROR_INVALID_DATA: return .dataInvalid  // what fp_print_deserialize reports for bad bytes
-        default: return .failed(message)
+        default: return .other(message)
         }
     }
-    return .failed(message)
+    return .other(message)
 }
 
-/// Maps an `FP_DEVICE_RETRY` error from a progress or match callback to a hint; nil for any other error.
-/// The error is borrowed (libfprint passes it transfer-none).
-private func readerRetry(_ error: UnsafeMutablePointer<GError>) -> ReaderRetry? {
+/// Maps an `FP_DEVICE_RETRY` error from a progress or match callback to a hint (`_GENERAL`: poor scan
+/// quality; `_TOO_SHORT`: the swipe was too short; `_CENTER_FINGER`: the finger was not centred;
+/// `_REMOVE_FINGER`: lift the finger and try again); nil for any other error. The error is borrowed
+/// (libfprint passes it transfer-none).
+private func readerRetry(_ error: UnsafeMutablePointer<GError>) -> RetryHint? {
     guard error.pointee.domain == clibfprint_device_retry_quark() else { return nil }
     switch FpDeviceRetry(rawValue: UInt32(error.pointee.code)) {
     case FP_DEVICE_RETRY_TOO_SHORT: return .tooShort
@@ -166,7 +174,7 @@ enum ScanResult<Value: Sendable>: Sendable {
 /// The failure of a verify or identify: a retry error (`FP_DEVICE_RETRY`) becomes `.retry`, anything else goes to
 /// `readerError(consuming:)`.
 private func scanFailure<Value>(consuming error: UnsafeMutablePointer<GError>?) -> Result<
-    ScanResult<Value>, ReaderError
+    ScanResult<Value>, ReaderFailure
 > {
     if let error, error.pointee.domain == clibfprint_device_retry_quark() {
         g_error_free(error)
@@ -251,7 +259,7 @@ private let unrefObject: GDestroyNotify = { object in g_object_unref(object) }
 // MARK: - Prints
 
 /// Wraps `fp_print_serialize`: the bytes the store keeps.
-private func serialize(_ print: OpaquePointer) -> Result<[UInt8], ReaderError> {
+private func serialize(_ print: OpaquePointer) -> Result<[UInt8], ReaderFailure> {
     var data: UnsafeMutablePointer<guchar>?
     var length: gsize = 0
     var error: UnsafeMutablePointer<GError>?
@@ -304,7 +312,7 @@ func isWellFormedPrint(_ bytes: [UInt8]) -> Bool {
 /// Wraps `fp_print_deserialize` and `fp_print_compatible`; returns a full reference the caller must unref.
 /// A print made by another reader is refused as `.dataInvalid`, so it is never offered to this one.
 private func deserialize(_ bytes: [UInt8], for device: UnsafeMutablePointer<FpDevice>) -> Result<
-    OpaquePointer, ReaderError
+    OpaquePointer, ReaderFailure
 > {
     // fp_print_deserialize aborts the process on fewer than 4 bytes and on a damaged payload.
     guard isWellFormedPrint(bytes) else { return .failure(.dataInvalid) }
@@ -322,7 +330,7 @@ private func deserialize(_ bytes: [UInt8], for device: UnsafeMutablePointer<FpDe
 
 /// Wraps `fp_print_deserialize` and the `fp_print_get_*` getters: what a serialised print says
 /// about itself, without any reader. GLib thread.
-func describe(_ bytes: [UInt8]) -> Result<PrintFacts, ReaderError> {
+func describe(_ bytes: [UInt8]) -> Result<PrintFacts, ReaderFailure> {
     guard isWellFormedPrint(bytes) else { return .failure(.dataInvalid) }
     var error: UnsafeMutablePointer<GError>?
     let print = bytes.withUnsafeBufferPointer { buffer in
@@ -363,11 +371,8 @@ final class LibfprintDevice: @unchecked Sendable {
     private var cancelling = false
     private var fingerNeeded = false
     private var fingerPresent = false
-    /// Called on the GLib thread once libfprint emits FpDevice::removed (no operation pending any more); the owner
-    /// must then close the device so the context can drop it.
-    private let removedHandler: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
-    /// Called on the GLib thread with (finger present, finger needed, enrol stages, swipe) when one changes.
-    private let statusHandler: Mutex<(@Sendable (Bool, Bool, Int, Bool) -> Void)?> = Mutex(nil)
+    /// What libfprint's signals call on the GLib thread (`DeviceHandlerSlots`).
+    private let handlers = DeviceHandlerSlots()
 
     /// Wraps `g_object_ref` and the `fp_device_get_*` getters; GLib thread only.
     fileprivate init(_ device: UnsafeMutablePointer<FpDevice>, thread: GLibThread) {
@@ -405,12 +410,12 @@ final class LibfprintDevice: @unchecked Sendable {
 
     /// Sets the closure told of finger-status and stage-count changes.
     func onStatus(_ handler: @escaping @Sendable (Bool, Bool, Int, Bool) -> Void) {
-        statusHandler.withLock { $0 = handler }
+        handlers.setStatus(handler)
     }
 
     /// Wraps `fp_device_get_finger_status` and `fp_device_get_nr_enroll_stages` for the status handler.
     private func reportStatus() {
-        guard let device, let handler = statusHandler.withLock({ $0 }) else { return }
+        guard let device, let handler = handlers.status else { return }
         let status = fp_device_get_finger_status(device).rawValue
         handler(
             status & FP_FINGER_STATUS_PRESENT.rawValue != 0, status & FP_FINGER_STATUS_NEEDED.rawValue != 0,
@@ -419,7 +424,7 @@ final class LibfprintDevice: @unchecked Sendable {
 
     /// Sets the closure run when libfprint reports the device removed.
     func onRemoved(_ handler: @escaping @Sendable () -> Void) {
-        removedHandler.withLock { $0 = handler }
+        handlers.setRemoved(handler)
     }
 
     /// A removed device's current operation would otherwise wait for a finger forever (virtual readers never fail a
@@ -431,7 +436,7 @@ final class LibfprintDevice: @unchecked Sendable {
     }
 
     private func deviceRemovedSignal() {
-        let handler = removedHandler.withLock { $0 }
+        let handler = handlers.removed
         handler?()
     }
 
@@ -453,8 +458,7 @@ final class LibfprintDevice: @unchecked Sendable {
     /// GLib thread only. Later operations fail with `.noDevice`.
     fileprivate func release() {
         guard let device else { return }
-        clibfprint_disconnect_by_data(device, Unmanaged.passUnretained(self).toOpaque())
-        g_object_unref(device)
+        disconnectAndUnref(device, from: self)
         self.device = nil
     }
 
@@ -471,12 +475,12 @@ final class LibfprintDevice: @unchecked Sendable {
         _ start:
             @escaping @Sendable (
                 _ device: UnsafeMutablePointer<FpDevice>, _ call: AsyncCall,
-                _ done: @escaping @Sendable (Result<T, ReaderError>) -> Void
+                _ done: @escaping @Sendable (Result<T, ReaderFailure>) -> Void
             ) -> Void
-    ) async -> Result<T, ReaderError> {
+    ) async -> Result<T, ReaderFailure> {
         let call = AsyncCall(progress: progress)
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, ReaderError>, Never>) in
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, ReaderFailure>, Never>) in
                 thread.post { [self] in
                     guard let device else {
                         continuation.resume(returning: .failure(.noDevice))
@@ -512,7 +516,7 @@ final class LibfprintDevice: @unchecked Sendable {
     /// Wraps `fp_device_open` / `fp_device_open_finish`. Succeeds whenever the device ends up open
     /// (`fp_device_is_open`): GTask reports an open whose cancellable was cancelled as CANCELLED even
     /// when the driver finished opening, and the next open would then fail with "already open".
-    func open() async -> Result<Void, ReaderError> {
+    func open() async -> Result<Void, ReaderFailure> {
         await perform { device, call, done in
             call.onReady = { result in
                 var error: UnsafeMutablePointer<GError>?
@@ -529,7 +533,7 @@ final class LibfprintDevice: @unchecked Sendable {
     }
 
     /// Wraps `fp_device_close` / `fp_device_close_finish`. Not cancellable: a half-closed reader is worse than a wait.
-    func close() async -> Result<Void, ReaderError> {
+    func close() async -> Result<Void, ReaderFailure> {
         await perform { device, call, done in
             call.onReady = { result in
                 var error: UnsafeMutablePointer<GError>?
@@ -541,33 +545,41 @@ final class LibfprintDevice: @unchecked Sendable {
     }
 
     /// Wraps `fp_device_suspend` / `fp_device_suspend_finish`.
-    func suspend() async -> Result<Void, ReaderError> {
-        await perform(tracked: false) { device, call, done in
-            call.onReady = { result in
-                var error: UnsafeMutablePointer<GError>?
-                let ok = fp_device_suspend_finish(device, result, &error) != 0
-                done(ok ? .success(()) : .failure(readerError(consuming: error)))
-            }
-            fp_device_suspend(device, call.cancellable, asyncReady, call.retained)
-        }
+    func suspend() async -> Result<Void, ReaderFailure> {
+        await performBeside(fp_device_suspend, finish: fp_device_suspend_finish)
     }
 
     /// Wraps `fp_device_resume` / `fp_device_resume_finish`.
-    func resume() async -> Result<Void, ReaderError> {
+    func resume() async -> Result<Void, ReaderFailure> {
+        await performBeside(fp_device_resume, finish: fp_device_resume_finish)
+    }
+
+    /// Runs a libfprint call that only succeeds or fails, with its `_finish`, beside a queued
+    /// operation (untracked: suspend and resume).
+    private func performBeside(
+        _ start:
+            @escaping @Sendable (
+                UnsafeMutablePointer<FpDevice>?, UnsafeMutablePointer<GCancellable>?, GAsyncReadyCallback?, gpointer?
+            ) -> Void,
+        finish:
+            @escaping @Sendable (
+                UnsafeMutablePointer<FpDevice>?, OpaquePointer?, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>?
+            ) -> gboolean
+    ) async -> Result<Void, ReaderFailure> {
         await perform(tracked: false) { device, call, done in
             call.onReady = { result in
                 var error: UnsafeMutablePointer<GError>?
-                let ok = fp_device_resume_finish(device, result, &error) != 0
+                let ok = finish(device, result, &error) != 0
                 done(ok ? .success(()) : .failure(readerError(consuming: error)))
             }
-            fp_device_resume(device, call.cancellable, asyncReady, call.retained)
+            start(device, call.cancellable, asyncReady, call.retained)
         }
     }
 
     /// Wraps `fp_print_new` (floating, handed straight to enrol), `fp_print_set_finger`, `fp_print_set_username`,
     /// `fp_print_set_enroll_date`, `fp_device_enroll` / `fp_device_enroll_finish` and `fp_print_serialize`.
     func enroll(finger: Int, username: String, progress: @escaping @Sendable (ReaderProgress) -> Void) async -> Result<
-        [UInt8], ReaderError
+        [UInt8], ReaderFailure
     > {
         await perform(progress: progress) { device, call, done in
             guard (Int(FP_FINGER_FIRST.rawValue)...Int(FP_FINGER_LAST.rawValue)).contains(finger) else {
@@ -599,7 +611,7 @@ final class LibfprintDevice: @unchecked Sendable {
 
     /// Wraps `fp_print_deserialize`, `fp_device_verify` / `fp_device_verify_finish`; true for a match.
     func verify(print bytes: [UInt8], progress: @escaping @Sendable (ReaderProgress) -> Void) async -> Result<
-        ScanResult<Bool>, ReaderError
+        ScanResult<Bool>, ReaderFailure
     > {
         await perform(progress: progress) { device, call, done in
             let print: OpaquePointer
@@ -625,7 +637,7 @@ final class LibfprintDevice: @unchecked Sendable {
 
     /// Wraps `fp_device_identify` / `fp_device_identify_finish`; the index in `prints` of the match, nil for none.
     func identify(prints: [[UInt8]], progress: @escaping @Sendable (ReaderProgress) -> Void) async -> Result<
-        ScanResult<Int?>, ReaderError
+        ScanResult<Int?>, ReaderFailure
     > {
         await perform(progress: progress) { device, call, done in
             let gallery = g_ptr_array_new_with_free_func(unrefObject)!
@@ -662,7 +674,7 @@ final class LibfprintDevice: @unchecked Sendable {
     }
 
     /// Wraps `fp_device_list_prints` / `fp_device_list_prints_finish`; each print serialised.
-    func listPrints() async -> Result<[[UInt8]], ReaderError> {
+    func listPrints() async -> Result<[[UInt8]], ReaderFailure> {
         await perform { device, call, done in
             call.onReady = { result in
                 var error: UnsafeMutablePointer<GError>?
@@ -686,7 +698,7 @@ final class LibfprintDevice: @unchecked Sendable {
     }
 
     /// Wraps `fp_print_deserialize`, `fp_device_delete_print` / `fp_device_delete_print_finish`.
-    func deletePrint(_ bytes: [UInt8]) async -> Result<Void, ReaderError> {
+    func deletePrint(_ bytes: [UInt8]) async -> Result<Void, ReaderFailure> {
         await perform { device, call, done in
             let print: OpaquePointer
             switch deserialize(bytes, for: device) {
@@ -804,9 +816,15 @@ final class FprintContext: @unchecked Sendable {
 
     private func dropContext() {
         guard let context else { return }
-        clibfprint_disconnect_by_data(context, Unmanaged.passUnretained(self).toOpaque())
-        g_object_unref(context)
+        disconnectAndUnref(context, from: self)
         self.context = nil
         Unmanaged.passUnretained(self).release()  // the handlers' reference, taken in create()
     }
+}
+
+/// Drops the signal handlers `owner` connected to `object` and our reference to it
+/// (`g_signal_handlers_disconnect_by_data`, `g_object_unref`); GLib thread only.
+private func disconnectAndUnref<Object>(_ object: UnsafeMutablePointer<Object>, from owner: AnyObject) {
+    clibfprint_disconnect_by_data(object, Unmanaged.passUnretained(owner).toOpaque())
+    g_object_unref(object)
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A FIFO async lock: libfprint answers a second concurrent operation with BUSY, so reader work waits its turn.
 
+import LocalAuthProtocol
 import Synchronization
 
 /// First-come, first-served exclusive access to one reader. A waiter whose task is cancelled leaves the queue.
@@ -27,7 +28,7 @@ final class ReaderQueue: Sendable {
     var isBusy: Bool { state.withLock { $0.busy } }
 
     /// Waits until the reader is ours; throws `.cancelled` if the task is cancelled first.
-    func acquire() async throws(ReaderError) {
+    func acquire() async throws(ReaderFailure) {
         let waiter = Waiter()
         let granted = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in

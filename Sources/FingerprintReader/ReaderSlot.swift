@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // One present reader: its queue, its open/closed state and its linger timer.
 
+import LocalAuthProtocol
 import Synchronization
 
 /// One present reader. Operations run one at a time in arrival order; the device is opened on demand and closed
@@ -36,7 +37,7 @@ final class ReaderSlot: Sendable {
     /// Opens the device without queueing behind a running operation: that operation holds the
     /// device open, or is opening it, so waiting for it to finish would wait for nothing (and
     /// deadlock a caller that must feed it, like the simulator). Bounded to 2 s.
-    func ensureOpen() async -> Result<Void, ReaderError> {
+    func ensureOpen() async -> Result<Void, ReaderFailure> {
         for _ in 0..<200 {
             if !queue.isBusy { return await withOpenDevice { _ in .success(()) } }
             if isOpen { return .success(()) }
@@ -47,7 +48,7 @@ final class ReaderSlot: Sendable {
 
     /// Opens the device (as `ensureOpen`) and keeps it open until `releaseHold`, however long the
     /// linger time.
-    func hold() async -> Result<Void, ReaderError> {
+    func hold() async -> Result<Void, ReaderFailure> {
         state.withLock { $0.holds += 1 }
         let opened = await ensureOpen()
         if case .failure = opened { releaseHold() }
@@ -66,7 +67,7 @@ final class ReaderSlot: Sendable {
 
     /// Ends one `hold`, and when none remains closes the device now, after any operation queued
     /// before (fprintd's Release closes the reader and reports the close's error).
-    func releaseHoldAndClose() async -> Result<Void, ReaderError> {
+    func releaseHoldAndClose() async -> Result<Void, ReaderFailure> {
         let last: Bool = state.withLock { state in
             guard state.holds > 0 else { return false }
             state.holds -= 1
@@ -87,8 +88,8 @@ final class ReaderSlot: Sendable {
     }
 
     /// Runs `body` with the device open, after every operation queued before it.
-    func withOpenDevice<T: Sendable>(_ body: (LibfprintDevice) async -> Result<T, ReaderError>) async -> Result<
-        T, ReaderError
+    func withOpenDevice<T: Sendable>(_ body: (LibfprintDevice) async -> Result<T, ReaderFailure>) async -> Result<
+        T, ReaderFailure
     > {
         do {
             try await queue.acquire()
@@ -107,8 +108,8 @@ final class ReaderSlot: Sendable {
         return result
     }
 
-    private func runOpen<T: Sendable>(_ body: (LibfprintDevice) async -> Result<T, ReaderError>) async -> Result<
-        T, ReaderError
+    private func runOpen<T: Sendable>(_ body: (LibfprintDevice) async -> Result<T, ReaderFailure>) async -> Result<
+        T, ReaderFailure
     > {
         let (removed, closing, isOpen) = state.withLock { ($0.removed, $0.closing, $0.isOpen) }
         if closing { return .failure(.noDevice) }

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+import LocalAuthProtocol
+
 // The reader layer's public vocabulary: plain Swift values, no C type.
 
 /// A fingerprint reader as libfprint describes it (`fp_device_get_*`).
@@ -56,24 +58,13 @@ public struct ReaderDeviceInfo: Sendable, Equatable, Hashable {
     }
 }
 
-/// Why a scan did not count (libfprint's `FP_DEVICE_RETRY_*`); the person should simply try again.
-public enum ReaderRetry: Sendable, Equatable {
-    /// `FP_DEVICE_RETRY_GENERAL`: poor scan quality.
-    case general
-    /// `FP_DEVICE_RETRY_TOO_SHORT`: the swipe was too short.
-    case tooShort
-    /// `FP_DEVICE_RETRY_CENTER_FINGER`: the finger was not centred.
-    case centerFinger
-    /// `FP_DEVICE_RETRY_REMOVE_FINGER`: lift the finger and try again.
-    case removeFinger
-}
-
 /// Progress of an enrol, verify or identify, reported on the reader's GLib thread: handlers must return quickly.
 public enum ReaderProgress: Sendable, Equatable {
     /// An enrol stage was accepted (`FpEnrollProgress` without an error).
     case enrollStage(done: Int, of: Int)
     /// A scan did not count; the operation goes on.
-    case retry(ReaderRetry)
+    /// A scan that did not count (libfprint's `FP_DEVICE_RETRY_*`): the person should simply try again.
+    case retry(RetryHint)
     /// The reader is now waiting for a finger (`FP_FINGER_STATUS_NEEDED` became set): the moment to prompt.
     case fingerNeeded
     /// A finger is now on the sensor (`FP_FINGER_STATUS_PRESENT` became set during the operation): the
@@ -84,30 +75,6 @@ public enum ReaderProgress: Sendable, Equatable {
     /// before the operation finishes (a reader may still wait for the finger to lift). The index in
     /// the gallery (0 for a verify) of the matching print; nil for no match.
     case matched(index: Int?)
-}
-
-/// How a reader operation failed; libfprint's errors are mapped to these in exactly one function.
-public enum ReaderError: Error, Sendable, Equatable {
-    /// No such reader, or none present.
-    case noDevice
-    /// The reader was unplugged (`FP_DEVICE_ERROR_REMOVED`).
-    case removed
-    /// The reader is busy (`FP_DEVICE_ERROR_BUSY`); not expected, since operations are queued.
-    case busy
-    /// The caller's task was cancelled (`G_IO_ERROR_CANCELLED`), while waiting in the queue or during the operation.
-    case cancelled
-    /// A print that is not a valid serialised print or belongs to another reader (`FP_DEVICE_ERROR_DATA_INVALID`).
-    case dataInvalid
-    /// `FP_DEVICE_ERROR_DATA_NOT_FOUND`: the print is not on the reader.
-    case dataNotFound
-    /// `FP_DEVICE_ERROR_DATA_FULL`: the reader's storage is full.
-    case dataFull
-    /// The reader cannot do this (`FP_DEVICE_ERROR_NOT_SUPPORTED`, or no identify support).
-    case notSupported
-    /// The reader stopped talking sense (`FP_DEVICE_ERROR_PROTO`): fprintd calls this "disconnected".
-    case communication
-    /// Anything else, with GError's message.
-    case failed(String)
 }
 
 /// What a reader reports between operations' results: libfprint's `finger-status` flags, its
@@ -123,14 +90,6 @@ public struct ReaderStatusEvent: Sendable, Equatable {
     public let enrollStages: Int
     /// `fp_device_get_scan_type` is `FP_SCAN_TYPE_SWIPE`.
     public let isSwipe: Bool
-
-    public init(deviceID: String, fingerPresent: Bool, fingerNeeded: Bool, enrollStages: Int, isSwipe: Bool) {
-        self.deviceID = deviceID
-        self.fingerPresent = fingerPresent
-        self.fingerNeeded = fingerNeeded
-        self.enrollStages = enrollStages
-        self.isSwipe = isSwipe
-    }
 }
 
 /// What a serialised print says about itself (`fp_print_get_driver`, `_device_id`, `_finger`,
@@ -141,13 +100,6 @@ public struct PrintFacts: Sendable, Equatable {
     /// libfprint's `FpFinger`: 1 (left thumb) … 10 (right little finger), 0 unknown.
     public let finger: Int
     public let username: String?
-
-    public init(driver: String, deviceID: String, finger: Int, username: String?) {
-        self.driver = driver
-        self.deviceID = deviceID
-        self.finger = finger
-        self.username = username
-    }
 
     /// The store's key for the reader this print belongs to.
     public var storageKey: String { ReaderDeviceInfo.storageKey(driver: driver, deviceID: deviceID) }

@@ -162,6 +162,20 @@ public actor Daemon {
         return route
     }
 
+    /// Setting (`new`) or removing (nil) a passcode: the caller's proof of presence first, unless root.
+    private func passcodeRoute(
+        _ operation: Operation, new: String?, old: String?, caller: PeerCredentials, io: RequestIO
+    ) -> Route {
+        let accounts = AccountRequests(parts: parts)
+        return Route(
+            operation: operation, audited: true, presence: .unlessRoot, service: "localauthctl passcode",
+            work: .account { daemon, user, whereabouts in
+                await accounts.setPasscode(user: user, new: new, old: old, caller: caller) { proof in
+                    await daemon.evaluate(proof, user: user, io: io, whereabouts: whereabouts!)
+                }
+            })
+    }
+
     private func plainRoute(
         _ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext, arrivedMs: Int64
     ) -> Route {
@@ -221,21 +235,9 @@ public actor Daemon {
                     await accounts.delete(user: user, finger: finger, all: all, readerID: door.readerID)
                 })
         case .passcodeSet(_, let passcode, let old):
-            return Route(
-                operation: .passcodeSet, audited: true, presence: .unlessRoot, service: "localauthctl passcode",
-                work: .account { daemon, user, whereabouts in
-                    await accounts.setPasscode(user: user, new: passcode, old: old, caller: caller) { proof in
-                        await daemon.evaluate(proof, user: user, io: io, whereabouts: whereabouts!)
-                    }
-                })
+            return passcodeRoute(.passcodeSet, new: passcode, old: old, caller: caller, io: io)
         case .passcodeRemove(_, let old):
-            return Route(
-                operation: .passcodeRemove, audited: true, presence: .unlessRoot, service: "localauthctl passcode",
-                work: .account { daemon, user, whereabouts in
-                    await accounts.setPasscode(user: user, new: nil, old: old, caller: caller) { proof in
-                        await daemon.evaluate(proof, user: user, io: io, whereabouts: whereabouts!)
-                    }
-                })
+            return passcodeRoute(.passcodeRemove, new: nil, old: old, caller: caller, io: io)
         case .passwordUsed(_, let service):
             let reports = PasswordReports(parts: parts)
             return Route(

@@ -117,8 +117,7 @@ struct Enrollment {
         let timeout = parts.configuration.enrollTimeoutMs
         let scan = Task {
             try await reader.identify(deviceID: device.id, prints: gallery.map(\.data)) { progress in
-                if case .retry(let r) = progress {
-                    let hint = RetryHint(r)
+                if case .retry(let hint) = progress {
                     io.send(Event(.retry, hint.message, hint: hint))
                 }
             }
@@ -135,11 +134,11 @@ struct Enrollment {
                 return Answer(
                     .alreadyEnrolled, Phrase.said("This finger is enrolled already; enrol another finger"))
             }
-        } catch ReaderError.dataNotFound {
+        } catch ReaderFailure.dataNotFound {
             // A match-on-chip reader's own answer for "none of these prints is stored here": no duplicate.
         } catch {
             if Task.isCancelled { return Answer(.systemCancel, Phrase.said("Enrolment cancelled")) }
-            if ReaderError.cancelled == error as? ReaderError {
+            if ReaderFailure.cancelled == error as? ReaderFailure {
                 return Answer(
                     .timedOut, Phrase.said("No finger was presented within %s s", .verbatim(String(timeout / 1000))))
             }
@@ -167,8 +166,7 @@ struct Enrollment {
                     let line = Phrase.said(
                         "Enrolling: stage %1$s of %2$s", .verbatim(String(stage)), .verbatim(String(stages)))
                     io.send(Event(.enrollStage, line.english, stage: stage, stages: stages, phrase: line))
-                case .retry(let r):
-                    let hint = RetryHint(r)
+                case .retry(let hint):
                     io.send(Event(.retry, hint.message, hint: hint, phrase: .retry(hint)))
                 case .fingerNeeded, .fingerPresent, .matched:
                     break
@@ -186,7 +184,7 @@ struct Enrollment {
                 })
         } catch {
             if Task.isCancelled { return .failed(Answer(.systemCancel, Phrase.said("Enrolment cancelled"))) }
-            if ReaderError.cancelled == error as? ReaderError {
+            if ReaderFailure.cancelled == error as? ReaderFailure {
                 return .failed(
                     Answer(
                         .timedOut,

@@ -15,6 +15,8 @@ struct EvaluationRun {
         case passcodeTyped(String)
         /// A passcode held back until its user's hashing pace allows it.
         case passcodeDue(String)
+        /// The touch held back `touchHoldMs` without an answer from the reader: count it now.
+        case touchDue(UInt64)
     }
 
     /// How the run ended: the decision, and when the evaluator recorded a success (for the reuse window).
@@ -111,6 +113,10 @@ struct EvaluationRun {
         var decision: Decision?
         var succeededAtMs: Int64?
         defer { scan?.cancel() }
+        // A touch whose count waits `touchHoldMs` for the scan's answer (`Self.touchHoldMs`).
+        var heldTouch: (id: UInt64, timer: DeadlineTimer)?
+        var touches: UInt64 = 0
+        defer { heldTouch?.timer.cancel() }
         var pending = inputs.makeAsyncIterator()
         while true {
             // What executing the outputs itself produces: a failed write, or a passcode to check.
@@ -159,6 +165,7 @@ struct EvaluationRun {
             // Off the reader for good (the passcode, or the end): another request may have it.
             if evaluator.phase != .scanning { parts.lease.release(holder.id, nowMs: parts.clock()) }
             let input: PolicyInput
+            var matchEndsHold = false
             if let produced {
                 input = produced
             } else if checkTyped, let passcode = typed {
@@ -166,7 +173,32 @@ struct EvaluationRun {
                 input = await check(passcode, evaluator: evaluator)
             } else if let next = await pending.next() {
                 switch next {
-                case .policy(let policyInput): input = policyInput
+                case .policy(.fingerPresent) where scan != nil:
+                    // Counted when the reader has not answered within the hold, else with its answer.
+                    if heldTouch == nil {
+                        touches += 1
+                        let (id, feed) = (touches, self.feed)
+                        heldTouch = (id, DeadlineTimer(ms: Self.touchHoldMs) { feed.yield(.touchDue(id)) })
+                    }
+                    outputs = []
+                    continue
+                case .policy(.fingerRetry(let hint)):
+                    input = .fingerRetry(hint)  // a bad swipe: the touch, held or counted, stays
+                case .touchDue(let id):
+                    guard let held = heldTouch, held.id == id else {
+                        outputs = []  // a hold already ended by an answer
+                        continue
+                    }
+                    heldTouch = nil
+                    input = .fingerPresent
+                case .policy(let policyInput):
+                    // Anything else ends a hold. A match is counted and reset in one write (below); a
+                    // miss counts its touch itself before it is told (persist before reveal); a
+                    // cancel, timeout or reader failure ends a scan whose touch was never counted.
+                    if heldTouch != nil, case .fingerMatched = policyInput { matchEndsHold = true }
+                    heldTouch?.timer.cancel()
+                    heldTouch = nil
+                    input = policyInput
                 case .passcodeTyped(let passcode):
                     // At most at a person's pace per user: a passcode that comes sooner waits for its
                     // turn while cancels, fallbacks and the deadline go on being heard.
@@ -202,7 +234,14 @@ struct EvaluationRun {
                 scan = nil
             default: break
             }
-            outputs = evaluator.handle(input, nowMs: parts.clock())
+            if matchEndsHold {
+                // The touch and its match at once: the count and the match's reset are one write,
+                // which must succeed before the match is told, as each of the two had to.
+                let counted = evaluator.handle(.fingerPresent, nowMs: parts.clock())
+                outputs = Self.mergingWrites(counted + evaluator.handle(input, nowMs: parts.clock()))
+            } else {
+                outputs = evaluator.handle(input, nowMs: parts.clock())
+            }
         }
         return Outcome(
             decision: decision ?? Decision(.systemCancel, .cancelled(.systemCancel)), succeededAtMs: succeededAtMs)
@@ -244,6 +283,32 @@ struct EvaluationRun {
         }.value
     }
 
+    /// How long a touch's count waits for the scan's answer (ADR 0008, issue 29). The count is
+    /// written when the reader reports the finger so that it overlaps the capture and the match; a
+    /// reader that answers at once (a match-on-chip sensor, libfprint's virtual device) would make
+    /// the answer wait for two writes, the count and the match's reset, where one says the same.
+    /// So a touch is counted `touchHoldMs` after the reader reported it, or with its answer when
+    /// that comes first: a miss is counted before it is told either way (persist before reveal); a
+    /// match writes its count and reset as one record (fingerFailures 0), which must succeed before
+    /// it is told, so a full disk still refuses it; a crash within the hold, before any answer,
+    /// keeps nothing, as for a reader that never reports the finger.
+    static let touchHoldMs: Int64 = 50
+
+    /// `outputs` with each write that the next output overwrites left out: the later record holds
+    /// everything of the earlier one that matters, and nothing is revealed between them. The kept
+    /// write refuses what follows when it fails if either did.
+    static func mergingWrites(_ outputs: [PolicyOutput]) -> [PolicyOutput] {
+        var kept: [PolicyOutput] = []
+        for output in outputs {
+            if case .persist(let state, let ifItFails) = output, case .persist(_, let earlier)? = kept.last {
+                kept[kept.count - 1] = .persist(state, ifItFails: earlier == .refuse ? .refuse : ifItFails)
+            } else {
+                kept.append(output)
+            }
+        }
+        return kept
+    }
+
     /// How long a scan that has answered may go on before it is cancelled (fprintd's
     /// `VERIFY_STOP_DEVICE_WAIT`, one second).
     static let finishGraceMs: Int64 = 1000
@@ -282,7 +347,7 @@ struct EvaluationRun {
             }
             let progress: @Sendable (ReaderProgress) -> Void = { p in
                 switch p {
-                case .retry(let r): report(.fingerRetry(RetryHint(r)))
+                case .retry(let hint): report(.fingerRetry(hint))
                 // The touch: counted on disk while the reader captures and matches.
                 case .fingerPresent: report(.fingerPresent)
                 case .matched(let index) where index.map({ prints.indices.contains($0) }) ?? true: answer(index)
@@ -299,7 +364,7 @@ struct EvaluationRun {
                     case .noMatch: answer(nil)
                     }
                 }
-            } catch ReaderError.cancelled {
+            } catch ReaderFailure.cancelled {
                 // The evaluation stopped the scan: nothing to report.
             } catch {
                 report(.readerFailed(ReaderFailure(error)))

@@ -28,9 +28,7 @@ extension Daemon {
         // English: the door and the audit record read it; no client is shown a claim's answer.
         var result = Answer(.success, english: "Reader claimed")
         if hold, let reader = parts.reader, let id = door.readerID {
-            do throws(ReaderError) { try await reader.hold(deviceID: id) } catch {
-                result = ReaderFailure(error).answer
-            }
+            do throws(ReaderFailure) { try await reader.hold(deviceID: id) } catch { result = error.answer }
         }
         parts.audit.decision(
             .claimReader, user: user, caller: caller, result: result.code,
@@ -46,8 +44,8 @@ extension Daemon {
         // English: the door and the audit record read it; no client is shown a release's answer.
         var result = Answer(.success, english: "Reader released")
         if close, let reader = parts.reader, let id = door.readerID {
-            do throws(ReaderError) { try await reader.releaseHoldAndClose(deviceID: id) } catch {
-                result = ReaderFailure(error).answer
+            do throws(ReaderFailure) { try await reader.releaseHoldAndClose(deviceID: id) } catch {
+                result = error.answer
             }
         }
         parts.audit.decision(

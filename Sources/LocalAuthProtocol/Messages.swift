@@ -23,10 +23,10 @@ public struct Hello: Equatable, Sendable {
     }
 }
 
-/// The options of an EVALUATE request (LAContext's properties that travel to the daemon).
-public struct EvaluateOptions: Equatable, Sendable {
-    public var policy: PolicyKind
-    public var user: String?
+/// What an evaluation tells the person and how long it tries: the part of EVALUATE that RIGHT_USE
+/// shares (a right's use evaluates its requirement with these), written to and read from a frame
+/// in one place.
+public struct PromptOptions: Equatable, Sendable {
     public var service: String?
     public var tty: String?
     public var reason: String?
@@ -34,9 +34,61 @@ public struct EvaluateOptions: Equatable, Sendable {
     public var fallbackTitle: String?
     public var cancelTitle: String?
     public var flags: RequestFlags
-    public var reuseSeconds: Int64
     public var tries: Int64
     public var timeoutMs: Int64
+
+    public init(
+        service: String? = nil, tty: String? = nil, reason: String? = nil, fallbackTitle: String? = nil,
+        cancelTitle: String? = nil, flags: RequestFlags = [], tries: Int64 = EvaluateOptions.defaultTries,
+        timeoutMs: Int64 = EvaluateOptions.defaultTimeoutMs
+    ) {
+        self.service = service
+        self.tty = tty
+        self.reason = reason
+        self.fallbackTitle = fallbackTitle
+        self.cancelTitle = cancelTitle
+        self.flags = flags
+        self.tries = tries
+        self.timeoutMs = timeoutMs
+    }
+
+    init(frame f: Frame) throws(RequestError) {
+        self.init(
+            service: f.string(.service), tty: f.string(.tty), reason: f.string(.reason),
+            fallbackTitle: f.string(.fallbackTitle), cancelTitle: f.string(.cancelTitle),
+            flags: RequestFlags(rawValue: f.int(.flags) ?? 0),
+            tries: try f.ranged(.tries, default: EvaluateOptions.defaultTries, 1...EvaluateOptions.maxTries),
+            timeoutMs: try f.ranged(
+                .timeoutMs, default: EvaluateOptions.defaultTimeoutMs, 1...EvaluateOptions.maxTimeoutMs))
+    }
+
+    /// Who asks, what the person reads, the flags. A person's text, however long the caller made
+    /// it, is cut to fit the frame.
+    func appendText(to f: inout Frame) {
+        f.append(.service, optionalString: service)
+        f.append(.tty, optionalString: tty)
+        if let reason { f.append(.reason, text: reason) }
+        if let fallbackTitle { f.append(.fallbackTitle, text: fallbackTitle) }
+        if let cancelTitle { f.append(.cancelTitle, text: cancelTitle) }
+        if !flags.isEmpty { f.append(.flags, int: flags.rawValue) }
+    }
+
+    /// The tries and the time limit, when not the defaults (after the request's own fields: the
+    /// fields stand in the order of their tags).
+    func appendLimits(to f: inout Frame) {
+        if tries != EvaluateOptions.defaultTries { f.append(.tries, int: tries) }
+        if timeoutMs != EvaluateOptions.defaultTimeoutMs { f.append(.timeoutMs, int: timeoutMs) }
+    }
+}
+
+/// The options of an EVALUATE request (LAContext's properties that travel to the daemon). The
+/// prompt's options read as its own (`options.reason`).
+@dynamicMemberLookup
+public struct EvaluateOptions: Equatable, Sendable {
+    public var policy: PolicyKind
+    public var user: String?
+    public var prompt: PromptOptions
+    public var reuseSeconds: Int64
 
     public static let defaultTries: Int64 = 3
     public static let maxTries: Int64 = 5
@@ -44,22 +96,28 @@ public struct EvaluateOptions: Equatable, Sendable {
     public static let maxTimeoutMs: Int64 = 300_000
     public static let maxReuseSeconds: Int64 = 300
 
+    public init(policy: PolicyKind, user: String? = nil, prompt: PromptOptions, reuseSeconds: Int64 = 0) {
+        self.policy = policy
+        self.user = user
+        self.prompt = prompt
+        self.reuseSeconds = reuseSeconds
+    }
+
     public init(
         policy: PolicyKind, user: String? = nil, service: String? = nil, tty: String? = nil, reason: String? = nil,
         fallbackTitle: String? = nil, cancelTitle: String? = nil, flags: RequestFlags = [], reuseSeconds: Int64 = 0,
         tries: Int64 = EvaluateOptions.defaultTries, timeoutMs: Int64 = EvaluateOptions.defaultTimeoutMs
     ) {
-        self.policy = policy
-        self.user = user
-        self.service = service
-        self.tty = tty
-        self.reason = reason
-        self.fallbackTitle = fallbackTitle
-        self.cancelTitle = cancelTitle
-        self.flags = flags
-        self.reuseSeconds = reuseSeconds
-        self.tries = tries
-        self.timeoutMs = timeoutMs
+        self.init(
+            policy: policy, user: user,
+            prompt: PromptOptions(
+                service: service, tty: tty, reason: reason, fallbackTitle: fallbackTitle, cancelTitle: cancelTitle,
+                flags: flags, tries: tries, timeoutMs: timeoutMs), reuseSeconds: reuseSeconds)
+    }
+
+    public subscript<Value>(dynamicMember path: WritableKeyPath<PromptOptions, Value>) -> Value {
+        get { prompt[keyPath: path] }
+        set { prompt[keyPath: path] = newValue }
     }
 }
 
@@ -120,16 +178,9 @@ public enum Request: Equatable, Sendable {
             var f = Frame(.evaluate)
             f.append(.policy, int: o.policy.rawValue)
             f.append(.user, optionalString: o.user)
-            f.append(.service, optionalString: o.service)
-            f.append(.tty, optionalString: o.tty)
-            // A person's text, however long the caller made it, is cut to fit the frame.
-            if let reason = o.reason { f.append(.reason, text: reason) }
-            if let title = o.fallbackTitle { f.append(.fallbackTitle, text: title) }
-            if let title = o.cancelTitle { f.append(.cancelTitle, text: title) }
-            if !o.flags.isEmpty { f.append(.flags, int: o.flags.rawValue) }
+            o.prompt.appendText(to: &f)
             if o.reuseSeconds != 0 { f.append(.reuseSeconds, int: o.reuseSeconds) }
-            if o.tries != EvaluateOptions.defaultTries { f.append(.tries, int: o.tries) }
-            if o.timeoutMs != EvaluateOptions.defaultTimeoutMs { f.append(.timeoutMs, int: o.timeoutMs) }
+            o.prompt.appendLimits(to: &f)
             return f
         case .enroll(let user, let finger, let passcodeCapable):
             var f = Frame(.enroll)
@@ -197,9 +248,6 @@ public enum Request: Equatable, Sendable {
             }
             return finger
         }
-        func ranged(_ tag: FieldTag, default d: Int64, _ range: ClosedRange<Int64>) throws(RequestError) -> Int64 {
-            try f.ranged(tag, default: d, range)
-        }
         func required(_ tag: FieldTag) throws(RequestError) -> String {
             guard let s = f.string(tag) else { throw .missing(tag) }
             return s
@@ -209,15 +257,12 @@ public enum Request: Equatable, Sendable {
         case .status: self = .status(user: f.string(.user))
         case .canEvaluate: self = .canEvaluate(policy: try policy(), user: f.string(.user))
         case .evaluate:
+            let policy = try policy()
+            let reuseSeconds = try f.ranged(.reuseSeconds, default: 0, 0...EvaluateOptions.maxReuseSeconds)
             self = .evaluate(
                 EvaluateOptions(
-                    policy: try policy(), user: f.string(.user), service: f.string(.service), tty: f.string(.tty),
-                    reason: f.string(.reason), fallbackTitle: f.string(.fallbackTitle),
-                    cancelTitle: f.string(.cancelTitle), flags: flags,
-                    reuseSeconds: try ranged(.reuseSeconds, default: 0, 0...EvaluateOptions.maxReuseSeconds),
-                    tries: try ranged(.tries, default: EvaluateOptions.defaultTries, 1...EvaluateOptions.maxTries),
-                    timeoutMs: try ranged(
-                        .timeoutMs, default: EvaluateOptions.defaultTimeoutMs, 1...EvaluateOptions.maxTimeoutMs)))
+                    policy: policy, user: f.string(.user), prompt: try PromptOptions(frame: f),
+                    reuseSeconds: reuseSeconds))
         case .enroll:
             self = .enroll(
                 user: f.string(.user), finger: try finger(), passcodeCapable: flags.contains(.passcodeCapable))

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 
-/// How the fingerprint reader failed a request, in the daemon's words: the reader layer maps
-/// libfprint's errors to its `ReaderError` in one function, and the daemon that to this once
-/// (`ReaderFailure(_:)` in the daemon). It travels with the daemon's typed answer
+/// How the fingerprint reader failed a request: the reader layer maps libfprint's errors to these
+/// in one function (`readerError(consuming:)` in `FingerprintReader/Libfprint.swift`) and throws
+/// them, so the daemon gets them typed and maps nothing. It travels with the daemon's typed answer
 /// (`Decision.readerFailure`, `Answer.readerFailure`) so that a door tells its clients in its own
 /// vocabulary (the fprintd door: "verify-disconnected", "enroll-data-full", …) by a `switch`, never
 /// by reading the message.
 /// Not on the socket's wire: there the failure is the RESULT's phrase.
-public enum ReaderFailure: Sendable, Equatable {
+public enum ReaderFailure: Error, Sendable, Equatable {
     /// No such reader, or none present.
     case noDevice
     /// The reader was unplugged.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-/// RIGHT_USE: evaluate a right's requirement and, in the same request, use the right.
+/// RIGHT_USE: evaluate a right's requirement and, in the same request, use the right. The
+/// prompt's options read as its own (`options.reason`).
+@dynamicMemberLookup
 public struct RightUseOptions: Equatable, Sendable {
     public var user: String?
     public var identifier: String
@@ -12,14 +14,7 @@ public struct RightUseOptions: Equatable, Sendable {
     /// exchangeKeys with an X9.63 KDF: the size wanted, and the shared info.
     public var requestedSize: Int64?
     public var sharedInfo: [UInt8]?
-    public var service: String?
-    public var tty: String?
-    public var reason: String?
-    public var fallbackTitle: String?
-    public var cancelTitle: String?
-    public var flags: RequestFlags
-    public var tries: Int64
-    public var timeoutMs: Int64
+    public var prompt: PromptOptions
 
     public init(
         user: String? = nil, identifier: String, operation: RightOperation, algorithm: String? = nil,
@@ -35,23 +30,22 @@ public struct RightUseOptions: Equatable, Sendable {
         self.data = data
         self.requestedSize = requestedSize
         self.sharedInfo = sharedInfo
-        self.service = service
-        self.tty = tty
-        self.reason = reason
-        self.fallbackTitle = fallbackTitle
-        self.cancelTitle = cancelTitle
-        self.flags = flags
-        self.tries = tries
-        self.timeoutMs = timeoutMs
+        prompt = PromptOptions(
+            service: service, tty: tty, reason: reason, fallbackTitle: fallbackTitle, cancelTitle: cancelTitle,
+            flags: flags, tries: tries, timeoutMs: timeoutMs)
+    }
+
+    public subscript<Value>(dynamicMember path: WritableKeyPath<PromptOptions, Value>) -> Value {
+        get { prompt[keyPath: path] }
+        set { prompt[keyPath: path] = newValue }
     }
 
     /// The evaluation that meets `requirement`: no reuse window, ever (a success must be the
     /// person's answer to this request).
     public func evaluation(for requirement: RightRequirement, user: String) -> EvaluateOptions {
-        EvaluateOptions(
-            policy: requirement.policy, user: user, service: service, tty: tty, reason: reason,
-            fallbackTitle: fallbackTitle, cancelTitle: cancelTitle, flags: flags.subtracting(.all), reuseSeconds: 0,
-            tries: tries, timeoutMs: timeoutMs)
+        var prompt = prompt
+        prompt.flags.subtract(.all)
+        return EvaluateOptions(policy: requirement.policy, user: user, prompt: prompt, reuseSeconds: 0)
     }
 
     var frame: Frame {
@@ -63,14 +57,8 @@ public struct RightUseOptions: Equatable, Sendable {
         if let data { f.append(.data, bytes: data) }
         f.append(.requestedSize, optionalInt: requestedSize)
         if let sharedInfo { f.append(.sharedInfo, bytes: sharedInfo) }
-        f.append(.service, optionalString: service)
-        f.append(.tty, optionalString: tty)
-        f.append(.reason, optionalString: reason)
-        f.append(.fallbackTitle, optionalString: fallbackTitle)
-        f.append(.cancelTitle, optionalString: cancelTitle)
-        if !flags.isEmpty { f.append(.flags, int: flags.rawValue) }
-        if tries != EvaluateOptions.defaultTries { f.append(.tries, int: tries) }
-        if timeoutMs != EvaluateOptions.defaultTimeoutMs { f.append(.timeoutMs, int: timeoutMs) }
+        prompt.appendText(to: &f)
+        prompt.appendLimits(to: &f)
         return f
     }
 }
@@ -81,9 +69,6 @@ extension Request {
             guard let id = f.string(.identifier) else { throw .missing(.identifier) }
             guard (1...256).contains(id.utf8.count) else { throw .outOfRange(.identifier, "must be 1…256 bytes") }
             return id
-        }
-        func ranged(_ tag: FieldTag, default d: Int64, _ range: ClosedRange<Int64>) throws(RequestError) -> Int64 {
-            try f.ranged(tag, default: d, range)
         }
         let flags = RequestFlags(rawValue: f.int(.flags) ?? 0)
         switch f.type {
@@ -104,18 +89,14 @@ extension Request {
             guard let operation = RightOperation(rawValue: raw) else {
                 throw .outOfRange(.operation, "\(raw) is not an operation")
             }
-            return .rightUse(
-                RightUseOptions(
-                    user: f.string(.user), identifier: try identifier(), operation: operation,
-                    algorithm: f.string(.algorithm), data: f.bytes(.data),
-                    requestedSize: try f.int(.requestedSize).map { _ throws(RequestError) in
-                        try ranged(.requestedSize, default: 32, 1...1024)
-                    }, sharedInfo: f.bytes(.sharedInfo), service: f.string(.service), tty: f.string(.tty),
-                    reason: f.string(.reason), fallbackTitle: f.string(.fallbackTitle),
-                    cancelTitle: f.string(.cancelTitle), flags: flags,
-                    tries: try ranged(.tries, default: EvaluateOptions.defaultTries, 1...EvaluateOptions.maxTries),
-                    timeoutMs: try ranged(
-                        .timeoutMs, default: EvaluateOptions.defaultTimeoutMs, 1...EvaluateOptions.maxTimeoutMs)))
+            var options = RightUseOptions(
+                user: f.string(.user), identifier: try identifier(), operation: operation,
+                algorithm: f.string(.algorithm), data: f.bytes(.data),
+                requestedSize: try f.int(.requestedSize).map { _ throws(RequestError) in
+                    try f.ranged(.requestedSize, default: 32, 1...1024)
+                }, sharedInfo: f.bytes(.sharedInfo))
+            options.prompt = try PromptOptions(frame: f)
+            return .rightUse(options)
         }
     }
 

@@ -2,15 +2,10 @@
 import Glibc
 import LocalAuthCore
 
-/// The outcome of reading a user's record of password and finger use.
-public enum PasswordUseLoad: Equatable, Sendable {
-    /// No record: nothing was ever proven (the rules then ask for the password).
-    case absent
-    case ok(PasswordUse)
-    /// Unreadable, foreign or damaged: the rules ask for the password (`useUnknown`) until the
-    /// next password use writes a fresh record.
-    case corrupt(String)
-}
+/// The user's record of password and finger use (`loadPasswordUse`). `.absent`: nothing was ever
+/// proven (the rules then ask for the password); `.corrupt`: the rules ask for the password
+/// (`useUnknown`) until the next password use writes a fresh record.
+public typealias PasswordUseLoad = RecordLoad<PasswordUse>
 
 /// The "password required" side of the store (`docs/adr/0007-password-required.md`): per user,
 /// `users/<user>/password`, when the password (or passcode) and a finger last proved the user; for
@@ -28,17 +23,9 @@ extension EnrollmentStore {
         try Validation.user(user)
         return try lock.withLock { _ throws(StoreError) in
             guard try checkUserDirectory(user) else { return .absent }
-            let name = Self.passwordUseFileName
-            let path = userDirectory(user) + "/" + name
-            switch readRecord(user: user, name: name, limit: Self.maximumRecordSize, sealed: false) {
-            case .missing: return .absent
-            case .refused(let reason): return .corrupt("\(path): \(reason)")
-            case .plain(let bytes):
-                switch PasswordUseRecord.decode(bytes) {
-                case .success(let use): return .ok(use)
-                case .failure(let error): return .corrupt("\(path): \(error.reason)")
-                }
-            }
+            return loadRecord(
+                user: user, name: Self.passwordUseFileName, limit: Self.maximumRecordSize, sealed: false,
+                decode: PasswordUseRecord.decode)
         }
     }
 

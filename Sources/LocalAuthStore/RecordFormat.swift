@@ -168,16 +168,7 @@ enum StateRecord {
 
     /// The characters of a crypt(5) hash string; anything else (a newline above all) is refused.
     static func isCryptText(_ text: String) -> Bool {
-        text.utf8.count <= 512
-            && text.utf8.allSatisfy { byte in
-                switch byte {
-                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "$"), UInt8(ascii: "."), UInt8(ascii: "/"):
-                    return true
-                default:
-                    return false
-                }
-            }
+        text.utf8.count <= 512 && Validation.isAlphanumeric(text.utf8, or: "$./")
     }
 
     static func encode(_ state: UserAuthState) throws(StoreError) -> [UInt8] {

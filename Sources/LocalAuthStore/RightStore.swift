@@ -53,12 +53,8 @@ public struct StoredRight: Equatable, Sendable {
     }
 }
 
-/// The outcome of reading a right: a damaged one is never mistaken for a missing one.
-public enum RightLoad: Equatable, Sendable {
-    case absent
-    case ok(StoredRight)
-    case corrupt(String)
-}
+/// A right (`loadRight`): a damaged one is never mistaken for a missing one.
+public typealias RightLoad = RecordLoad<StoredRight>
 
 /// A right's file, `users/<user>/<sha256(identifier) hex>.right`, before sealing:
 ///
@@ -213,15 +209,8 @@ extension EnrollmentStore {
     // MARK: - Internals (called with the lock held)
 
     func readRight(user: String, name: String) -> RightLoad {
-        let path = userDirectory(user) + "/" + name
-        switch readRecord(user: user, name: name, limit: 16 * 1024, sealed: true) {
-        case .missing: return .absent
-        case .refused(let why): return .corrupt("\(path): \(why)")
-        case .plain(let plain):
-            switch RightRecord.decode(plain, expectedName: name) {
-            case .success(let right): return .ok(right)
-            case .failure(let e): return .corrupt("\(path): \(e.reason)")
-            }
+        loadRecord(user: user, name: name, limit: 16 * 1024, sealed: true) {
+            RightRecord.decode($0, expectedName: name)
         }
     }
 

@@ -27,27 +27,40 @@ extension EnrollmentStore {
         return nil
     }
 
-    /// What reading a record file of a user gave: nothing, a refusal (why, without the path), or
-    /// the plain bytes to decode.
-    enum RecordRead {
-        case missing
-        case refused(String)
-        case plain([UInt8])
+    /// `users/<user>/<name>`, read and decoded as every record is: unreadable or not ours
+    /// (`trustProblem`) is refused; a `sealed` kind must also open under the machine key for its
+    /// place (`openIfSealing`). `.corrupt` says why, without the path (`loadRecord` adds it).
+    func readRecord<Value>(
+        user: String, name: String, limit: Int, sealed: Bool, decode: ([UInt8]) -> Result<Value, FormatError>
+    ) -> RecordLoad<Value> {
+        var plain: [UInt8]
+        switch Sys.readFile(userDirectory(user) + "/" + name, limit: limit) {
+        case .missing: return .absent
+        case .unreadable(let reason): return .corrupt(reason)
+        case .bytes(let bytes, let info):
+            if let problem = trustProblem(info) { return .corrupt(problem) }
+            plain = bytes
+        }
+        if sealed {
+            switch openIfSealing(plain, user: user, name: name) {
+            case .success(let opened): plain = opened
+            case .failure(let error): return .corrupt(error.reason)
+            }
+        }
+        switch decode(plain) {
+        case .success(let value): return .ok(value)
+        case .failure(let error): return .corrupt(error.reason)
+        }
     }
 
-    /// `users/<user>/<name>`, read as every record is: unreadable or not ours (`trustProblem`) is
-    /// refused; a `sealed` kind must also open under the machine key for its place (`openIfSealing`).
-    func readRecord(user: String, name: String, limit: Int, sealed: Bool) -> RecordRead {
-        switch Sys.readFile(userDirectory(user) + "/" + name, limit: limit) {
-        case .missing: return .missing
-        case .unreadable(let reason): return .refused(reason)
-        case .bytes(let bytes, let info):
-            if let problem = trustProblem(info) { return .refused(problem) }
-            guard sealed else { return .plain(bytes) }
-            switch openIfSealing(bytes, user: user, name: name) {
-            case .success(let plain): return .plain(plain)
-            case .failure(let error): return .refused(error.reason)
-            }
+    /// The one loader of a user's records (but the user record, which sets a damaged copy aside:
+    /// `load(user:)`): `readRecord`, with the path in what `.corrupt` says.
+    func loadRecord<Value>(
+        user: String, name: String, limit: Int, sealed: Bool, decode: ([UInt8]) -> Result<Value, FormatError>
+    ) -> RecordLoad<Value> {
+        switch readRecord(user: user, name: name, limit: limit, sealed: sealed, decode: decode) {
+        case .corrupt(let why): .corrupt("\(userDirectory(user))/\(name): \(why)")
+        case let read: read
         }
     }
 
@@ -206,14 +219,13 @@ extension EnrollmentStore {
         var corrupt: [(name: String, reason: String)] = []
         for name in try Sys.listDirectory(directory) {
             guard let (finger, deviceKey) = PrintRecord.parseFileName(name) else { continue }
-            switch readRecord(user: user, name: name, limit: Self.maximumPrintFileSize, sealed: true) {
-            case .missing: continue
-            case .refused(let reason): corrupt.append((name, reason))
-            case .plain(let plain):
-                switch PrintRecord.decode(plain, expectedFinger: finger, expectedDeviceKey: deviceKey) {
-                case .success(let decoded): good.append((decoded, name))
-                case .failure(let error): corrupt.append((name, error.reason))
-                }
+            let read = readRecord(user: user, name: name, limit: Self.maximumPrintFileSize, sealed: true) {
+                PrintRecord.decode($0, expectedFinger: finger, expectedDeviceKey: deviceKey)
+            }
+            switch read {
+            case .absent: continue
+            case .ok(let decoded): good.append((decoded, name))
+            case .corrupt(let reason): corrupt.append((name, reason))
             }
         }
         if !corrupt.isEmpty {

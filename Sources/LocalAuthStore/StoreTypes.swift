@@ -43,16 +43,24 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The outcome of reading a user's record: a corrupt record is never mistaken for a new user.
-public enum StateLoad: Equatable, Sendable {
-    /// No record and no prints: a new user, whose state is `UserAuthState()`.
+/// The outcome of reading one of a user's records, of every kind: a damaged record is never
+/// mistaken for a missing one.
+public enum RecordLoad<Value> {
+    /// No record (for the user record: no record and no prints, a new user).
     case absent
     /// The record, checked.
-    case ok(UserAuthState)
-    /// Unreadable, truncated, garbage, a bad checksum, a foreign owner or a loose mode. The daemon must
-    /// refuse biometrics (and passcodes) for this user until an administrator runs `resetState(user:)`.
+    case ok(Value)
+    /// Unreadable, truncated, garbage, a bad checksum, a foreign owner or a loose mode, sealed
+    /// elsewhere: the path and why.
     case corrupt(String)
 }
+
+extension RecordLoad: Equatable where Value: Equatable {}
+extension RecordLoad: Sendable where Value: Sendable {}
+
+/// The user's record (`loadState`). `.corrupt`: the daemon must refuse biometrics (and
+/// passcodes) for this user until an administrator runs `resetState(user:)`.
+public typealias StateLoad = RecordLoad<UserAuthState>
 
 /// One enrolled finger: libfprint's own serialisation of the print, for one reader.
 public struct StoredPrint: Equatable, Sendable {
@@ -99,13 +107,18 @@ enum Validation {
         guard (1...64).contains(bytes.count), bytes[0] != UInt8(ascii: "-"), bytes[0] != UInt8(ascii: ".") else {
             return false
         }
+        return isAlphanumeric(bytes, or: "._-")
+    }
+
+    /// Every byte is an ASCII letter, an ASCII digit or one of `others`.
+    static func isAlphanumeric(_ bytes: some Sequence<UInt8>, or others: String) -> Bool {
+        let extra = Array(others.utf8)
         return bytes.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                return true
-            default:
-                return false
+                UInt8(ascii: "0")...UInt8(ascii: "9"):
+                true
+            default: extra.contains(byte)
             }
         }
     }

@@ -60,24 +60,24 @@ enum Sys {
 
     /// `lstat(2)`; nil when the path does not exist.
     static func lstatInfo(_ path: String) throws(StoreError) -> FileInfo? {
-        var st = stat()
-        while lstat(path, &st) == -1 {
-            let code = errno
-            if code == EINTR { continue }
-            if code == ENOENT || code == ENOTDIR { return nil }
-            throw .io("lstat \(path)", errno: code)
-        }
-        return FileInfo(st)
+        try fileInfo(path, "lstat") { lstat($0, &$1) }
     }
 
     /// `stat(2)` (follows symlinks); nil when the path does not exist.
     static func statInfo(_ path: String) throws(StoreError) -> FileInfo? {
+        try fileInfo(path, "stat") { stat($0, &$1) }
+    }
+
+    /// `call` (`stat` or `lstat`) retried on `EINTR`; nil when the path does not exist.
+    private static func fileInfo(
+        _ path: String, _ name: String, _ call: (String, inout stat) -> Int32
+    ) throws(StoreError) -> FileInfo? {
         var st = stat()
-        while stat(path, &st) == -1 {
+        while call(path, &st) == -1 {
             let code = errno
             if code == EINTR { continue }
             if code == ENOENT || code == ENOTDIR { return nil }
-            throw .io("stat \(path)", errno: code)
+            throw .io("\(name) \(path)", errno: code)
         }
         return FileInfo(st)
     }

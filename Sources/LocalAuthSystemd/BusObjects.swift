@@ -21,7 +21,8 @@ public struct BusInterface {
             self.result = result
         }
     }
-    public struct Signal {
+    /// A signal or a property: a name and the signature of its value.
+    public struct Member {
         public let member: String
         public let signature: String
         public init(member: String, signature: String) {
@@ -29,14 +30,8 @@ public struct BusInterface {
             self.signature = signature
         }
     }
-    public struct Property {
-        public let member: String
-        public let signature: String
-        public init(member: String, signature: String) {
-            self.member = member
-            self.signature = signature
-        }
-    }
+    public typealias Signal = Member
+    public typealias Property = Member
     public let name: String
     public let methods: [Method]
     public let signals: [Signal]

@@ -15,15 +15,6 @@ public struct LoginSession: Sendable, Equatable {
     public let seat: String?
     public let isActive: Bool
     public let isRemote: Bool
-
-    public init(id: String, ownerUID: UInt32, sessionClass: String, seat: String?, isActive: Bool, isRemote: Bool) {
-        self.id = id
-        self.ownerUID = ownerUID
-        self.sessionClass = sessionClass
-        self.seat = seat
-        self.isActive = isActive
-        self.isRemote = isRemote
-    }
 }
 
 /// logind's view of a request, looked up once per request.

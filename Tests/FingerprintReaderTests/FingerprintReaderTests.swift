@@ -3,6 +3,7 @@
 
 import FingerprintReader
 import Glibc
+import LocalAuthProtocol
 import Testing
 
 /// All tests share the process's one reader; serialised because each driver runs one operation at a time and queued
@@ -42,7 +43,7 @@ struct FingerprintReaderTests {
 
     @Test func init_whenAReaderIsAlreadyLive_throwsBusy() async throws {
         _ = await Shared.reader()
-        await #expect(throws: ReaderError.busy) { _ = try await FingerprintReader() }
+        await #expect(throws: ReaderFailure.busy) { _ = try await FingerprintReader() }
     }
 
     // MARK: Enrol and verify
@@ -60,18 +61,16 @@ struct FingerprintReaderTests {
         #expect(print.starts(with: Array("FP3".utf8)))
     }
 
-    @Test func verify_whenScanMatches_returnsMatch() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "match-me")
-        try sendCommand("SCAN match-me", to: sockets.device)
-        #expect(try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) == .match)
+    /// The enrolled scan matches; another does not.
+    @Test(arguments: [("match-me", VerifyOutcome.match), ("stranger", .noMatch)])
+    func verify_matchesOnlyTheEnrolledScan(scan: String, expected: VerifyOutcome) async throws {
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: "match-me")
+        try sendCommand("SCAN \(scan)", to: sockets.device)
+        #expect(try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) == expected)
     }
 
     @Test func verifyAndIdentify_reportTheAnswerAtLibfprintsMatchCallback() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "early")
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: "early")
         for (scan, expected) in [("early", 0 as Int?), ("someone", nil)] {
             let log = EventLog<ReaderProgress>()
             try sendCommand("SCAN \(scan)", to: sockets.device)
@@ -88,21 +87,11 @@ struct FingerprintReaderTests {
         #expect(log.events.contains(.matched(index: 1)))
     }
 
-    @Test func verify_whenScanDiffers_returnsNoMatch() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "owner")
-        try sendCommand("SCAN stranger", to: sockets.device)
-        #expect(try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) == .noMatch)
-    }
-
     @Test(arguments: [
-        (0, ReaderRetry.general), (1, .tooShort), (2, .centerFinger), (3, .removeFinger),
+        (0, RetryHint.general), (1, .tooShort), (2, .centerFinger), (3, .removeFinger),
     ])
-    func verify_whenRetryQueued_reportsHintAndKeepsWaiting(code: Int, hint: ReaderRetry) async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "retry-\(code)")
+    func verify_whenRetryQueued_reportsHintAndKeepsWaiting(code: Int, hint: RetryHint) async throws {
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: "retry-\(code)")
         try sendCommand("RETRY \(code)", to: sockets.device)
         try sendCommand("SCAN retry-\(code)", to: sockets.device)
         let log = EventLog<ReaderProgress>()
@@ -127,7 +116,7 @@ struct FingerprintReaderTests {
     func enroll_withFingerOutsideOneToTen_throwsDataInvalid(finger: Int) async throws {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
-        await #expect(throws: ReaderError.dataInvalid) {
+        await #expect(throws: ReaderFailure.dataInvalid) {
             try await reader.enroll(deviceID: device.id, finger: finger, username: "x", progress: { _ in })
         }
     }
@@ -135,9 +124,7 @@ struct FingerprintReaderTests {
     // MARK: Prints
 
     @Test func print_serialisedByEnroll_deserialisesAndVerifiesAgain() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "round-trip")
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: "round-trip")
         // A copy of the bytes, as the store would read them back from disk.
         let stored = Array(print)
         for scan in ["round-trip", "other"] {
@@ -153,15 +140,13 @@ struct FingerprintReaderTests {
     func verify_withGarbagePrint_throwsDataInvalid(garbage: [UInt8]) async throws {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
-        await #expect(throws: ReaderError.dataInvalid) {
+        await #expect(throws: ReaderFailure.dataInvalid) {
             try await reader.verify(deviceID: device.id, print: garbage, progress: { _ in })
         }
     }
 
     @Test func describePrint_ofAnEnrolledPrint_namesItsReaderFingerAndUser() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "described")
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: "described")
         let facts = try await reader.describePrint(print)
         #expect(facts.driver == "virtual_device" && facts.deviceID == device.libfprintDeviceID)
         #expect(facts.storageKey == device.storageKey)
@@ -172,11 +157,9 @@ struct FingerprintReaderTests {
     /// in a container with only 0 items") on a truncated print: every cut and damaged copy must be
     /// refused as data, never reach it.
     @Test func describeAndVerify_ofEveryTruncatedOrDamagedPrint_throwDataInvalidWithoutAborting() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "damaged")
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: "damaged")
         for length in 0..<print.count {
-            await #expect(throws: ReaderError.dataInvalid, "cut to \(length) bytes") {
+            await #expect(throws: ReaderFailure.dataInvalid, "cut to \(length) bytes") {
                 try await reader.describePrint(Array(print.prefix(length)))
             }
         }
@@ -186,7 +169,7 @@ struct FingerprintReaderTests {
             // A flipped byte may still be a well-formed print (a different string); it must never abort.
             _ = try? await reader.describePrint(damaged)
         }
-        await #expect(throws: ReaderError.dataInvalid) {
+        await #expect(throws: ReaderFailure.dataInvalid) {
             try await reader.verify(deviceID: device.id, print: Array(print.prefix(20)), progress: { _ in })
         }
     }
@@ -196,14 +179,14 @@ struct FingerprintReaderTests {
         let plain = try await Shared.device("virtual_device")
         let storage = try await Shared.device("virtual_device_storage")
         let print = try await enrollVirtual(reader, plain, socket: sockets.device, scanID: "foreign")
-        await #expect(throws: ReaderError.dataInvalid) {
+        await #expect(throws: ReaderFailure.dataInvalid) {
             try await reader.verify(deviceID: storage.id, print: print, progress: { _ in })
         }
     }
 
     @Test func verify_withUnknownDevice_throwsNoDevice() async throws {
         let reader = await Shared.reader()
-        await #expect(throws: ReaderError.noDevice) {
+        await #expect(throws: ReaderFailure.noDevice) {
             try await reader.verify(deviceID: "no-such-reader", print: [1, 2, 3], progress: { _ in })
         }
     }
@@ -227,7 +210,7 @@ struct FingerprintReaderTests {
     @Test func identify_onReaderWithoutIdentify_throwsNotSupported() async throws {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
-        await #expect(throws: ReaderError.notSupported) {
+        await #expect(throws: ReaderFailure.notSupported) {
             try await reader.identify(deviceID: device.id, prints: [], progress: { _ in })
         }
     }
@@ -248,7 +231,7 @@ struct FingerprintReaderTests {
         #expect(!(try sendCommand("LIST", to: sockets.storage).split(separator: "\n").contains("stored-1")))
 
         try sendCommand("CONT ", to: sockets.storage)
-        await #expect(throws: ReaderError.dataNotFound) {
+        await #expect(throws: ReaderFailure.dataNotFound) {
             try await reader.deleteStoredPrint(deviceID: device.id, print: print)
         }
     }
@@ -256,22 +239,25 @@ struct FingerprintReaderTests {
     @Test func listStoredPrints_onReaderWithoutStorage_throwsNotSupported() async throws {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
-        await #expect(throws: ReaderError.notSupported) { try await reader.listStoredPrints(deviceID: device.id) }
+        await #expect(throws: ReaderFailure.notSupported) { try await reader.listStoredPrints(deviceID: device.id) }
     }
 
     // MARK: Cancellation and queueing
 
     /// Enrols `scanID` on the virtual device, then starts a verify of it and returns once the reader
     /// waits for the finger.
-    func verifyWaitingForFinger(scanID: String) async throws -> (
-        FingerprintReader, ReaderDeviceInfo, [UInt8], Task<Result<VerifyOutcome, ReaderError>, Never>
-    ) {
+    /// The shared reader, its virtual_device, and a print enrolled there from `scanID`.
+    func enrolledOnVirtualDevice(scanID: String) async throws -> (FingerprintReader, ReaderDeviceInfo, [UInt8]) {
         let reader = await Shared.reader()
         let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: scanID)
-        let log = EventLog<ReaderProgress>()
-        let waiting = startTask { try await reader.verify(deviceID: device.id, print: print, progress: log.record) }
-        await log.waitForFingerNeeded()
+        return (reader, device, try await enrollVirtual(reader, device, socket: sockets.device, scanID: scanID))
+    }
+
+    func verifyWaitingForFinger(scanID: String) async throws -> (
+        FingerprintReader, ReaderDeviceInfo, [UInt8], Task<Result<VerifyOutcome, ReaderFailure>, Never>
+    ) {
+        let (reader, device, print) = try await enrolledOnVirtualDevice(scanID: scanID)
+        let (waiting, _) = await reader.verifyUntilFingerNeeded(deviceID: device.id, print: print)
         return (reader, device, print, waiting)
     }
 
@@ -304,17 +290,8 @@ struct FingerprintReaderTests {
     }
 
     @Test func queue_whenWaiterIsCancelled_leavesQueueAndRunningVerifyContinues() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "queued")
-        let firstLog = EventLog<ReaderProgress>()
-        let first = startTask { try await reader.verify(deviceID: device.id, print: print, progress: firstLog.record) }
-        await firstLog.waitForFingerNeeded()
-
-        let secondLog = EventLog<ReaderProgress>()
-        let second = startTask {
-            try await reader.verify(deviceID: device.id, print: print, progress: secondLog.record)
-        }
+        let (reader, device, print, first) = try await verifyWaitingForFinger(scanID: "queued")
+        let (second, secondLog) = reader.startVerify(deviceID: device.id, print: print)
         second.cancel()
         #expect(await second.value == .failure(.cancelled))
         #expect(secondLog.events.isEmpty, "a cancelled waiter never reached the reader")
@@ -324,16 +301,8 @@ struct FingerprintReaderTests {
     }
 
     @Test func queue_withTwoVerifies_runsThemInOrder() async throws {
-        let reader = await Shared.reader()
-        let device = try await Shared.device("virtual_device")
-        let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "fifo")
-        let firstLog = EventLog<ReaderProgress>()
-        let first = startTask { try await reader.verify(deviceID: device.id, print: print, progress: firstLog.record) }
-        await firstLog.waitForFingerNeeded()
-        let secondLog = EventLog<ReaderProgress>()
-        let second = startTask {
-            try await reader.verify(deviceID: device.id, print: print, progress: secondLog.record)
-        }
+        let (reader, device, print, first) = try await verifyWaitingForFinger(scanID: "fifo")
+        let (second, secondLog) = reader.startVerify(deviceID: device.id, print: print)
         // Without the queue libfprint would answer the second verify with BUSY.
         try sendCommand("SCAN fifo", to: sockets.device)
         #expect(await first.value == .success(.match))

@@ -23,24 +23,31 @@ private func reportChildErrors(_ result: ExitTest.Result?) {
     print(String(decoding: result.standardErrorContent, as: UTF8.self))
 }
 
+/// In the child: one exported virtual device, and a reader that lists it.
+private func readerWithOneDevice(lingerMs: Int?) async throws -> (VirtualSockets, FingerprintReader, ReaderDeviceInfo) {
+    let sockets = VirtualSockets.make()
+    sockets.export(device: true, storage: false, image: false)
+    let reader = try await FingerprintReader(lingerMs: lingerMs)
+    let devices = await reader.devices()
+    require(devices.count == 1, 10, "\(devices)")
+    return (sockets, reader, devices[0])
+}
+
+/// Ends the child: the reader shut down, success.
+private func finish(_ reader: FingerprintReader) async -> Never {
+    await reader.shutdown()
+    exit(0)
+}
+
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct LifecycleTests {
     @Test func verify_whenUnpluggedMidway_throwsRemovedAndReportsHotplugRemoval() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let sockets = VirtualSockets.make()
-            sockets.export(device: true, storage: false, image: false)
-            let reader = try await FingerprintReader(lingerMs: nil)
-            let devices = await reader.devices()
-            require(devices.count == 1, 10, "\(devices)")
-            let device = devices[0]
+            let (sockets, reader, device) = try await readerWithOneDevice(lingerMs: nil)
             let hotplug = reader.hotplugEvents()
             let enrolled = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "unplug")
 
-            let log = EventLog<ReaderProgress>()
-            let verifying = startTask {
-                try await reader.verify(deviceID: device.id, print: enrolled, progress: log.record)
-            }
-            await log.waitForFingerNeeded()
+            let (verifying, _) = await reader.verifyUntilFingerNeeded(deviceID: device.id, print: enrolled)
             try sendCommand("UNPLUG", to: sockets.device)
             let outcome = await verifying.value
             require(outcome == .failure(.removed), 11, "\(outcome)")
@@ -55,22 +62,17 @@ struct LifecycleTests {
             let after = startTask { try await reader.verify(deviceID: device.id, print: enrolled, progress: { _ in }) }
             let afterOutcome = await after.value
             require(afterOutcome == .failure(.noDevice), 14, "\(afterOutcome)")
-            await reader.shutdown()
-            exit(0)
+            await finish(reader)
         }
         reportChildErrors(result)
     }
 
     @Test func lookForReadersIfNone_afterUnplug_findsTheReaderAgainAndItVerifies() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let sockets = VirtualSockets.make()
-            sockets.export(device: true, storage: false, image: false)
-            let reader = try await FingerprintReader(lingerMs: nil)
-            let devices = await reader.devices()
-            require(devices.count == 1, 10, "\(devices)")
+            let (sockets, reader, device) = try await readerWithOneDevice(lingerMs: nil)
             let hotplug = reader.hotplugEvents()
             var events = hotplug.makeAsyncIterator()
-            let enrolled = try await enrollVirtual(reader, devices[0], socket: sockets.device, scanID: "again")
+            let enrolled = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "again")
 
             // While a reader is known, looking again changes nothing (no reader listed twice).
             reader.lookForReadersIfNone(minimumIntervalMs: 0)
@@ -79,7 +81,7 @@ struct LifecycleTests {
 
             try sendCommand("UNPLUG", to: sockets.device)
             let removed = await events.next()
-            require(removed == .removed(devices[0]), 12, "\(String(describing: removed))")
+            require(removed == .removed(device), 12, "\(String(describing: removed))")
             require(await reader.devices().isEmpty, 13, "still listed after unplug")
 
             reader.lookForReadersIfNone(minimumIntervalMs: 0)
@@ -91,16 +93,11 @@ struct LifecycleTests {
             let now = await reader.devices()
             require(now == [again], 15, "\(now)")
             // The print enrolled before the unplug verifies on the reader found again.
-            let log = EventLog<ReaderProgress>()
-            let verifying = startTask {
-                try await reader.verify(deviceID: again.id, print: enrolled, progress: log.record)
-            }
-            await log.waitForFingerNeeded()
+            let (verifying, _) = await reader.verifyUntilFingerNeeded(deviceID: again.id, print: enrolled)
             try sendCommand("SCAN again", to: sockets.device)
             let outcome = await verifying.value
             require(outcome == .success(.match), 16, "\(outcome)")
-            await reader.shutdown()
-            exit(0)
+            await finish(reader)
         }
         reportChildErrors(result)
     }
@@ -129,10 +126,7 @@ struct LifecycleTests {
 
     @Test func ensureOpen_afterLinger_closesTheReader() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let sockets = VirtualSockets.make()
-            sockets.export(device: true, storage: false, image: false)
-            let reader = try await FingerprintReader(lingerMs: 50)
-            let device = await reader.devices()[0]
+            let (sockets, reader, device) = try await readerWithOneDevice(lingerMs: 50)
             try await reader.ensureOpen(deviceID: device.id)
             // Open: the driver listens on its socket.
             try sendCommand("SET_KEEP_ALIVE 0", to: sockets.device)
@@ -150,25 +144,17 @@ struct LifecycleTests {
             try sendCommand("SCAN again", to: sockets.device)
             let outcome = try await reader.verify(deviceID: device.id, print: print, progress: { _ in })
             require(outcome == .match, 21, "\(outcome)")
-            await reader.shutdown()
-            exit(0)
+            await finish(reader)
         }
         reportChildErrors(result)
     }
 
     @Test func shutdown_withVerifyWaitingForFinger_cancelsItAndAllowsANewReader() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let sockets = VirtualSockets.make()
-            sockets.export(device: true, storage: false, image: false)
-            let reader = try await FingerprintReader()
-            let device = await reader.devices()[0]
+            let (sockets, reader, device) = try await readerWithOneDevice(lingerMs: 2000)
             let hotplug = reader.hotplugEvents()
             let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "shutdown")
-            let log = EventLog<ReaderProgress>()
-            let verifying = startTask {
-                try await reader.verify(deviceID: device.id, print: print, progress: log.record)
-            }
-            await log.waitForFingerNeeded()
+            let (verifying, _) = await reader.verifyUntilFingerNeeded(deviceID: device.id, print: print)
             await reader.shutdown()
             let outcome = await verifying.value
             require(outcome == .failure(.cancelled), 30, "\(outcome)")
@@ -183,26 +169,21 @@ struct LifecycleTests {
             let second = try await FingerprintReader()
             let secondDevices = await second.devices()
             require(secondDevices.count == 1, 33, "\(secondDevices)")
-            await second.shutdown()
-            exit(0)
+            await finish(second)
         }
         reportChildErrors(result)
     }
 
     @Test func suspend_thenResume_leavesTheReaderWorking() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let sockets = VirtualSockets.make()
-            sockets.export(device: true, storage: false, image: false)
-            let reader = try await FingerprintReader(lingerMs: nil)
-            let device = await reader.devices()[0]
+            let (sockets, reader, device) = try await readerWithOneDevice(lingerMs: nil)
             let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "sleepy")
             await reader.suspend()
             await reader.resume()
             try sendCommand("SCAN sleepy", to: sockets.device)
             let outcome = try await reader.verify(deviceID: device.id, print: print, progress: { _ in })
             require(outcome == .match, 40, "\(outcome)")
-            await reader.shutdown()
-            exit(0)
+            await finish(reader)
         }
         reportChildErrors(result)
     }

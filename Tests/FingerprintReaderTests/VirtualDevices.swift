@@ -3,6 +3,7 @@
 
 import FingerprintReader
 import Glibc
+import LocalAuthProtocol
 import LocalAuthTesting
 import Synchronization
 
@@ -196,15 +197,35 @@ extension EventLog where Event == ReaderProgress {
 }
 
 /// Runs `body` in a task, catching its typed error, so a test can cancel it and look at how it ended.
-func startTask<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) -> Task<Result<T, ReaderError>, Never> {
+func startTask<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) -> Task<Result<T, ReaderFailure>, Never> {
     Task {
         do {
             return .success(try await body())
-        } catch let error as ReaderError {
+        } catch let error as ReaderFailure {
             return .failure(error)
         } catch {
-            return .failure(.failed("not a ReaderError: \(error)"))
+            return .failure(.other("not a ReaderFailure: \(error)"))
         }
+    }
+}
+
+extension FingerprintReader {
+    /// Starts a verify in a task of its own and returns once the reader has asked for a finger:
+    /// the task, to await or cancel, and the verify's progress.
+    func verifyUntilFingerNeeded(deviceID: String, print: [UInt8]) async -> (
+        task: Task<Result<VerifyOutcome, ReaderFailure>, Never>, log: EventLog<ReaderProgress>
+    ) {
+        let verify = startVerify(deviceID: deviceID, print: print)
+        await verify.log.waitForFingerNeeded()
+        return verify
+    }
+
+    /// Starts a verify in a task of its own: the task, to await or cancel, and the verify's progress.
+    func startVerify(deviceID: String, print: [UInt8]) -> (
+        task: Task<Result<VerifyOutcome, ReaderFailure>, Never>, log: EventLog<ReaderProgress>
+    ) {
+        let log = EventLog<ReaderProgress>()
+        return (startTask { try await self.verify(deviceID: deviceID, print: print, progress: log.record) }, log)
     }
 }
 

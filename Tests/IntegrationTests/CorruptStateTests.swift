@@ -45,8 +45,7 @@ struct CorruptStateTests {
 
     @Test(arguments: Damage.allCases)
     func corruptState_ofOneUser_refusesHerBiometricsLogsItAndServesOthers(_ damage: Damage) async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         try await d.enroll(user: "bob", printID: "bob-1")
         let (set, _) = try d.perform(.passcodeSet(user: "alice", passcode: "alice passcode", oldPasscode: nil))
         #expect(set.isSuccess)

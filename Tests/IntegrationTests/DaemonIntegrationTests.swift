@@ -24,8 +24,7 @@ struct DaemonIntegrationTests {
     }
 
     @Test func evaluate_whenEnrolledFingerTouches_matches() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         try d.simulate("touch", "alice-1")
         let (result, events) = try d.perform(.evaluate(biometrics))
         #expect(result.resultCode == .success, "\(result.message)")
@@ -34,16 +33,14 @@ struct DaemonIntegrationTests {
     }
 
     @Test func evaluate_whenOtherFingerTouches_failsWithAuthenticationFailed() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         try d.simulate("touch", "mallory")
         let (result, _) = try d.perform(.evaluate(biometrics))
         #expect(result.resultCode == .authenticationFailed, "\(result.message)")
     }
 
     @Test func evaluate_whenReaderAsksToRetry_hintReachesClient() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         try d.simulate("retry", "1")
         try d.simulate("touch", "alice-1")
         let (result, events) = try d.perform(.evaluate(biometrics))
@@ -81,8 +78,7 @@ struct DaemonIntegrationTests {
     }
 
     @Test func disconnect_whileVerifying_freesReaderForNextClient() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         let (c, prompt) = try d.startEvaluation(user: "alice")
         #expect(prompt.kind == .placeFinger)
         c.interrupt()
@@ -94,8 +90,7 @@ struct DaemonIntegrationTests {
     }
 
     @Test func unplug_whileVerifying_givesBiometryNotAvailableAndDaemonServesOn() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         let (c, _) = try d.startEvaluation(user: "alice")
         try d.simulate("unplug")
         var final: RequestResult?
@@ -111,8 +106,7 @@ struct DaemonIntegrationTests {
     /// `systemctl stop` or `restart` during a verify (issue 25): the client waiting for a finger is
     /// told the request was cancelled by the system, not left with a closed connection.
     @Test func sigterm_whileVerifying_answersSystemCancelBeforeTheConnectionCloses() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         let (c, prompt) = try d.startEvaluation(user: "alice")
         #expect(prompt.kind == .placeFinger)
         #expect(d.stop() == 0)
@@ -131,8 +125,7 @@ struct DaemonIntegrationTests {
     }
 
     @Test func status_whileAVerifyWaits_isAnsweredAtOnce() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         let (c, _) = try d.startEvaluation(user: "alice")
         let start = DaemonConnection.now()
         let (status, _) = try d.perform(.status(user: "alice"))
@@ -170,8 +163,7 @@ struct HostileInputTests {
     }
 
     @Test func frame_whenUnexpectedDuringRequest_closesAndCancels() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         let (c, _) = try d.startEvaluation(user: "alice")
         try c.send(Request.devices.frame)
         var sawError = false
@@ -191,16 +183,14 @@ struct HostileInputTests {
 @Suite(.onOwnThreads, .timeLimit(.minutes(1)))
 struct AuthorizationIntegrationTests {
     @Test func unprivilegedClient_cannotListAnotherUsersFingers() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         let r = try d.ctl(["list", "--user", "alice"], asUser: "65534")
         #expect(r.status == 3, "\(r.err)")
         #expect(r.err.contains("not for 'alice'"))
     }
 
     @Test func unprivilegedClient_cannotDeleteAnotherUsersFingers() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         let r = try d.ctl(["delete", "--user", "alice", "--all"], asUser: "65534")
         #expect(r.status == 3, "\(r.err)")
         let (list, _) = try d.perform(.list(user: "alice"))
@@ -242,8 +232,7 @@ struct AuthorizationIntegrationTests {
 @Suite(.onOwnThreads, .timeLimit(.minutes(1)))
 struct CLITests {
     @Test func verify_whenFingerMatches_exitsZero() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         try d.simulate("touch", "alice-1")
         let r = try d.ctl(["verify", "--user", "alice"])
         #expect(r.status == 0, "\(r.err)")

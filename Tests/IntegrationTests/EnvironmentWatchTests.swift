@@ -16,14 +16,8 @@ struct EnvironmentWatchTests {
         let run = Process()
         run.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         run.arguments = ["-c", common + script, d.socketPath]
-        let out = Pipe()
-        run.standardOutput = out
-        run.standardError = out
-        try run.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        run.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        #expect(run.terminationStatus == 0, "\(text)\n\(d.daemonLog.suffix(2000))")
+        let (status, text, _) = try run.runToEnd(stdin: nil, mergingErrors: true)
+        #expect(status == 0, "\(text)\n\(d.daemonLog.suffix(2000))")
         return text.split(separator: "\n").map(String.init)
     }
 

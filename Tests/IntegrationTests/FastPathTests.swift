@@ -24,8 +24,7 @@ struct FastPathTests {
     ]
 
     @Test func plainForms_answerAsArgumentParserDoes() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         for plain in Self.plainForms {
             let a = try d.ctl(plain)
             let b = try d.ctl(plain + ["--socket=\(d.socketPath)"])
@@ -36,8 +35,7 @@ struct FastPathTests {
     }
 
     @Test func listAndStatus_throughTheFastPath_printWhatTheDaemonHolds() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         let list = try d.ctl(["list", "--user", "alice"])
         #expect(list.status == 0)
         #expect(list.out.contains("right-index-finger"))

@@ -35,6 +35,20 @@ struct JournalTests {
         }
     }
 
+    /// The journal fields of alice's evaluation by this process for the service "journal-test".
+    static func expectEvaluationRecord(
+        _ record: JournalRecord, priority: String, result: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let expected = [
+            "MESSAGE_ID": evaluateID, "PRIORITY": priority, "LOCALAUTH_USER": "alice",
+            "LOCALAUTH_SERVICE": "journal-test", "LOCALAUTH_RESULT": result, "LOCALAUTH_CALLER_UID": "\(getuid())",
+        ]
+        for (field, value) in expected {
+            #expect(record[field] == value, "\(field): \(record)", sourceLocation: sourceLocation)
+        }
+    }
+
     @Test func journal_whenEvaluating_recordsAuditFieldsWithFixedMessageID() async throws {
         let journal = try JournalSocket()
         let d = try JournaledDaemon.start(journal: journal)
@@ -46,13 +60,8 @@ struct JournalTests {
         let success = try journal.next("the record of the matching evaluation", log: d) {
             $0["LOCALAUTH_OPERATION"] == "evaluate"
         }
-        #expect(success["MESSAGE_ID"] == Self.evaluateID, "\(success)")
-        #expect(success["PRIORITY"] == "6", "\(success)")
-        #expect(success["LOCALAUTH_USER"] == "alice", "\(success)")
-        #expect(success["LOCALAUTH_SERVICE"] == "journal-test", "\(success)")
+        Self.expectEvaluationRecord(success, priority: "6", result: "success")
         #expect(success["LOCALAUTH_POLICY"] == "1", "\(success)")
-        #expect(success["LOCALAUTH_RESULT"] == "success", "\(success)")
-        #expect(success["LOCALAUTH_CALLER_UID"] == "\(getuid())", "\(success)")
         #expect(success["LOCALAUTH_CALLER_PID"] == "\(getpid())", "\(success)")
         #expect(success["SYSLOG_IDENTIFIER"] == "localauthd", "\(success)")
         let message = try #require(success["MESSAGE"], "\(success)")
@@ -67,12 +76,7 @@ struct JournalTests {
         let failure = try journal.next("the record of the missed evaluation", log: d) {
             $0["LOCALAUTH_OPERATION"] == "evaluate"
         }
-        #expect(failure["MESSAGE_ID"] == Self.evaluateID, "\(failure)")
-        #expect(failure["PRIORITY"] == "5", "\(failure)")
-        #expect(failure["LOCALAUTH_USER"] == "alice", "\(failure)")
-        #expect(failure["LOCALAUTH_SERVICE"] == "journal-test", "\(failure)")
-        #expect(failure["LOCALAUTH_RESULT"] == "authenticationFailed", "\(failure)")
-        #expect(failure["LOCALAUTH_CALLER_UID"] == "\(getuid())", "\(failure)")
+        Self.expectEvaluationRecord(failure, priority: "5", result: "authenticationFailed")
         #expect(failure["MESSAGE"]?.contains("result=authenticationFailed") == true, "\(failure)")
     }
 

@@ -84,36 +84,41 @@ import Testing
     /// The daemon's own answer (a phrase on the wire) in the client's language, not the daemon's:
     /// the same daemon answers German and Korean clients at once, and an English one in English.
     @Test func daemonAnswer_isRenderedInEachClientsLanguage() throws {
-        let daemon = try DaemonHarness()
-        defer { _ = daemon.stop() }
-        let expected = [
-            "de_DE.UTF-8": "Für diesen Benutzer ist kein Fingerabdruck registriert",
-            "ko_KR.UTF-8": "이 사용자에게 등록된 지문이 없음",
-            "zh_CN.UTF-8": "此用户未录入指纹",
-            "C.UTF-8": "No fingerprint is enrolled for this user",
-        ]
-        for (lang, line) in expected {
-            let r = try daemon.ctl(
-                ["verify", "--user", "root", "--timeout", "5"], environment: try Self.language(lang))
-            #expect(r.status != 0)
-            #expect(r.err.contains(line), "\(lang): \(r.err)")
-        }
+        try Self.expectEachClient(
+            ["verify", "--user", "root", "--timeout", "5"], succeeds: false,
+            reads: [
+                "de_DE.UTF-8": "Für diesen Benutzer ist kein Fingerabdruck registriert",
+                "ko_KR.UTF-8": "이 사용자에게 등록된 지문이 없음",
+                "zh_CN.UTF-8": "此用户未录入指纹",
+                "C.UTF-8": "No fingerprint is enrolled for this user",
+            ])
     }
 
     /// A management answer (a catalogue line with arguments, `Phrase.said`) in the client's language.
     @Test func managementAnswer_isRenderedInTheClientsLanguage() throws {
+        try Self.expectEachClient(
+            ["lockout", "reset", "--user", "root"], succeeds: true,
+            reads: [
+                "de_DE.UTF-8": "Sperren und Wiederverwendungsfenster von root aufgehoben",
+                "ko_KR.UTF-8": "root의 잠금과 재사용 기간을 초기화함",
+                "zh_CN.UTF-8": "已清除 root 的锁定和重用时间窗口",
+                "C.UTF-8": "Lockouts and reuse windows of root cleared",
+            ])
+    }
+
+    /// One daemon runs `arguments` for a client in each language of `expected`; each client reads
+    /// its line, on standard output when the command succeeds, else on standard error.
+    static func expectEachClient(
+        _ arguments: [String], succeeds: Bool, reads expected: [String: String],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let daemon = try DaemonHarness()
         defer { _ = daemon.stop() }
-        let expected = [
-            "de_DE.UTF-8": "Sperren und Wiederverwendungsfenster von root aufgehoben",
-            "ko_KR.UTF-8": "root의 잠금과 재사용 기간을 초기화함",
-            "zh_CN.UTF-8": "已清除 root 的锁定和重用时间窗口",
-            "C.UTF-8": "Lockouts and reuse windows of root cleared",
-        ]
         for (lang, line) in expected {
-            let r = try daemon.ctl(["lockout", "reset", "--user", "root"], environment: try Self.language(lang))
-            #expect(r.status == 0, "\(lang): \(r.err)")
-            #expect(r.out.contains(line), "\(lang): \(r.out)")
+            let r = try daemon.ctl(arguments, environment: try language(lang))
+            #expect((r.status == 0) == succeeds, "\(lang): \(r.err)", sourceLocation: sourceLocation)
+            #expect(
+                (succeeds ? r.out : r.err).contains(line), "\(lang): \(r.out)\(r.err)", sourceLocation: sourceLocation)
         }
     }
 }

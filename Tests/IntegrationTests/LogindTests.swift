@@ -15,6 +15,14 @@ struct LogindTests {
             reuseSeconds: reuse, tries: 1, timeoutMs: timeoutMs)
     }
 
+    /// A mock logind and a daemon asking it, with alice's finger enrolled.
+    static func aliceEnrolled(config: String? = nil) async throws -> (MockLogind, DaemonHarness) {
+        let logind = try MockLogind()
+        let d = try daemon(logind, config: config)
+        try await d.enroll(user: "alice", printID: "alice-1")
+        return (logind, d)
+    }
+
     static func daemon(_ logind: MockLogind, config: String? = nil) throws -> DaemonHarness {
         var arguments: [String] = []
         if let config {
@@ -75,9 +83,7 @@ struct LogindTests {
     }
 
     @Test func lid_whenClosed_refusesTheBuiltInReaderAtOnceAndWhenOpenTheFingerWorks() async throws {
-        let logind = try MockLogind()
-        let d = try Self.daemon(logind)
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let (logind, d) = try await Self.aliceEnrolled()
         try logind.send("lid closed")
         var elapsed: [Double] = []
         for _ in 0..<21 {
@@ -106,9 +112,7 @@ struct LogindTests {
     }
 
     @Test func lid_whenClosed_leavesAnExternalReaderUsable() async throws {
-        let logind = try MockLogind()
-        let d = try Self.daemon(logind, config: "external-reader-drivers = virtual_device\n")
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let (logind, d) = try await Self.aliceEnrolled(config: "external-reader-drivers = virtual_device\n")
         try logind.send("lid closed")
         try d.simulate("touch", "alice-1")
         let (r, _) = try d.perform(.evaluate(Self.biometrics()))
@@ -138,9 +142,7 @@ struct LogindTests {
     /// with the question on a guess (the path logind gave last time) that is never taken as an
     /// answer: when the session changes between requests, the next request sees it.
     @Test func evaluation_asksLogindEachQuestionOnce_andTakesNothingFromTheLastRequest() async throws {
-        let logind = try MockLogind()
-        let d = try Self.daemon(logind)
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let (logind, d) = try await Self.aliceEnrolled()
         try d.simulate("touch", "alice-1")
         #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
 

@@ -69,8 +69,7 @@ struct PolicyIntegrationTests {
     }
 
     @Test func lockout_whenDaemonRestarts_isKept() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         for _ in 1...5 { _ = try Self.miss(d) }
         #expect(d.stop() == 0)
         try d.start()
@@ -79,8 +78,7 @@ struct PolicyIntegrationTests {
 
     /// The fifth miss is persisted before the client learns of it: kill -9 the moment it shows.
     @Test func lockout_whenKilledBetweenFifthMissAndReply_isKept() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         for _ in 1...4 { _ = try Self.miss(d) }
         try d.simulate("touch", "mallory")
         let c = try d.connect()
@@ -146,8 +144,7 @@ struct PolicyIntegrationTests {
     }
 
     @Test func reuseWindow_isHonouredOnlyWithinItsScope() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         try d.simulate("touch", "alice-1")
         let scoped = Self.biometrics(service: "sudo", tty: "/dev/pts/1", reuse: 60, timeoutMs: 1500)
         #expect(try d.perform(.evaluate(scoped)).0.isSuccess)
@@ -175,8 +172,7 @@ struct PolicyIntegrationTests {
     }
 
     @Test func lockoutReset_byRoot_unlocksBiometrics() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         for _ in 1...5 { _ = try Self.miss(d) }
         let r = try d.ctl(["lockout", "reset", "--user", "alice"])
         #expect(r.status == 0, "\(r.err)")
@@ -277,20 +273,16 @@ struct EnrolmentProofIntegrationTests {
         for _ in 0..<5 { try d.simulate("touch", "nobody-2") }
     }
 
-    @Test func enroll_secondFinger_afterEnrolledFingerTouches_succeeds() async throws {
+    /// The proof of presence a second finger needs: the enrolled finger ("nobody-1", no passcode
+    /// typed), or a wrong finger and then the correct passcode.
+    @Test(arguments: [("nobody-1", ""), ("mallory", "first one\n")])
+    func enroll_secondFinger_afterTheEnrolledFingerOrTheCorrectPasscode_succeeds(touch: String, typed: String)
+        async throws
+    {
         let d = try await Self.nobodyWithOneFinger()
-        try d.simulate("touch", "nobody-1")
+        try d.simulate("touch", touch)
         try Self.queueSecondFinger(d)
-        let r = try d.ctl(["enroll", "--finger", "left-thumb"], asUser: "65534", stdin: "")
-        #expect(r.status == 0, "\(r.err)")
-        #expect(try Self.fingers(d) == ["right-index-finger", "left-thumb"])
-    }
-
-    @Test func enroll_secondFinger_afterWrongFingerAndCorrectPasscode_succeeds() async throws {
-        let d = try await Self.nobodyWithOneFinger()
-        try d.simulate("touch", "mallory")
-        try Self.queueSecondFinger(d)
-        let r = try d.ctl(["enroll", "--finger", "left-thumb"], asUser: "65534", stdin: "first one\n")
+        let r = try d.ctl(["enroll", "--finger", "left-thumb"], asUser: "65534", stdin: typed)
         #expect(r.status == 0, "\(r.err)")
         #expect(try Self.fingers(d) == ["right-index-finger", "left-thumb"])
     }
@@ -309,8 +301,7 @@ struct EnrolmentProofIntegrationTests {
 @Suite(.onOwnThreads, .timeLimit(.minutes(1)))
 struct AuditIntegrationTests {
     @Test func audit_recordsDecisionsAndLockoutChanges() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         for _ in 1...5 { _ = try PolicyIntegrationTests.miss(d) }
         let log = d.daemonLog
         #expect(log.contains("audit op=enroll user=\"alice\" caller_uid=0"))

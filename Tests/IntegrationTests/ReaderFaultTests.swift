@@ -111,8 +111,7 @@ struct ReaderFaultTests {
     }
 
     @Test func unplug_midVerify_givesBiometryNotAvailable_andTheReturningReaderIsUsed() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         let verify = Pending(d, .evaluate(Self.biometrics()))
         #expect(await verify.waitFor(.placeFinger))
         let unplugged = DaemonConnection.now()
@@ -129,8 +128,7 @@ struct ReaderFaultTests {
     }
 
     @Test func unplug_midEnrol_givesBiometryNotAvailable_storesNothing_andEnrolWorksOnReturn() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         let enrol = Pending(d, .enroll(user: "alice", finger: .leftIndex))
         #expect(await enrol.waitFor(.placeFinger))
         try d.simulate("touch", "alice-2")
@@ -149,8 +147,7 @@ struct ReaderFaultTests {
     }
 
     @Test func error_midVerify_givesBiometryNotAvailable_countsNothing_andNextVerifyWorks() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         let verify = Pending(d, .evaluate(Self.biometrics()))
         #expect(await verify.waitFor(.placeFinger))
         try d.simulate("error", "5")  // FP_DEVICE_ERROR_PROTO
@@ -179,11 +176,17 @@ struct ReaderFaultTests {
         try Self.fingerMatches(d)
     }
 
-    @Test func error_midEnrol_givesBiometryNotAvailable_storesNothing_andNextEnrolWorks() async throws {
+    /// Alice's enrolment under way: the daemon asked for the finger and the first touch is in.
+    static func enrolmentAfterTheFirstTouch() async throws -> (DaemonHarness, Pending) {
         let d = try DaemonHarness()
         let enrol = Pending(d, .enroll(user: "alice", finger: .rightIndex))
         #expect(await enrol.waitFor(.placeFinger))
         try d.simulate("touch", "alice-1")
+        return (d, enrol)
+    }
+
+    @Test func error_midEnrol_givesBiometryNotAvailable_storesNothing_andNextEnrolWorks() async throws {
+        let (d, enrol) = try await Self.enrolmentAfterTheFirstTouch()
         try d.simulate("error", "0")  // FP_DEVICE_ERROR_GENERAL
         let r = try await enrol.result()
         #expect(r.resultCode == .biometryNotAvailable, "\(r.message)")
@@ -193,10 +196,7 @@ struct ReaderFaultTests {
     }
 
     @Test func retry_midEnrol_sendsTheHint_andEnrolmentCompletes() async throws {
-        let d = try DaemonHarness()
-        let enrol = Pending(d, .enroll(user: "alice", finger: .rightIndex))
-        #expect(await enrol.waitFor(.placeFinger))
-        try d.simulate("touch", "alice-1")
+        let (d, enrol) = try await Self.enrolmentAfterTheFirstTouch()
         try d.simulate("retry", "1")  // FP_DEVICE_RETRY_TOO_SHORT
         #expect(await enrol.waitFor(.retry))
         for _ in 0..<4 { try d.simulate("touch", "alice-1") }
@@ -206,8 +206,7 @@ struct ReaderFaultTests {
     }
 
     @Test func readerThatNeverAnswers_timesOutWithSystemCancel_countsNothing_andFreesTheReader() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         // No finger ever comes: the virtual device waits forever, the daemon's timeout ends it.
         let (r, _) = try d.perform(.evaluate(Self.biometrics(timeoutMs: 1000)))
         #expect(r.resultCode == .systemCancel, "\(r.message)")

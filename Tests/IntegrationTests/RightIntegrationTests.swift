@@ -14,6 +14,23 @@ struct RightIntegrationTests {
     static let ownerUID = "65534"
     static let secret = "correct horse battery staple"
 
+    /// A daemon, stopped, that kept the owner's right; and the path of its sealing key.
+    static func stoppedWithTheOwnersRight() async throws -> (DaemonHarness, key: String) {
+        let d = try DaemonHarness()
+        try await ownerWithRight(d)
+        #expect(d.stop() == 0)
+        return (d, d.stateDirectory + "-key/sealing.key")
+    }
+
+    /// The owner's finger releases the right's secret.
+    static func expectTheOwnersFingerReleasesTheSecret(
+        _ d: DaemonHarness, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        try d.simulate("touch", "owner-1")
+        #expect(
+            try d.ctl(["right", "secret", "vault"], asUser: ownerUID).out == secret, sourceLocation: sourceLocation)
+    }
+
     static func ownerWithRight(_ d: DaemonHarness, requirement: String = "biometry") async throws {
         try await d.enroll(user: owner, printID: "owner-1")
         let saved = try d.ctl(
@@ -79,34 +96,26 @@ struct RightIntegrationTests {
             ["right", "save", "vault", "--requirement", "biometry", "--secret-stdin"], asUser: Self.ownerUID,
             stdin: "malware's secret")
         #expect(again.status == 5, "\(again.err)")
-        try d.simulate("touch", "owner-1")
-        #expect(try d.ctl(["right", "secret", "vault"], asUser: Self.ownerUID).out == Self.secret)
+        try Self.expectTheOwnersFingerReleasesTheSecret(d)
     }
 
     @Test func daemon_whenTheStateDirectoryIsAwayFromItsKey_refusesToStartAndSaysWhy() async throws {
-        let d = try DaemonHarness()
-        try await Self.ownerWithRight(d)
-        #expect(d.stop() == 0)
+        let (d, key) = try await Self.stoppedWithTheOwnersRight()
         // "Another machine": the state directory without this machine's key file beside it.
-        let key = d.stateDirectory + "-key/sealing.key"
         #expect(rename(key, d.directory + "/kept.key") == 0)
         #expect(throws: HarnessError.self) { try d.start() }
         #expect(d.daemonLog.contains("moved from another machine"), "\(d.daemonLog)")
         // Back on its machine, everything is there.
         #expect(rename(d.directory + "/kept.key", key) == 0)
         try d.start()
-        try d.simulate("touch", "owner-1")
-        #expect(try d.ctl(["right", "secret", "vault"], asUser: Self.ownerUID).out == Self.secret)
+        try Self.expectTheOwnersFingerReleasesTheSecret(d)
     }
 
     /// Versions before 0.2 kept the default key at `<state>.key`, which the shipped unit cannot
     /// write (`/var/lib` is read-only under `ProtectSystem=strict`): the key moves into the key
     /// directory beside the state directory, and everything sealed with it still opens.
     @Test func daemon_whenTheKeyIsWhereAnOlderVersionKeptIt_movesItIntoTheKeyDirectoryAndOpens() async throws {
-        let d = try DaemonHarness()
-        try await Self.ownerWithRight(d)
-        #expect(d.stop() == 0)
-        let key = d.stateDirectory + "-key/sealing.key"
+        let (d, key) = try await Self.stoppedWithTheOwnersRight()
         #expect(rename(key, d.stateDirectory + ".key") == 0)
         #expect(rmdir(d.stateDirectory + "-key") == 0)
         try d.start()
@@ -115,7 +124,6 @@ struct RightIntegrationTests {
         var st = stat()
         #expect(stat(d.stateDirectory + "-key", &st) == 0 && st.st_mode & 0o7777 == 0o700)
         #expect(d.daemonLog.contains("moved the key file"), "\(d.daemonLog)")
-        try d.simulate("touch", "owner-1")
-        #expect(try d.ctl(["right", "secret", "vault"], asUser: Self.ownerUID).out == Self.secret)
+        try Self.expectTheOwnersFingerReleasesTheSecret(d)
     }
 }

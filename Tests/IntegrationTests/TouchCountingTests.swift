@@ -38,8 +38,7 @@ struct TouchCountingTests {
     /// Five crashes while a verify waits for a finger that never comes: before, each left its
     /// attempt counted (4 kills → accepted, 5 kills → "Too many attempts").
     @Test func evaluate_whenKilledFiveTimesWaitingForAFinger_countsNothingAndTheFingerIsAccepted() async throws {
-        let d = try DaemonHarness()
-        try await d.enroll(user: "alice", printID: "alice-1")
+        let d = try await DaemonHarness.withAlicesFinger()
         for _ in 1...5 {
             // The client stays connected: the daemon dies waiting, not cancelled.
             let c = try Self.verifyWaitingForAFinger(d)

@@ -22,13 +22,8 @@ struct UIDFairnessTests {
         let run = Process()
         run.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         run.arguments = ["-c", Self.script, d.socketPath, "65534", "65533"]
-        let out = Pipe()
-        run.standardOutput = out
-        try run.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        run.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        #expect(run.terminationStatus == 0, "\(text)\n\(d.daemonLog.suffix(2000))")
+        let (status, text, errors) = try run.runToEnd(stdin: nil)
+        #expect(status == 0, "\(text)\(errors)\n\(d.daemonLog.suffix(2000))")
         let lines = text.split(separator: "\n").map(String.init)
         print("uid fairness: \(lines.joined(separator: " | "))")
         #expect(lines.contains("flooder welcomed 32 refused 1 code 6"), "\(text)")

@@ -201,22 +201,9 @@ import Testing
             requestedSize: 40, sharedInfo: [1, 2, 3])
         let secret = try peer.sharedSecretFromKeyAgreement(
             with: try P256.KeyAgreement.PublicKey(x963Representation: publicKey))
-        let expected: [UInt8] =
-            switch algorithm.hash {
-            case nil: secret.withUnsafeBytes { Array($0) }
-            case .sha224?:
-                secret.x963DerivedSymmetricKey(using: SHA224.self, sharedInfo: [1, 2, 3], outputByteCount: 40)
-                    .withUnsafeBytes { Array($0) }
-            case .sha256?:
-                secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: [1, 2, 3], outputByteCount: 40)
-                    .withUnsafeBytes { Array($0) }
-            case .sha384?:
-                secret.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: [1, 2, 3], outputByteCount: 40)
-                    .withUnsafeBytes { Array($0) }
-            case .sha512?:
-                secret.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: [1, 2, 3], outputByteCount: 40)
-                    .withUnsafeBytes { Array($0) }
-            }
+        let expected =
+            algorithm.hash.map { x963(secret, $0, sharedInfo: [1, 2, 3], size: 40) }
+            ?? secret.withUnsafeBytes { Array($0) }
         #expect(ours == expected)
     }
 
@@ -229,21 +216,7 @@ import Testing
         let ephemeral = Array(ciphertext[..<65])
         let secret = try P256.KeyAgreement.PrivateKey(rawRepresentation: privateKey).sharedSecretFromKeyAgreement(
             with: try P256.KeyAgreement.PublicKey(x963Representation: ephemeral))
-        let derived: [UInt8] =
-            switch hash {
-            case .sha224:
-                secret.x963DerivedSymmetricKey(using: SHA224.self, sharedInfo: ephemeral, outputByteCount: 32)
-                    .withUnsafeBytes { Array($0) }
-            case .sha256:
-                secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: ephemeral, outputByteCount: 32)
-                    .withUnsafeBytes { Array($0) }
-            case .sha384:
-                secret.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: ephemeral, outputByteCount: 32)
-                    .withUnsafeBytes { Array($0) }
-            case .sha512:
-                secret.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: ephemeral, outputByteCount: 32)
-                    .withUnsafeBytes { Array($0) }
-            }
+        let derived = x963(secret, hash, sharedInfo: ephemeral, size: 32)
         let box = try AES.GCM.SealedBox(
             nonce: try AES.GCM.Nonce(data: derived[16...]), ciphertext: ciphertext[65..<(ciphertext.count - 16)],
             tag: ciphertext[(ciphertext.count - 16)...])
@@ -271,5 +244,19 @@ import Testing
         #expect(Set(KeyAlgorithm.allCases.map(\.appleName)).count == KeyAlgorithm.allCases.count)
         for algorithm in KeyAlgorithm.allCases { #expect(KeyAlgorithm(appleName: algorithm.appleName) == algorithm) }
         #expect(KeyAlgorithm.allCases.count == 30)  // 12 signing, 8 ECIES, 10 ECDH
+    }
+}
+
+/// swift-crypto's X9.63 KDF under the hash a key algorithm names: what `RightKeys` must agree with.
+private func x963(_ secret: SharedSecret, _ hash: KeyAlgorithm.Hash, sharedInfo: [UInt8], size: Int) -> [UInt8] {
+    func derive<H: HashFunction>(_ function: H.Type) -> [UInt8] {
+        secret.x963DerivedSymmetricKey(using: function, sharedInfo: sharedInfo, outputByteCount: size)
+            .withUnsafeBytes { Array($0) }
+    }
+    return switch hash {
+    case .sha224: derive(SHA224.self)
+    case .sha256: derive(SHA256.self)
+    case .sha384: derive(SHA384.self)
+    case .sha512: derive(SHA512.self)
     }
 }

@@ -14,7 +14,7 @@ import Testing
         "SSHAgentProtocol": ["SHA2"],
         "SHA2": [],
         // The edges, each with its C.
-        "FingerprintReader": ["CLibfprint", "Glibc", "Dispatch", "Synchronization"],
+        "FingerprintReader": ["CLibfprint", "LocalAuthProtocol", "Glibc", "Dispatch", "Synchronization"],
         "LocalAuthCrypto": ["Crypto", "SHA2"],
         "LocalAuthStore": [
             "LocalAuthProtocol", "LocalAuthCore", "LocalAuthCrypto", "CCrypt", "Glibc", "Synchronization",
@@ -62,7 +62,9 @@ import Testing
         "LocalAuthProtocolTests": ["LocalAuthProtocol", "Testing", "Glibc"],
         "SSHAgentProtocolTests": ["SSHAgentProtocol", "Testing"],
         "LocalAuthCoreTests": ["LocalAuthCore", "LocalAuthProtocol", "Testing", "Foundation"],
-        "FingerprintReaderTests": ["FingerprintReader", "LocalAuthTesting", "Testing", "Glibc", "Synchronization"],
+        "FingerprintReaderTests": [
+            "FingerprintReader", "LocalAuthProtocol", "LocalAuthTesting", "Testing", "Glibc", "Synchronization",
+        ],
         // Crypto: each key algorithm checked against swift-crypto's own operations.
         "LocalAuthCryptoTests": ["LocalAuthCrypto", "Crypto", "Testing"],
         "LocalAuthStoreTests": [

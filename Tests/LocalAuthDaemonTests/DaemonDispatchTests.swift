@@ -21,6 +21,17 @@ import Testing
         try await body(Daemon(reader: nil, store: store, audit: AuditLog(level: .critical, sink: .stderr)), store)
     }
 
+    /// The answer is `code`, its message says `words`, and the store holds nothing for `user`.
+    static func expectRefused(
+        _ result: RequestResult, _ code: ResultCode, saying words: String, nothingWrittenFor user: String,
+        in store: EnrollmentStore, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        #expect(result.resultCode == code, sourceLocation: sourceLocation)
+        #expect(result.message.contains(words), "\(result.message)", sourceLocation: sourceLocation)
+        let stored = try store.loadState(user: user)
+        #expect(stored == .absent, "nothing is written for \(user)", sourceLocation: sourceLocation)
+    }
+
     static func silentIO() -> RequestIO {
         RequestIO(send: { _ in }, signals: AsyncStream { $0.finish() })
     }
@@ -33,10 +44,9 @@ import Testing
                 .passcodeSet(user: "lasplit-bob", passcode: "intruder's choice", oldPasscode: nil), caller: Self.alice,
                 io: Self.silentIO()
             ).result
-            #expect(result.resultCode == .notAuthorized)
-            #expect(result.message.contains("may act only for its own account"), "\(result.message)")
-            let stored = try store.loadState(user: "lasplit-bob")
-            #expect(stored == .absent, "nothing is written for lasplit-bob")
+            try Self.expectRefused(
+                result, .notAuthorized, saying: "may act only for its own account", nothingWrittenFor: "lasplit-bob",
+                in: store)
         }
     }
 
@@ -68,10 +78,9 @@ import Testing
                     EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: "lasplit-alice", tries: 1)),
                 caller: Self.alice, io: Self.silentIO()
             ).result
-            #expect(result.resultCode == .biometryNotAvailable)
-            #expect(result.message.contains("no fingerprint reader is connected"), "\(result.message)")
-            let stored = try store.loadState(user: "lasplit-alice")
-            #expect(stored == .absent, "nothing is written for lasplit-alice")
+            try Self.expectRefused(
+                result, .biometryNotAvailable, saying: "no fingerprint reader is connected",
+                nothingWrittenFor: "lasplit-alice", in: store)
         }
     }
 

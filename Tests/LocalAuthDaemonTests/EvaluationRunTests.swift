@@ -12,8 +12,7 @@ import Testing
 struct EvaluationRunTests {
     @Test func evaluate_whenTheEnrolledFingerTouches_succeedsWithThatFinger() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let d = try await InProcessDaemon.start()
-            try await d.enrollTheUser()
+            let d = try await InProcessDaemon.enrolled()
             var run = d.start(InProcessDaemon.fingerOnly())
             let prompt = await run.next(.placeFinger)
             check(
@@ -23,6 +22,34 @@ struct EvaluationRunTests {
             let result = await run.result()
             check(result.resultCode == .success, "a match succeeds: \(result.message)")
             check(result.fields.string(.finger) == "right-index-finger", "the RESULT names the finger")
+            try expectFingerFailures(d, 0, "no failure is stored")
+            d.finish()
+        }
+        reportChildErrors(result)
+    }
+
+    /// The virtual reader reports the finger and its match at once (as a match-on-chip sensor does):
+    /// the touch's count and the match's reset go to disk as one record, synced and renamed before
+    /// the answer, where they were two writes, the count's with the directory synced too (seven
+    /// steps). Issue 29: this is what made prompt → result three times fprintd's.
+    @Test func evaluate_whenTheReaderMatchesAsItReportsTheFinger_writesTheCountAndResetAsOneRecord() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let d = try await InProcessDaemon.start()
+            try await d.enrollTheUser()
+            // The first match also records the finger's use (the password rules' record, at most once
+            // a minute): the second is measured.
+            var first = d.start(InProcessDaemon.fingerOnly())
+            await first.next(.placeFinger)
+            try await d.simulate("touch", InProcessDaemon.enrolledScan)
+            check(await first.result().resultCode == .success, "the first match succeeds")
+            let before = d.writeSteps
+            var run = d.start(InProcessDaemon.fingerOnly())
+            await run.next(.placeFinger)
+            try await d.simulate("touch", InProcessDaemon.enrolledScan)
+            let result = await run.result()
+            check(result.resultCode == .success, "a match succeeds: \(result.message)")
+            let steps = d.writeSteps - before
+            check(steps == 3, "one record written (temporary file written, synced, renamed): \(steps) steps")
             let failures = try d.storedState()?.fingerFailures
             check(failures == 0, "no failure is stored: \(String(describing: failures))")
             d.finish()
@@ -32,16 +59,14 @@ struct EvaluationRunTests {
 
     @Test func evaluate_whenAnotherFingerTouches_failsAndCountsOneFailure() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let d = try await InProcessDaemon.start()
-            try await d.enrollTheUser()
+            let d = try await InProcessDaemon.enrolled()
             var run = d.start(InProcessDaemon.fingerOnly(tries: 1))
             await run.next(.placeFinger)
             try await d.simulate("touch", "someone-else")
             let result = await run.result()
             check(result.resultCode == .authenticationFailed, "a miss fails: \(result.message)")
             check(run.seen.contains { $0.kind == .noMatch }, "a noMatch event: \(run.seen)")
-            let failures = try d.storedState()?.fingerFailures
-            check(failures == 1, "one failure is stored: \(String(describing: failures))")
+            try expectFingerFailures(d, 1, "one failure is stored")
             d.finish()
         }
         reportChildErrors(result)
@@ -49,8 +74,7 @@ struct EvaluationRunTests {
 
     @Test func evaluate_whenFiveFingersMiss_locksBiometricsPersistsAndAuditsIt() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let d = try await InProcessDaemon.start()
-            try await d.enrollTheUser()
+            let d = try await InProcessDaemon.enrolled()
             var run = d.start(InProcessDaemon.fingerOnly(tries: 5))
             await run.next(.placeFinger)
             for _ in 1...5 {
@@ -76,8 +100,7 @@ struct EvaluationRunTests {
 
     @Test func evaluate_withTwoFingerAttemptsConfigured_locksAfterTheSecondMiss() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let d = try await InProcessDaemon.start { $0.lockout.fingerAttempts = 2 }
-            try await d.enrollTheUser()
+            let d = try await InProcessDaemon.enrolled { $0.lockout.fingerAttempts = 2 }
             var run = d.start(InProcessDaemon.fingerOnly(tries: 5))
             await run.next(.placeFinger)
             for _ in 1...2 {
@@ -95,8 +118,7 @@ struct EvaluationRunTests {
 
     @Test func evaluate_whenTheReaderAsksForARetry_passesTheHintOnAndKeepsScanningWithoutCounting() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let d = try await InProcessDaemon.start()
-            try await d.enrollTheUser()
+            let d = try await InProcessDaemon.enrolled()
             var run = d.start(InProcessDaemon.fingerOnly(tries: 1))
             await run.next(.placeFinger)
             try await d.simulate("retry", "1")  // FP_DEVICE_RETRY_TOO_SHORT
@@ -105,41 +127,26 @@ struct EvaluationRunTests {
             try await d.simulate("touch", InProcessDaemon.enrolledScan)
             let result = await run.result()
             check(result.resultCode == .success, "the scan went on and matched: \(result.message)")
-            let failures = try d.storedState()?.fingerFailures
-            check(failures == 0, "a retry is no failure: \(String(describing: failures))")
+            try expectFingerFailures(d, 0, "a retry is no failure")
             d.finish()
         }
         reportChildErrors(result)
     }
 
-    @Test func evaluate_whenTheClientCancels_endsAsUserCancelUncountedAndFreesTheReader() async {
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let d = try await InProcessDaemon.start()
-            try await d.enrollTheUser()
+    /// CANCEL from the client ends it as userCancel; the door cancelling the request (what the
+    /// socket does when its client disconnects) as systemCancel. Neither counts, and the reader is
+    /// free for the next evaluation.
+    @Test(arguments: ["client", "door"])
+    func evaluate_whenCancelled_endsUncountedAndFreesTheReader(by canceller: String) async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) { [canceller] in
+            let d = try await InProcessDaemon.enrolled()
             var run = d.start(InProcessDaemon.fingerOnly())
             await run.next(.placeFinger)
-            run.signals.yield(.cancel)
+            if canceller == "client" { run.signals.yield(.cancel) } else { run.task.cancel() }
+            let expected: ResultCode = canceller == "client" ? .userCancel : .systemCancel
             let result = await run.result()
-            check(result.resultCode == .userCancel, "CANCEL ends it as userCancel: \(result.message)")
-            let failures = try d.storedState()?.fingerFailures
-            check(failures == 0, "a cancel is no failure: \(String(describing: failures))")
-            try await expectTheReaderServesTheNextEvaluation(d)
-            d.finish()
-        }
-        reportChildErrors(result)
-    }
-
-    @Test func evaluate_whenTheDoorCancelsTheRequest_endsAsSystemCancelAndFreesTheReader() async {
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let d = try await InProcessDaemon.start()
-            try await d.enrollTheUser()
-            var run = d.start(InProcessDaemon.fingerOnly())
-            await run.next(.placeFinger)
-            run.task.cancel()  // what the socket does when its client disconnects
-            let result = await run.result()
-            check(result.resultCode == .systemCancel, "a cancelled request ends as systemCancel: \(result.message)")
-            let failures = try d.storedState()?.fingerFailures
-            check(failures == 0, "a cancel is no failure: \(String(describing: failures))")
+            check(result.resultCode == expected, "cancelled by the \(canceller): \(result.message)")
+            try expectFingerFailures(d, 0, "a cancel is no failure")
             try await expectTheReaderServesTheNextEvaluation(d)
             d.finish()
         }
@@ -148,15 +155,13 @@ struct EvaluationRunTests {
 
     @Test func evaluate_whenNoFingerComesInTime_endsAsSystemCancelUncountedAndFreesTheReader() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let d = try await InProcessDaemon.start()
-            try await d.enrollTheUser()
+            let d = try await InProcessDaemon.enrolled()
             var run = d.start(InProcessDaemon.fingerOnly(timeoutMs: 300))
             let result = await run.result()
             check(
                 result.resultCode == .systemCancel && result.message == "Timed out waiting for a fingerprint",
                 "the deadline ends it: \(result.message)")
-            let failures = try d.storedState()?.fingerFailures
-            check(failures == 0, "a timeout is no failure: \(String(describing: failures))")
+            try expectFingerFailures(d, 0, "a timeout is no failure")
             try await expectTheReaderServesTheNextEvaluation(d)
             d.finish()
         }
@@ -165,8 +170,7 @@ struct EvaluationRunTests {
 
     @Test func evaluate_whenTheReaderIsUnpluggedMidway_answersBiometryNotAvailableUncounted() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let d = try await InProcessDaemon.start()
-            try await d.enrollTheUser()
+            let d = try await InProcessDaemon.enrolled()
             var run = d.start(InProcessDaemon.fingerOnly())
             await run.next(.placeFinger)
             try await d.simulate("unplug")
@@ -174,8 +178,7 @@ struct EvaluationRunTests {
             check(
                 result.resultCode == .biometryNotAvailable && result.message.contains("unplugged"),
                 "an unplug is said as such: \(result.message)")
-            let failures = try d.storedState()?.fingerFailures
-            check(failures == 0, "an unplug is no failure: \(String(describing: failures))")
+            try expectFingerFailures(d, 0, "an unplug is no failure")
             d.finish()
         }
         reportChildErrors(result)
@@ -183,8 +186,7 @@ struct EvaluationRunTests {
 
     @Test func evaluate_afterAMissAndTheFallback_asksForThePasscodeAgainAfterAWrongOneAndAcceptsTheRightOne() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let d = try await InProcessDaemon.start()
-            try await d.enrollTheUser()
+            let d = try await InProcessDaemon.enrolled()
             let set = await d.request(
                 .passcodeSet(user: InProcessDaemon.user, passcode: "correct horse", oldPasscode: nil),
                 as: InProcessDaemon.root)
@@ -213,8 +215,7 @@ struct EvaluationRunTests {
 
     @Test func prepareForSleep_cancelsTheRunningEvaluationAndForgetsReuseWindows() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let d = try await InProcessDaemon.start()
-            try await d.enrollTheUser()
+            let d = try await InProcessDaemon.enrolled()
             let reusing = Request.evaluate(
                 EvaluateOptions(
                     policy: .deviceOwnerAuthenticationWithBiometrics, user: InProcessDaemon.user,
@@ -247,6 +248,23 @@ struct EvaluationRunTests {
         }
         reportChildErrors(result)
     }
+}
+
+extension InProcessDaemon {
+    /// A daemon whose user has the one finger enrolled.
+    fileprivate static func enrolled(_ configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws
+        -> InProcessDaemon
+    {
+        let d = try await start(configure)
+        try await d.enrollTheUser()
+        return d
+    }
+}
+
+/// The user's stored count of missed fingers is `expected`.
+private func expectFingerFailures(_ d: InProcessDaemon, _ expected: Int, _ why: String) throws {
+    let failures = try d.storedState()?.fingerFailures
+    check(failures == expected, "\(why): \(String(describing: failures))")
 }
 
 /// A fresh evaluation is prompted for and matches: whatever ended the last one let go of the reader.

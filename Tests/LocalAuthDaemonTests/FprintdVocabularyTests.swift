@@ -28,14 +28,14 @@ import Testing
     /// fprintd's `verify_result_to_name`: a protocol error is "disconnected", an unplugged reader an
     /// unknown error, a print the reader does not hold a no-match, a full storage "data-full".
     @Test func resultNames_forReaderFailures_areFprintds() {
-        func failed(_ error: ReaderError) -> Answer { ReaderFailure(error).answer }
+        func failed(_ error: ReaderFailure) -> Answer { error.answer }
         #expect(Fprintd.verifyResultName(failed(.communication)) == "verify-disconnected")
         #expect(Fprintd.enrollResultName(failed(.communication)) == "enroll-disconnected")
         #expect(Fprintd.verifyResultName(failed(.removed)) == "verify-unknown-error")
         #expect(Fprintd.enrollResultName(failed(.removed)) == "enroll-unknown-error")
         #expect(Fprintd.verifyResultName(failed(.dataNotFound)) == "verify-no-match")
         #expect(Fprintd.enrollResultName(failed(.dataFull)) == "enroll-data-full")
-        #expect(Fprintd.verifyResultName(failed(.failed("GENERAL"))) == "verify-unknown-error")
+        #expect(Fprintd.verifyResultName(failed(.other("GENERAL"))) == "verify-unknown-error")
         // The door reads the failure's type, never its words: a message that names a failure is none.
         let worded = Answer(.biometryNotAvailable, .readerFailed(ReaderFailure.communication.english))
         #expect(Fprintd.verifyResultName(worded) == "verify-unknown-error")

@@ -13,6 +13,7 @@ import LocalAuthSocketDoor
 import LocalAuthStore
 import LocalAuthSystemd
 import LocalAuthTesting
+import Synchronization
 import Testing
 
 /// The daemon, its store and the callers a test speaks as. Requests go through `Daemon.handle`, the
@@ -21,6 +22,10 @@ struct InProcessDaemon {
     let daemon: Daemon
     let store: EnrollmentStore
     let directory: String
+    let owner: DaemonReference
+
+    /// The steps of every store write so far (temporary file written, synced, renamed, directory synced).
+    var writeSteps: Int { owner.writeSteps.withLock { $0 } }
 
     /// The account the tests evaluate for (it need not exist: the daemon trusts the door's credentials).
     static let user = "lasplit-alice"
@@ -44,6 +49,7 @@ struct InProcessDaemon {
         let owner = DaemonReference()
         let store = try EnrollmentStore.pausingAtWriteSteps(stateDirectory: directory + "/state", onNotice: nil) {
             owner.daemon?.preconditionIsolated("a store write off the daemon's actor")
+            owner.writeSteps.withLock { $0 += 1 }
         }
         var configuration = DaemonConfiguration()
         configuration.externalReaderDrivers = ["virtual_device"]
@@ -52,7 +58,7 @@ struct InProcessDaemon {
             reader: reader, store: store, configuration: configuration, virtualReaderSocket: socket,
             audit: AuditLog(level: .info, sink: .stderr))
         owner.daemon = daemon
-        return InProcessDaemon(daemon: daemon, store: store, directory: directory)
+        return InProcessDaemon(daemon: daemon, store: store, directory: directory, owner: owner)
     }
 
     /// Starts `request` as `caller`; the test reads its events and sends client signals meanwhile.
@@ -123,6 +129,7 @@ struct InProcessDaemon {
 /// The daemon, for the store's write hook, which exists before it.
 final class DaemonReference: @unchecked Sendable {
     var daemon: Daemon?
+    let writeSteps = Mutex(0)
 }
 
 /// A request in flight: its events in order, its client signals, its RESULT.

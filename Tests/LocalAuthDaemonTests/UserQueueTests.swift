@@ -94,11 +94,7 @@ import Testing
         let first = Task { await queue.serialize("alice") { await gate.wait() } }
         try await UserQueueTests.eventually { queue.waiting(for: "alice") == 0 }
         let wantsReader = Task {
-            await queue.serialize("alice", wantsReader: true, deadlineMs: 60_000) {
-                UserQueue.Turn.granted
-            } refused: {
-                $0
-            }
+            await askForTheReader(queue)
         }
         let management = Task {
             await queue.serialize("alice", wantsReader: false, deadlineMs: 60_000) {
@@ -112,11 +108,7 @@ import Testing
         queue.readerTaken(by: label)
         #expect(await wantsReader.value == .readerBusy(label))
         // A request that wants the reader and comes now is answered without waiting.
-        let late = await queue.serialize("alice", wantsReader: true, deadlineMs: 60_000) {
-            UserQueue.Turn.granted
-        } refused: {
-            $0
-        }
+        let late = await askForTheReader(queue)
         #expect(late == .readerBusy(label))
         gate.release()
         #expect(await management.value == .granted)
@@ -139,25 +131,11 @@ import Testing
             }
         }
         try await UserQueueTests.eventually { queue.waiting(for: "alice") == 0 }
-        let label = RequestLabel(program: "/usr/bin/python3.11", account: "alice", right: "vault")
-        queue.readerTaken(by: label) {
-            yielded.add("yield")
-            gate.release()
-        }
-        let otherRightUse = await queue.serialize("alice", wantsReader: true, deadlineMs: 60_000) {
-            UserQueue.Turn.granted
-        } refused: {
-            $0
-        }
+        let label = theVaultsRightTakesTheReader(queue, yielded, gate)
+        let otherRightUse = await askForTheReader(queue)
         #expect(otherRightUse == .readerBusy(label))
         #expect(yielded.all.isEmpty)
-        let evaluation = await queue.serialize(
-            "alice", wantsReader: true, precedesRightUse: true, deadlineMs: 60_000
-        ) {
-            UserQueue.Turn.granted
-        } refused: {
-            $0
-        }
+        let evaluation = await askForTheReader(queue, precedesRightUse: true)
         #expect(evaluation == .granted)
         #expect(yielded.all == ["yield"])
         if yielded.all.isEmpty { gate.release() }  // a failure above must not hang the suite
@@ -173,18 +151,10 @@ import Testing
         let first = Task { await queue.serialize("alice") { await gate.wait() } }
         try await UserQueueTests.eventually { queue.waiting(for: "alice") == 0 }
         let evaluation = Task {
-            await queue.serialize("alice", wantsReader: true, precedesRightUse: true, deadlineMs: 60_000) {
-                UserQueue.Turn.granted
-            } refused: {
-                $0
-            }
+            await askForTheReader(queue, precedesRightUse: true)
         }
         try await UserQueueTests.eventually { queue.waiting(for: "alice") == 1 }
-        let right = RequestLabel(program: "/usr/bin/python3.11", account: "alice", right: "vault")
-        queue.readerTaken(by: right) {
-            yielded.add("yield")
-            gate.release()
-        }
+        _ = theVaultsRightTakesTheReader(queue, yielded, gate)
         #expect(await evaluation.value == .granted)
         #expect(yielded.all == ["yield"])
         if yielded.all.isEmpty { gate.release() }  // a failure above must not hang the suite
@@ -194,16 +164,33 @@ import Testing
         let second = Task { await queue.serialize("alice") { await gate.wait() } }
         try await UserQueueTests.eventually { queue.waiting(for: "alice") == 0 }
         queue.readerTaken(by: sudo) { yielded.add("sudo yielded") }
-        let behindSudo = await queue.serialize(
-            "alice", wantsReader: true, precedesRightUse: true, deadlineMs: 60_000
-        ) {
-            UserQueue.Turn.granted
-        } refused: {
-            $0
-        }
+        let behindSudo = await askForTheReader(queue, precedesRightUse: true)
         #expect(behindSudo == .readerBusy(sudo))
         #expect(yielded.all == ["yield"])
         gate.release()
         await second.value
     }
+}
+
+/// Alice's request for the reader (an evaluation before a right's use with `precedesRightUse`):
+/// granted, or why not.
+private func askForTheReader(_ queue: UserQueue, precedesRightUse: Bool = false) async -> UserQueue.Turn {
+    await queue.serialize("alice", wantsReader: true, precedesRightUse: precedesRightUse, deadlineMs: 60_000) {
+        UserQueue.Turn.granted
+    } refused: {
+        $0
+    }
+}
+
+/// The vault's right, used by python, takes alice's reader; told to yield, it notes "yield" and
+/// opens the gate it waits at.
+private func theVaultsRightTakesTheReader(
+    _ queue: UserQueue, _ yielded: UserQueueTests.Log, _ gate: UserQueueTests.Gate
+) -> RequestLabel {
+    let label = RequestLabel(program: "/usr/bin/python3.11", account: "alice", right: "vault")
+    queue.readerTaken(by: label) {
+        yielded.add("yield")
+        gate.release()
+    }
+    return label
 }

@@ -44,6 +44,29 @@ struct WatchTests {
         return got
     }
 
+    /// A daemon without a reader over a store in `directory`, and the socket door serving it on
+    /// `directory/socket`: the daemon, the server, the socket's path.
+    static func serving(in directory: String) async throws -> (Daemon, Server, String) {
+        let store = try EnrollmentStore(stateDirectory: directory + "/state")
+        let audit = AuditLog(level: .critical, sink: .stderr)
+        let daemon = Daemon(reader: nil, store: store, audit: audit)
+        let socketPath = directory + "/socket"
+        let server = try await Server(daemon: daemon, socketPath: socketPath, adoptedFD: nil, audit: audit)
+        return (daemon, server, socketPath)
+    }
+
+    /// Runs `body` with the daemon and its socket door (`serving`) in a fresh directory and a
+    /// client connected to it; then shuts the door, closes the client and removes the directory.
+    static func withAClient(_ body: (Daemon, Server, Int32) async throws -> Void) async throws {
+        let directory = try TemporaryDirectory.make("la-watch-test")
+        defer { TemporaryDirectory.remove(directory) }
+        let (daemon, server, socketPath) = try await serving(in: directory)
+        let fd = try #require(UnixSocket.connect(socketPath))
+        defer { close(fd) }
+        try await body(daemon, server, fd)
+        await server.shutdown()
+    }
+
     static func send(_ fd: Int32, _ frames: Frame...) {
         let bytes = frames.flatMap { $0.encoded() }
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -56,11 +79,7 @@ struct WatchTests {
     @Test func watch_whoseClientDoesNotRead_getsOneFrameForManyChanges_andTheDaemonServesOthers() async throws {
         let directory = try TemporaryDirectory.make("la-watch-test")
         defer { TemporaryDirectory.remove(directory) }
-        let store = try EnrollmentStore(stateDirectory: directory + "/state")
-        let audit = AuditLog(level: .critical, sink: .stderr)
-        let daemon = Daemon(reader: nil, store: store, audit: audit)
-        let socketPath = directory + "/socket"
-        let server = try await Server(daemon: daemon, socketPath: socketPath, adoptedFD: nil, audit: audit)
+        let (daemon, server, socketPath) = try await Self.serving(in: directory)
         let watchers = await daemon.parts.watchers
 
         let fd = try #require(UnixSocket.connect(socketPath))
@@ -101,11 +120,7 @@ struct WatchTests {
     @Test func stopAcceptingAndServeTheAccepted_doesNotWaitForAWatch() async throws {
         let directory = try TemporaryDirectory.make("la-watch-test")
         defer { TemporaryDirectory.remove(directory) }
-        let store = try EnrollmentStore(stateDirectory: directory + "/state")
-        let audit = AuditLog(level: .critical, sink: .stderr)
-        let daemon = Daemon(reader: nil, store: store, audit: audit)
-        let socketPath = directory + "/socket"
-        let server = try await Server(daemon: daemon, socketPath: socketPath, adoptedFD: nil, audit: audit)
+        let (_, server, socketPath) = try await Self.serving(in: directory)
         let fd = try #require(UnixSocket.connect(socketPath))
         defer { close(fd) }
         Self.send(fd, Hello(client: "watcher").frame, Frame(.watch))
@@ -127,47 +142,30 @@ struct WatchTests {
     /// A WATCH that names anything (a user: another account's environment) is refused with
     /// `invalidRequest`, watches nothing, and the connection takes requests as before.
     @Test func watch_withAField_isRefused_andTheConnectionServesOn() async throws {
-        let directory = try TemporaryDirectory.make("la-watch-test")
-        defer { TemporaryDirectory.remove(directory) }
-        let store = try EnrollmentStore(stateDirectory: directory + "/state")
-        let audit = AuditLog(level: .critical, sink: .stderr)
-        let daemon = Daemon(reader: nil, store: store, audit: audit)
-        let socketPath = directory + "/socket"
-        let server = try await Server(daemon: daemon, socketPath: socketPath, adoptedFD: nil, audit: audit)
-        let watchers = await daemon.parts.watchers
-        let fd = try #require(UnixSocket.connect(socketPath))
-        defer { close(fd) }
-        var named = Frame(.watch)
-        named.append(.user, string: "someone-else")
-        Self.send(fd, Hello(client: "watcher").frame, named, Request.devices.frame)
-        let got = try Self.receive(fd, frames: 3)
-        #expect(got.map(\.type) == [.welcome, .result, .result], "\(got)")
-        #expect(got.dropFirst().first?.int(.code) == ResultCode.invalidRequest.rawValue)
-        #expect(got.last?.int(.code) == 0)
-        #expect(watchers.count == 0)
-        await server.shutdown()
+        try await Self.withAClient { daemon, _, fd in
+            let watchers = await daemon.parts.watchers
+            var named = Frame(.watch)
+            named.append(.user, string: "someone-else")
+            Self.send(fd, Hello(client: "watcher").frame, named, Request.devices.frame)
+            let got = try Self.receive(fd, frames: 3)
+            #expect(got.map(\.type) == [.welcome, .result, .result], "\(got)")
+            #expect(got.dropFirst().first?.int(.code) == ResultCode.invalidRequest.rawValue)
+            #expect(got.last?.int(.code) == 0)
+            #expect(watchers.count == 0)
+        }
     }
 
     /// A watch's CANCEL ends it with a RESULT and the close; the daemon forgets the watcher.
     @Test func watch_whenCancelled_answersSuccessClosesAndForgetsTheWatcher() async throws {
-        let directory = try TemporaryDirectory.make("la-watch-test")
-        defer { TemporaryDirectory.remove(directory) }
-        let store = try EnrollmentStore(stateDirectory: directory + "/state")
-        let audit = AuditLog(level: .critical, sink: .stderr)
-        let daemon = Daemon(reader: nil, store: store, audit: audit)
-        let socketPath = directory + "/socket"
-        let server = try await Server(daemon: daemon, socketPath: socketPath, adoptedFD: nil, audit: audit)
-        let watchers = await daemon.parts.watchers
-
-        let fd = try #require(UnixSocket.connect(socketPath))
-        defer { close(fd) }
-        Self.send(fd, Hello(client: "watcher").frame, Frame(.watch), Frame(.cancel))
-        let got = try Self.receive(fd, frames: 3)
-        #expect(got.map(\.type) == [.welcome, .event, .result], "\(got)")
-        #expect(got.last?.int(.code) == 0)
-        #expect(watchers.count == 0)
-        #expect(server.openConnections == 0)
-        await server.shutdown()
+        try await Self.withAClient { daemon, server, fd in
+            let watchers = await daemon.parts.watchers
+            Self.send(fd, Hello(client: "watcher").frame, Frame(.watch), Frame(.cancel))
+            let got = try Self.receive(fd, frames: 3)
+            #expect(got.map(\.type) == [.welcome, .event, .result], "\(got)")
+            #expect(got.last?.int(.code) == 0)
+            #expect(watchers.count == 0)
+            #expect(server.openConnections == 0)
+        }
     }
 
     final class Finished: @unchecked Sendable {

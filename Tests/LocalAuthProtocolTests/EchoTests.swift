@@ -70,17 +70,26 @@ import Testing
         #expect(event.message.utf8.count <= Wire.maxFieldSize && event.message.hasSuffix("…"))
     }
 
-    /// A client's long texts are cut when the request is built, so an app never traps on them.
-    @Test func evaluateRequest_whenReasonIsLongerThanAField_isCutNotTrapped() throws {
+    /// A client's long texts are cut when the request is built, so an app never traps on them; a
+    /// right's use is cut as EVALUATE is (its frame was refused as too large before).
+    @Test(arguments: ["evaluate", "rightUse"])
+    func request_whenReasonIsLongerThanAField_isCutNotRefused(kind: String) throws {
         let long = String(repeating: "x", count: 3000)
-        let request = Request.evaluate(
-            EvaluateOptions(policy: .deviceOwnerAuthentication, reason: long, fallbackTitle: long, cancelTitle: long))
+        var use = RightUseOptions(identifier: "vault", operation: .authorize)
+        use.reason = long
+        use.fallbackTitle = long
+        use.cancelTitle = long
+        let request: Request =
+            kind == "evaluate"
+            ? .evaluate(EvaluateOptions(policy: .deviceOwnerAuthentication, prompt: use.prompt)) : .rightUse(use)
         let decoded = try Request(frame: try #require(try frames(try request.frame.encode())))
-        guard case .evaluate(let o) = decoded else {
-            Issue.record("not an EVALUATE")
-            return
-        }
-        #expect(o.reason!.utf8.count <= Wire.maxFieldSize && o.reason!.hasSuffix("…"))
+        let reason: String? =
+            switch decoded {
+            case .evaluate(let o): o.reason
+            case .rightUse(let o): o.reason
+            default: nil
+            }
+        #expect(reason.map { $0.utf8.count <= Wire.maxFieldSize && $0.hasSuffix("…") } == true, "\(decoded)")
     }
 
     private func frames(_ bytes: [UInt8]) throws -> Frame? {

@@ -9,28 +9,10 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
     let bytes: [UInt8]
     var testDescription: String { name }
 
-    static let all: [GoldenVector] = {
-        let path =
-            String(#filePath.dropLast("LocalAuthProtocolTests/GoldenVectorTests.swift".count))
-            + "Fixtures/protocol/golden.txt"
-        guard let file = fopen(path, "r") else { fatalError("cannot open \(path)") }
-        defer { fclose(file) }
-        var vectors: [GoldenVector] = []
-        var line: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        while getline(&line, &capacity, file) > 0 {
-            let text = String(cString: line!).split(separator: "\n").first.map(String.init) ?? ""
-            if text.isEmpty || text.hasPrefix("#") { continue }
-            let parts = text.split(separator: " ")
-            let hex = Array(parts[1].utf8)
-            let bytes = stride(from: 0, to: hex.count, by: 2).map {
-                UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)!
-            }
-            vectors.append(GoldenVector(name: String(parts[0]), bytes: bytes))
-        }
-        free(line)
-        return vectors
-    }()
+    static let all: [GoldenVector] = Fixture.records("golden.txt").map { text in
+        let parts = text.split(separator: " ")
+        return GoldenVector(name: String(parts[0]), bytes: Fixture.bytes(hex: parts[1]))
+    }
     static var valid: [GoldenVector] { all.filter { !$0.name.hasPrefix("invalid-") } }
     static var invalid: [GoldenVector] { all.filter { $0.name.hasPrefix("invalid-") } }
 }

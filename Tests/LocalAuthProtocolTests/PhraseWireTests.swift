@@ -14,28 +14,10 @@ struct PhraseVector: CustomTestStringConvertible, Sendable {
     let english: String
     var testDescription: String { name }
 
-    static let all: [PhraseVector] = {
-        let path =
-            String(#filePath.dropLast("LocalAuthProtocolTests/PhraseWireTests.swift".count))
-            + "Fixtures/protocol/phrases.txt"
-        guard let file = fopen(path, "r") else { fatalError("cannot open \(path)") }
-        defer { fclose(file) }
-        var vectors: [PhraseVector] = []
-        var line: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        while getline(&line, &capacity, file) > 0 {
-            let text = String(cString: line!).split(separator: "\n").first.map(String.init) ?? ""
-            if text.isEmpty || text.hasPrefix("#") { continue }
-            let parts = text.split(separator: "\t", omittingEmptySubsequences: false)
-            let hex = Array(parts[1].utf8)
-            let bytes = stride(from: 0, to: hex.count, by: 2).map {
-                UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)!
-            }
-            vectors.append(PhraseVector(name: String(parts[0]), bytes: bytes, english: String(parts[2])))
-        }
-        free(line)
-        return vectors
-    }()
+    static let all: [PhraseVector] = Fixture.records("phrases.txt").map { text in
+        let parts = text.split(separator: "\t", omittingEmptySubsequences: false)
+        return PhraseVector(name: String(parts[0]), bytes: Fixture.bytes(hex: parts[1]), english: String(parts[2]))
+    }
     static var valid: [PhraseVector] { all.filter { !$0.name.hasPrefix("invalid-") } }
     static var invalid: [PhraseVector] { all.filter { $0.name.hasPrefix("invalid-") } }
 }

@@ -17,33 +17,17 @@ struct VocabularyEntry: Hashable, CustomStringConvertible {
     let extra: [String]
     var description: String { "\(kind) \(value) \(name) \(extra.joined(separator: " "))" }
 
-    static let path =
-        String(#filePath.dropLast("LocalAuthProtocolTests/VocabularyTests.swift".count))
-        + "Fixtures/protocol/vocabulary.txt"
+    static let path = Fixture.path("vocabulary.txt")
 
-    static let all: [VocabularyEntry] = {
-        guard let file = fopen(path, "r") else { fatalError("cannot open \(path)") }
-        defer { fclose(file) }
-        var entries: [VocabularyEntry] = []
-        var line: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        while getline(&line, &capacity, file) > 0 {
-            let text =
-                String(cString: line!).split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
-                .first ?? ""
-            let words = text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).map(String.init)
-            if words.isEmpty { continue }
-            precondition(words.count >= 3, "\(path): short line '\(text)'")
-            let raw = words[1]
-            let value =
-                raw.hasPrefix("0x") ? Int64(raw.dropFirst(2), radix: 16) : Int64(raw)
-            entries.append(
-                VocabularyEntry(
-                    kind: words[0], value: value ?? .min, name: words[2], extra: Array(words.dropFirst(3))))
-        }
-        free(line)
-        return entries
-    }()
+    static let all: [VocabularyEntry] = Fixture.lines("vocabulary.txt").compactMap { line in
+        let text = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        if words.isEmpty { return nil }
+        precondition(words.count >= 3, "\(path): short line '\(text)'")
+        let raw = words[1]
+        let value = raw.hasPrefix("0x") ? Int64(raw.dropFirst(2), radix: 16) : Int64(raw)
+        return VocabularyEntry(kind: words[0], value: value ?? .min, name: words[2], extra: Array(words.dropFirst(3)))
+    }
 
     static func of(_ kind: String) -> [String: Int64] {
         Dictionary(all.filter { $0.kind == kind }.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })

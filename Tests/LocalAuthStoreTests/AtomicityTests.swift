@@ -13,20 +13,11 @@ import Testing
     let old = UserAuthState(fingerFailures: 1, lastSeenMs: 100, passcodeHash: sampleHash)
     let new = UserAuthState(fingerFailures: 4, biometryLocked: true, passcodeFailures: 2, lastSeenMs: 200)
 
-    @Test(arguments: [
-        (WriteStep.tempWritten, false), (WriteStep.tempSynced, false), (WriteStep.renamed, true),
-        (WriteStep.directorySynced, true),
-    ])
+    @Test(arguments: crashPoints)
     func saveState_whenCrashAfterStep_holdsExactlyOldOrNewRecord(step: WriteStep, expectNew: Bool) throws {
         try withTemporaryDirectory { tmp in
             try EnrollmentStore(stateDirectory: tmp).saveState(old, user: "alice")
-            let crash = CrashAfter(
-                steps: [.tempWritten, .tempSynced, .renamed, .directorySynced].firstIndex(of: step)! + 1)
-            let crashing = try EnrollmentStore(stateDirectory: tmp, onNotice: nil, writeHook: crash.hook)
-            #expect(throws: CrashAfter.crash) { try crashing.saveState(new, user: "alice") }
-            #expect(crash.steps.last == step)
-
-            let restarted = try EnrollmentStore(stateDirectory: tmp)
+            let restarted = try restartAfterCrash(in: tmp, after: step) { try $0.saveState(new, user: "alice") }
             #expect(try restarted.loadState(user: "alice") == .ok(expectNew ? new : old))
             #expect(
                 try names(in: tmp + "/users/alice") == ["state"], "stale temporary files are removed at the first use")

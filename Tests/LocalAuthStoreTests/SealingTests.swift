@@ -44,12 +44,7 @@ import Testing
             let before = try names(in: state + "/users/alice")
             // "Another machine": the same directory, a key file that is not there.
             let elsewhere = SealingConfiguration(method: .keyFile, keyFile: tmp + "/other-machine.key")
-            #expect {
-                try EnrollmentStore(stateDirectory: state, sealing: elsewhere)
-            } throws: { error in
-                guard case StoreError.sealing(let why) = error else { return false }
-                return why.contains("moved from another machine")
-            }
+            expectOpenRefused(state, sealing: elsewhere, saying: "moved from another machine")
             #expect(try names(in: state + "/users/alice") == before)
         }
     }
@@ -154,12 +149,7 @@ import Testing
             record.migrated = false
             try writeRaw(record.encode(), to: state + "/sealing")
             let before = try readBytes(state + "/sealing")
-            #expect {
-                try EnrollmentStore(stateDirectory: state, sealing: sealing)
-            } throws: { error in
-                guard case StoreError.sealing(let why) = error else { return false }
-                return why.contains("was changed")
-            }
+            expectOpenRefused(state, sealing: sealing, saying: "was changed")
             #expect(try readBytes(state + "/sealing") == before)
         }
     }
@@ -361,10 +351,7 @@ import Testing
             let a = try names(in: dir).first { $0.hasSuffix(".right") }!
             let b = RightRecord.fileName(identifier: "b")
             #expect(rename(dir + a, dir + b) == 0)
-            guard case .corrupt = try store.loadRight(identifier: "b", user: "alice") else {
-                Issue.record("a renamed right file was accepted")
-                return
-            }
+            #expect(try store.loadRight(identifier: "b", user: "alice").isCorrupt, "a renamed right file was accepted")
         }
     }
 }

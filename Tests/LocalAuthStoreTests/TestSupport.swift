@@ -64,6 +64,43 @@ final class CrashAfter: Sendable {
     }
 }
 
+/// The steps of a durable write in their order, each with whether a crash after it leaves the new
+/// content (the rename is the point of no return).
+let crashPoints: [(WriteStep, Bool)] = [
+    (.tempWritten, false), (.tempSynced, false), (.renamed, true), (.directorySynced, true),
+]
+
+/// Runs `write` on a store over `directory` that crashes after `step`, expects the crash there,
+/// and returns the store a restart opens.
+func restartAfterCrash(
+    in directory: String, after step: WriteStep, _ write: (EnrollmentStore) throws -> Void,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws -> EnrollmentStore {
+    let crash = CrashAfter(steps: crashPoints.firstIndex { $0.0 == step }! + 1)
+    let crashing = try EnrollmentStore(stateDirectory: directory, onNotice: nil, writeHook: crash.hook)
+    #expect(throws: CrashAfter.crash, sourceLocation: sourceLocation) { try write(crashing) }
+    #expect(crash.steps.last == step, sourceLocation: sourceLocation)
+    return try EnrollmentStore(stateDirectory: directory)
+}
+
+/// Opening the store at `state` with `sealing` fails closed: a sealing error that says `reason`.
+func expectOpenRefused(
+    _ state: String, sealing: SealingConfiguration, saying reason: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(sourceLocation: sourceLocation) {
+        try EnrollmentStore(stateDirectory: state, sealing: sealing)
+    } throws: { error in
+        guard case StoreError.sealing(let why) = error else { return false }
+        return why.contains(reason)
+    }
+}
+
+extension RecordLoad {
+    /// A record of any kind read as damaged.
+    var isCorrupt: Bool { if case .corrupt = self { true } else { false } }
+}
+
 let virtualDevice = "virtual_device-0"
 
 /// A print as the virtual device makes them: 61 opaque bytes.

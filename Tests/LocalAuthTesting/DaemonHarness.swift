@@ -250,19 +250,7 @@ package final class DaemonHarness: @unchecked Sendable {
             p.arguments = arguments
         }
         p.environment = ["LOCALAUTHD_SOCKET": socketPath, "PATH": "/usr/bin:/bin"].merging(environment) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        let input = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = input
-        try p.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        return try p.runToEnd(stdin: stdin)
     }
 
     /// Raw bytes on a fresh socket; returns what the daemon sent until it closed (or 2 s passed).

@@ -53,6 +53,13 @@ final class Daemon: @unchecked Sendable {
     }
 
     /// Enrols a finger with five touches, given once the daemon has prompted for it (as a person would).
+    /// A daemon with a virtual reader on which root has enrolled the print `root-1`.
+    static func withRootFinger() async throws -> Daemon {
+        let d = try Daemon()
+        try await d.enroll(printID: "root-1")
+        return d
+    }
+
     func enroll(user: String = "root", finger: FingerName = .rightIndex, printID: String) async throws {
         try await harness.enroll(user: user, finger: finger, printID: printID)
     }
@@ -77,17 +84,8 @@ final class Daemon: @unchecked Sendable {
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = arguments
         if let environment { p.environment = environment }
-        let out = Pipe()
-        let input = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        p.standardInput = input
-        try p.run()
-        input.fileHandleForWriting.write(Data(stdin.utf8))
-        try input.fileHandleForWriting.close()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self))
+        let result = try p.runToEnd(stdin: stdin, mergingErrors: true)
+        return (result.status, result.out)
     }
 }
 

@@ -32,8 +32,7 @@ struct LAContextAvailabilityTests {
     }
 
     @Test func canEvaluatePolicy_whenFingerEnrolled_succeedsAndSetsBiometryTypeAndDomainState() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         let context = d.context()
         #expect(context.biometryType == .none, "meaningful only after canEvaluatePolicy, as on Apple's systems")
         #expect(context.evaluatedPolicyDomainState == nil)
@@ -60,8 +59,7 @@ struct LAContextAvailabilityTests {
     }
 
     @Test func companionPolicies_failCompanionNotAvailableOrFallBackToBiometrics() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         let context = d.context()
         var error: NSError?
         #expect(!context.canEvaluatePolicy(.deviceOwnerAuthenticationWithCompanion, error: &error))
@@ -77,8 +75,7 @@ struct LAContextAvailabilityTests {
 @Suite(.timeLimit(.minutes(2)))
 struct LAContextEvaluationTests {
     @Test func evaluatePolicy_whenEnrolledFingerTouches_succeedsAndTheContextCanBeEvaluatedAgain() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         let recorder = PromptRecorder()
         let context = d.context(prompt: recorder.prompt)
         try d.touch("root-1")
@@ -93,8 +90,7 @@ struct LAContextEvaluationTests {
     }
 
     @Test func evaluatePolicy_replyClosure_runsOnAPrivateQueueWithSuccess() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         try d.touch("root-1")
         let context = d.context()
         let (success, error, onMain) = await withCheckedContinuation { done in
@@ -109,8 +105,7 @@ struct LAContextEvaluationTests {
     }
 
     @Test func evaluatePolicy_whenOtherFingerTouches_failsAuthenticationFailed() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         // The next finger, once the reader asks for it again.
         let recorder = PromptRecorder.otherFingerEachTry(on: d)
         let context = d.context(prompt: recorder.prompt)
@@ -122,8 +117,7 @@ struct LAContextEvaluationTests {
     }
 
     @Test func evaluatePolicy_afterFiveMisses_failsBiometryLockout() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         let recorder = PromptRecorder.otherFingerEachTry(on: d)
         let context = d.context(prompt: recorder.prompt)
         try d.touch("mallory")
@@ -141,8 +135,7 @@ struct LAContextEvaluationTests {
     }
 
     @Test func evaluatePolicy_ownerPolicyWhenLocked_takesThePasscodeFromTheSuppliedPrompt() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         try d.setPasscode("correct horse")
         let recorder = PromptRecorder.otherFingerEachTry(on: d, answers: ["wrong one", "correct horse"])
         let context = d.context(prompt: recorder.prompt)
@@ -184,8 +177,7 @@ struct LAContextEvaluationTests {
     }
 
     @Test func evaluatePolicy_whenInteractionNotAllowed_failsNotInteractive() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         let recorder = PromptRecorder()
         let context = d.context(prompt: recorder.prompt)
         context.interactionNotAllowed = true
@@ -194,8 +186,7 @@ struct LAContextEvaluationTests {
     }
 
     @Test func evaluatePolicy_whenInvalidated_failsWithAppCancel() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         let holder = ContextHolder()
         // invalidate() the moment the daemon asks for the finger: the evaluation is in flight.
         let recorder = PromptRecorder(onMessage: { message in
@@ -211,8 +202,7 @@ struct LAContextEvaluationTests {
     }
 
     @Test func evaluatePolicy_whenInvalidatedWhileAnotherWaitsItsTurn_failsBothWithAppCancel() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         let holder = ContextHolder()
         let recorder = PromptRecorder(onMessage: { message in
             if message.kind == .placeFinger { DispatchQueue.global().async { holder.context?.invalidate() } }
@@ -235,8 +225,7 @@ struct LAContextEvaluationTests {
     }
 
     @Test func evaluatePolicy_afterInvalidate_failsInvalidContext() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         let context = d.context()
         context.invalidate()
         try d.touch("root-1")
@@ -247,8 +236,7 @@ struct LAContextEvaluationTests {
     }
 
     @Test func evaluatePolicy_withinReuseWindow_succeedsWithoutAFinger() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         let first = d.context()
         first.touchIDAuthenticationAllowableReuseDuration = 60
         try d.touch("root-1")
@@ -292,8 +280,7 @@ struct LAContextEvaluationTests {
     }
 
     @Test func context_usedFromSeveralThreads_answersEveryCallConsistently() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         let context = d.context()
         let results = Results()
         DispatchQueue.concurrentPerform(iterations: 16) { i in

@@ -208,8 +208,7 @@ struct LARightTests {
 
     /// Apple's completion-handler forms, called as Apple-platform code calls them, against the daemon.
     @Test func completionForms_saveFetchAuthorizeLoadSignAndRemove_asTheAsyncFormsDo() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
+        let d = try await Daemon.withRootFinger()
         let store = LARightStore(socketPath: d.socketPath)
         let saved = try await Self.handed { done in
             store.saveRight(LARight(requirement: .biometry), identifier: "com.example.cb", secret: Data("cb".utf8)) {

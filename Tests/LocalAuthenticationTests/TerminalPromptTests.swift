@@ -10,17 +10,12 @@ struct TerminalPromptTests {
     @Test func vault_onAControllingTerminal_readsThePasscodeWithoutEcho() throws {
         let d = try Daemon()
         try d.setPasscode("open sesame")  // no finger enrolled: the owner policy asks for the passcode
-        let (p, terminal) = try TerminalPromptButtonTests.vault(d)
-        defer { TerminalPromptButtonTests.stop(p) }
-
-        _ = try terminal.read(until: "> ")
-        terminal.write("unlock\n")
-        let question = try terminal.read(until: "Enter your passcode [Keep Locked]: ")
-        #expect(question.contains("Unlock your vault"), "the reason reaches the terminal: \(question)")
-        terminal.write("open sesame\n")
-        let answer = try terminal.read(until: "Vault unlocked.")
-        #expect(!answer.contains("open sesame"), "the passcode was echoed: \(answer)")
-        terminal.write("quit\n")
+        try TerminalPromptButtonTests.withVault(d) { terminal in
+            let question = try terminal.command("unlock", until: "Enter your passcode [Keep Locked]: ")
+            #expect(question.contains("Unlock your vault"), "the reason reaches the terminal: \(question)")
+            let answer = try terminal.command("open sesame", until: "Vault unlocked.")
+            #expect(!answer.contains("open sesame"), "the passcode was echoed: \(answer)")
+        }
     }
 }
 
@@ -46,6 +41,16 @@ struct TerminalPromptButtonTests {
 
     /// Waits for `setsid --wait` and the vault; a vault still running after 5 s (a failed test) is
     /// killed, since SIGTERM to setsid does not reach it.
+    /// Runs the vault on a terminal of its own until its first "> ", then `body` with the terminal;
+    /// afterwards the vault is told to quit and stopped.
+    static func withVault(_ d: Daemon, _ body: (PseudoTerminal) throws -> Void) throws {
+        let (p, terminal) = try vault(d)
+        defer { stop(p) }
+        _ = try terminal.read(until: "> ")
+        try body(terminal)
+        terminal.write("quit\n")
+    }
+
     static func stop(_ p: Process) {
         let deadline = Date().addingTimeInterval(5)
         while p.isRunning && Date() < deadline { usleep(20_000) }  // polls: Process has no timed wait
@@ -65,40 +70,29 @@ struct TerminalPromptButtonTests {
     }
 
     @Test func terminalPrompt_whenEscIsPressedWhileAFingerIsAwaited_cancelsWithUserCancel() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
-        let (p, terminal) = try Self.vault(d)
-        defer { Self.stop(p) }
-        _ = try terminal.read(until: "> ")
-        terminal.write("unlock\n")
-        let prompt = try terminal.read(until: "(Esc: Keep Locked)")
-        #expect(prompt.contains("Place your right index finger"), "\(prompt)")
-        // The app's name before its reason, as Apple shows it.
-        #expect(prompt.contains("\" wants to Unlock your vault: Place your right index finger"), "\(prompt)")
-        terminal.write("\u{1B}")
-        _ = try terminal.read(until: "Vault still locked: you cancelled.")
-        terminal.write("quit\n")
+        let d = try await Daemon.withRootFinger()
+        try Self.withVault(d) { terminal in
+            let prompt = try terminal.command("unlock", until: "(Esc: Keep Locked)")
+            #expect(prompt.contains("Place your right index finger"), "\(prompt)")
+            // The app's name before its reason, as Apple shows it.
+            #expect(prompt.contains("\" wants to Unlock your vault: Place your right index finger"), "\(prompt)")
+            terminal.write("\u{1B}")
+            _ = try terminal.read(until: "Vault still locked: you cancelled.")
+        }
     }
 
     @Test func terminalPrompt_whenEnterIsPressedAfterTheFallbackIsOffered_choosesItWithUserFallback() async throws {
-        let d = try Daemon()
-        try await d.enroll(printID: "root-1")
-        let (p, terminal) = try Self.vault(d)
-        defer { Self.stop(p) }
+        let d = try await Daemon.withRootFinger()
         // The first unlock makes the vault's key; the second is the key's right (a finger only).
         try d.touch("root-1")
-        _ = try terminal.read(until: "> ")
-        terminal.write("unlock\n")
-        _ = try terminal.read(until: "Its key is now kept by localauthd")
-        terminal.write("lock\n")
-        _ = try terminal.read(until: "Vault locked.")
-        try d.touch("mallory-1")
-        terminal.write("unlock\n")
-        let offered = try terminal.read(until: "(Enter: Enter password)")
-        #expect(offered.contains("ot recognised"), "the fallback comes after a miss: \(offered)")
-        terminal.write("\n")
-        _ = try terminal.read(until: "Vault still locked: you chose to enter a password instead.")
-        terminal.write("quit\n")
+        try Self.withVault(d) { terminal in
+            _ = try terminal.command("unlock", until: "Its key is now kept by localauthd")
+            _ = try terminal.command("lock", until: "Vault locked.")
+            try d.touch("mallory-1")
+            let offered = try terminal.command("unlock", until: "(Enter: Enter password)")
+            #expect(offered.contains("ot recognised"), "the fallback comes after a miss: \(offered)")
+            _ = try terminal.command("", until: "Vault still locked: you chose to enter a password instead.")
+        }
     }
 }
 
@@ -120,6 +114,12 @@ final class PseudoTerminal {
         }
         secondary = open("/dev/pts/\(index)", O_RDWR | O_NOCTTY)
         guard secondary >= 0 else { throw HarnessError.setup("cannot open /dev/pts/\(index)") }
+    }
+
+    /// Types `line` and Enter, and reads until `marker`.
+    func command(_ line: String, until marker: String) throws -> String {
+        write(line + "\n")
+        return try read(until: marker)
     }
 
     func closeSecondary() {

@@ -118,23 +118,24 @@ private func frame(_ body: [UInt8]) -> [UInt8] {
     }
 
     @Test func signedData_namesWhatItIsFor() {
-        var auth = SSHWriter()
-        auth.string([1, 2, 3])
-        auth.byte(50)
-        auth.string("alice")
-        auth.string("ssh-connection")
-        auth.string("publickey")
-        auth.byte(1)
-        #expect(SignedDataKind(data: auth.bytes) == .userAuthentication(user: "alice"))
+        /// SSH_MSG_USERAUTH_REQUEST as a client signs it: session id, 50, user, service, method, TRUE.
+        func userAuthentication(user: String, method: String) -> [UInt8] {
+            var request = SSHWriter()
+            request.string([1, 2, 3])
+            request.byte(50)
+            request.string(user)
+            request.string("ssh-connection")
+            request.string(method)
+            request.byte(1)
+            return request.bytes
+        }
+        #expect(
+            SignedDataKind(data: userAuthentication(user: "alice", method: "publickey"))
+                == .userAuthentication(user: "alice"))
         // What OpenSSH 9 signs once it has bound the connection to the host (session-bind).
-        var bound = SSHWriter()
-        bound.string([1, 2, 3])
-        bound.byte(50)
-        bound.string("bob")
-        bound.string("ssh-connection")
-        bound.string("publickey-hostbound-v00@openssh.com")
-        bound.byte(1)
-        #expect(SignedDataKind(data: bound.bytes) == .userAuthentication(user: "bob"))
+        #expect(
+            SignedDataKind(data: userAuthentication(user: "bob", method: "publickey-hostbound-v00@openssh.com"))
+                == .userAuthentication(user: "bob"))
         var sig = SSHWriter()
         sig.string("git")
         #expect(SignedDataKind(data: Array("SSHSIG".utf8) + sig.bytes) == .sshsig(namespace: "git"))

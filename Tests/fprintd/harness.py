@@ -31,6 +31,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "pam", "tests"))
+import procs  # noqa: E402
 import seat  # noqa: E402  (python-dbusmock's logind: seat.LogindMock)
 PACKAGING = os.path.join(REPO, "packaging", "fprintd-compat")
 POLKITD = "/usr/lib/polkit-1/polkitd"
@@ -383,13 +384,7 @@ class World:
         self.stop_daemon()
         if getattr(self, "logind", None):
             self.logind.stop()
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        procs.stop_all(self.procs)
         # The binds under the private /etc are mount points inside self.tmp: gone first, so that
         # nothing of the run is left behind.
         for target in reversed(self.mounts):

@@ -9,13 +9,8 @@
 # never touched (`useradd -l` writes no lastlog or faillog record either).
 #   Tests/fprintd/host-passwd-churn.sh BIN_DIR [unittest arguments…]
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-bin=$(cd "${1:?usage: $0 BIN_DIR [unittest args]}" && pwd)
-shift
-if [ "$(id -u)" -ne 0 ]; then
-    echo "Tests/fprintd/host-passwd-churn.sh: needs root (private namespaces, useradd)" >&2
-    exit 1
-fi
+needs="private namespaces, useradd"
+. "$(dirname "$0")/script-start.sh"
 exec unshare --mount --propagation private /usr/bin/env HERE="$here" BIN="$bin" bash -c '
     set -u
     host=$(mktemp -d /tmp/la-host-etc.XXXXXX)

@@ -54,6 +54,19 @@ class DoorTest(unittest.TestCase):
         self.clients.append(c)
         return c
 
+    def claimed(self, user, by=None):
+        """A client, as BY (else root), that has claimed the device for USER ("": for itself)."""
+        c = self.client(by)
+        c.ok("Claim", user)
+        return c
+
+    def started(self, method, argument, user, by=None):
+        """A client that has claimed the device for USER and called METHOD (VerifyStart,
+        EnrollStart) with ARGUMENT."""
+        c = self.claimed(user, by)
+        c.ok(method, argument)
+        return c
+
     def agent(self, user, client, typed):
         a = Agent(WORLD, user, client.pid, typed)
         self.agents.append(a)
@@ -65,6 +78,16 @@ class DoorTest(unittest.TestCase):
     def enrolled(self, user):
         r = WORLD.ctl("list", "--user", user)
         return [line.strip() for line in r.stdout.splitlines() if line.strip().endswith("finger") or "thumb" in line]
+
+    def ladbus1_verifies_and_matches(self):
+        """ladbus1 claims the device, verifies any finger (the one enrolled is selected), touches
+        it: a match; VerifyStop, Release."""
+        c = self.started("VerifyStart", "any", "", by="ladbus1")
+        self.assertEqual(c.wait("VerifyFingerSelected"), {"ok": ["right-index-finger"]})
+        WORLD.virtual("SCAN ladbus1-right-index-finger")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        c.ok("VerifyStop")
+        c.ok("Release")
 
     def verify_over_dbus(self, client, print_id):
         """Claimed device: VerifyStart("any"), a touch, the final status; VerifyStop."""
@@ -117,9 +140,7 @@ class PropertyTests(DoorTest):
 
     def test_fingerNeeded_whileAVerifyWaits_isTrueAndAnnounced(self):
         WORLD.enrol_as_root("ladbus1")
-        c = self.client()
-        c.ok("Claim", "ladbus1")
-        c.ok("VerifyStart", "any")
+        c = self.started("VerifyStart", "any", "ladbus1")
         harness.wait_for("finger-needed", lambda: c.send(get="finger-needed") == {"ok": True})
         changed = [args for name, args in c.signals() if name == "PropertiesChanged"]
         self.assertIn(("net.reactivated.Fprint.Device", {"finger-needed": True}, []),
@@ -196,8 +217,7 @@ class ClaimTests(DoorTest):
         self.assertIn("net.reactivated.fprint.device.enroll", answer["message"])
 
     def test_claim_ownAccountByEmptyName_claimsForTheCaller(self):
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
+        c = self.claimed("", by="ladbus1")
         self.assertError(c.call("VerifyStart", "any"), "NoEnrolledPrints")
         c.ok("Release")
 
@@ -244,8 +264,7 @@ class GateTests(DoorTest):
         self.assertTrue(next(iter(answer["ok"])).startswith(ERR + "PermissionDenied"), answer)
         self.assertGreater(answer["seconds"], (300 - 50) / 100 * 0.8)
         # The device is still served at once.
-        c = self.client()
-        c.ok("Claim", "ladbus1")
+        c = self.claimed("ladbus1")
         c.ok("Release")
 
     def test_claimer_whoLeavesWhilePolkitAnswers_leavesTheDeviceClaimableAtOnce(self):
@@ -258,8 +277,7 @@ class GateTests(DoorTest):
         leaving.proc.wait()
         time.sleep(1.6)  # polkit has answered
         started = time.monotonic()
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
+        c = self.claimed("", by="ladbus1")
         print("door: the next client claimed %.0f ms after polkit answered a claimer that had left"
               % ((time.monotonic() - started) * 1000))
         c.ok("Release")
@@ -275,33 +293,23 @@ class VerifyTests(DoorTest):
         self.assertError(self.client().call("VerifyStart", "any"), "ClaimDevice")
 
     def test_verifyStart_withNoFingers_isNoEnrolledPrints(self):
-        c = self.client()
-        c.ok("Claim", "ladbus3")
+        c = self.claimed("ladbus3")
         self.assertError(c.call("VerifyStart", "any"), "NoEnrolledPrints")
         c.ok("Release")
 
     def test_verifyStart_ofAFingerNotEnrolled_isNoEnrolledPrints(self):
-        c = self.client()
-        c.ok("Claim", "ladbus1")
+        c = self.claimed("ladbus1")
         self.assertError(c.call("VerifyStart", "left-thumb"), "NoEnrolledPrints")
         c.ok("Release")
 
     def test_verify_whenTheFingerMatches_selectsItAndReportsAMatch(self):
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
-        c.ok("VerifyStart", "any")
-        self.assertEqual(c.wait("VerifyFingerSelected"), {"ok": ["right-index-finger"]})
-        WORLD.virtual("SCAN ladbus1-right-index-finger")
-        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
-        c.ok("VerifyStop")
-        c.ok("Release")
+        self.ladbus1_verifies_and_matches()
         self.assertIn('op=evaluate user="ladbus1"', WORLD.log())
 
     def test_verifyStart_isOneEvaluation_leavingOneAuditRecordAndNoList(self):
         # Issue 28: a VerifyStart asked the daemon three times (list, canEvaluate, evaluate), which
         # left an op=list record beside the evaluation's for every verification over the bus.
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
+        c = self.claimed("", by="ladbus1")
         before = len(WORLD.log())
         c.ok("VerifyStart", "any")
         self.assertEqual(c.wait("VerifyFingerSelected"), {"ok": ["right-index-finger"]})
@@ -321,9 +329,7 @@ class VerifyTests(DoorTest):
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=WORLD.env())
         watcher = self.client()
         harness.wait_for("ladbus4's scan", lambda: watcher.send(get="finger-needed") == {"ok": True})
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
-        c.ok("VerifyStart", "any")
+        c = self.started("VerifyStart", "any", "", by="ladbus1")
         self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-unknown-error", True]})
         WORLD.virtual("SCAN ladbus4-right-index-finger")
         out, _ = other.communicate(timeout=30)
@@ -332,15 +338,12 @@ class VerifyTests(DoorTest):
         c.ok("Release")
 
     def test_verify_whenAnotherFingerTouches_reportsNoMatch(self):
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
+        c = self.claimed("", by="ladbus1")
         self.assertEqual(self.verify_over_dbus(c, "someone-else"), {"ok": ["verify-no-match", True]})
         c.ok("Release")
 
     def test_verify_afterABadSwipe_reportsRetryAndGoesOn(self):
-        c = self.client()
-        c.ok("Claim", "ladbus1")
-        c.ok("VerifyStart", "any")
+        c = self.started("VerifyStart", "any", "ladbus1")
         WORLD.virtual("RETRY 1")
         self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-swipe-too-short", False]})
         WORLD.virtual("SCAN ladbus1-right-index-finger")
@@ -351,9 +354,7 @@ class VerifyTests(DoorTest):
     def match_then_stop(self, finishes_after_ms):
         """A match the reader reports `finishes_after_ms` before it finishes the operation; returns
         the client (still claiming) and how long VerifyStop took."""
-        c = self.client()
-        c.ok("Claim", "ladbus1")
-        c.ok("VerifyStart", "any")
+        c = self.started("VerifyStart", "any", "ladbus1")
         WORLD.virtual("SLEEP 50")
         WORLD.virtual("SCAN ladbus1-right-index-finger")
         WORLD.virtual("SLEEP %d" % finishes_after_ms)
@@ -389,31 +390,20 @@ class VerifyTests(DoorTest):
         spy = self.client("ladbus2")  # its own match rule for the service's signals (client.py)
         # An eavesdropping match too, where the bus allows it (dbus-daemon 1.14 refuses it to users).
         self.assertIn(spy.send(eavesdrop=True).get("error", "ok"), ["ok", "org.freedesktop.DBus.Error.AccessDenied"])
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
-        c.ok("VerifyStart", "any")
-        self.assertEqual(c.wait("VerifyFingerSelected"), {"ok": ["right-index-finger"]})
-        WORLD.virtual("SCAN ladbus1-right-index-finger")
-        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
-        c.ok("VerifyStop")
-        c.ok("Release")
+        self.ladbus1_verifies_and_matches()
         seen = [name for name, _ in spy.signals()]
         self.assertNotIn("VerifyFingerSelected", seen)
         self.assertNotIn("VerifyStatus", seen)
 
     def test_verifyStart_twice_isAlreadyInUse_untilVerifyStop(self):
-        c = self.client()
-        c.ok("Claim", "ladbus1")
-        c.ok("VerifyStart", "any")
+        c = self.started("VerifyStart", "any", "ladbus1")
         self.assertError(c.call("VerifyStart", "any"), "AlreadyInUse")
         c.ok("VerifyStop")
         self.assertError(c.call("VerifyStop"), "NoActionInProgress")
         c.ok("Release")
 
     def test_verifyStop_whileWaiting_endsTheVerifyAndFreesTheReader(self):
-        c = self.client()
-        c.ok("Claim", "ladbus1")
-        c.ok("VerifyStart", "any")
+        c = self.started("VerifyStart", "any", "ladbus1")
         harness.wait_for("finger-needed", lambda: c.send(get="finger-needed") == {"ok": True})
         c.ok("VerifyStop")
         self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-no-match", True]})
@@ -449,16 +439,14 @@ class PresenceTests(DoorTest):
     def test_verifyStart_fromTheUsersSessionBehindAnother_isPermissionDenied_andInFrontMatches(self):
         WORLD.enrol_as_root("ladbus1")
         self.place("add-session c2 seat0 64201 ladbus1 user inactive local", "place 64201 c2")
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
+        c = self.claimed("", by="ladbus1")
         answer = c.call("VerifyStart", "any")
         self.assertError(answer, "PermissionDenied")
         self.assertIn("Fingerprint not available", answer["message"])
         c.ok("Release")
         # Back in front of the reader, the same user verifies.
         self.place("set-active c2 yes")
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
+        c = self.claimed("", by="ladbus1")
         self.assertEqual(self.verify_over_dbus(c, "ladbus1-right-index-finger"), {"ok": ["verify-match", True]})
         c.ok("Release")
 
@@ -467,8 +455,7 @@ class PresenceTests(DoorTest):
         # setuid helper ladbus2 ran) claims the device for ladbus1, who is not at the reader.
         WORLD.enrol_as_root("ladbus1", print_id="c2-owner")
         self.place("add-session c3 seat0 64202 ladbus2 user active local", "place 0 c3")
-        c = self.client()
-        c.ok("Claim", "ladbus1")
+        c = self.claimed("ladbus1")
         answer = c.call("VerifyStart", "any")
         self.assertError(answer, "PermissionDenied")
         self.assertIn("Fingerprint not available", answer["message"])
@@ -521,8 +508,7 @@ def pam_service(name, line, user, scan=None):
 class LockoutTests(DoorTest):
     def test_fiveMissesOverDBus_lockBiometricsForTheSocketToo(self):
         WORLD.enrol_as_root("ladbus1")
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
+        c = self.claimed("", by="ladbus1")
         for _ in range(5):
             self.assertEqual(self.verify_over_dbus(c, "intruder"), {"ok": ["verify-no-match", True]})
         # The door refuses to start a sixth…
@@ -554,9 +540,7 @@ class LockoutTests(DoorTest):
 
 class EnrollTests(DoorTest):
     def test_enroll_byRoot_reportsEachStageAndCompletes(self):
-        c = self.client()
-        c.ok("Claim", "ladbus3")
-        c.ok("EnrollStart", "left-thumb")
+        c = self.started("EnrollStart", "left-thumb", "ladbus3")
         for stage in range(4):
             WORLD.virtual("SCAN ladbus3-thumb")
             self.assertEqual(c.wait("EnrollStatus"), {"ok": ["enroll-stage-passed", False]})
@@ -567,9 +551,7 @@ class EnrollTests(DoorTest):
         c.ok("Release")
 
     def test_enroll_afterARetry_reportsItAndGoesOn(self):
-        c = self.client()
-        c.ok("Claim", "ladbus3")
-        c.ok("EnrollStart", "right-thumb")
+        c = self.started("EnrollStart", "right-thumb", "ladbus3")
         WORLD.virtual("RETRY 2")
         self.assertEqual(c.wait("EnrollStatus"), {"ok": ["enroll-finger-not-centered", False]})
         c.ok("EnrollStop")
@@ -577,8 +559,7 @@ class EnrollTests(DoorTest):
         c.ok("Release")
 
     def test_enrollStart_withAnInvalidOrAnyFinger_isInvalidFingername(self):
-        c = self.client()
-        c.ok("Claim", "ladbus3")
+        c = self.claimed("ladbus3")
         self.assertError(c.call("EnrollStart", "sixth-finger"), "InvalidFingername")
         self.assertError(c.call("EnrollStart", "any"), "InvalidFingername")
         c.ok("Release")
@@ -587,8 +568,7 @@ class EnrollTests(DoorTest):
         self.assertError(self.client().call("EnrollStart", "left-thumb"), "ClaimDevice")
 
     def test_enrollStop_withoutEnrolment_isNoActionInProgress(self):
-        c = self.client()
-        c.ok("Claim", "ladbus3")
+        c = self.claimed("ladbus3")
         self.assertError(c.call("EnrollStop"), "NoActionInProgress")
         c.ok("Release")
 
@@ -603,8 +583,7 @@ class FirstFingerTests(DoorTest):
     person typed the account password into the authentication agent (auth_self_keep)."""
 
     def test_firstFinger_whenThePasswordIsTypedInThePolkitAgent_isEnrolled(self):
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
+        c = self.claimed("", by="ladbus1")
         agent = self.agent("ladbus1", c, [password("ladbus1")])
         self.assertEqual(c.call_with_agent(agent, "EnrollStart", "left-index-finger"), {"ok": []})
         self.assertIn(b"AUTHENTICATING FOR net.reactivated.fprint.device.enroll", agent.output)
@@ -619,8 +598,7 @@ class FirstFingerTests(DoorTest):
         self.assertIn("polkit", WORLD.log())
 
     def test_firstFinger_whenTheWrongPasswordIsTyped_isPermissionDeniedAndNothingEnrolled(self):
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
+        c = self.claimed("", by="ladbus1")
         agent = self.agent("ladbus1", c, ["wrong", "wrong", "wrong"])
         self.assertError(c.call_with_agent(agent, "EnrollStart", "left-middle-finger"), "PermissionDenied")
         c.ok("Release")
@@ -628,8 +606,7 @@ class FirstFingerTests(DoorTest):
 
     def test_firstFinger_whenPolkitSaysYesWithoutAPassword_isRefused(self):
         # An administrator's rule lets ladbus3 enrol without authenticating: nobody proved presence.
-        c = self.client("ladbus3")
-        c.ok("Claim", "")
+        c = self.claimed("", by="ladbus3")
         answer = c.call("EnrollStart", "left-thumb")
         self.assertError(answer, "PermissionDenied")
         self.assertIn("password", answer["message"])
@@ -671,8 +648,7 @@ class ListDeleteTests(DoorTest):
         self.assertError(self.client().call("ListEnrolledFingers", "ladbus3"), "NoEnrolledPrints")
 
     def test_deleteEnrolledFinger_invalidName_isInvalidFingername(self):
-        c = self.client()
-        c.ok("Claim", "ladbus1")
+        c = self.claimed("ladbus1")
         self.assertError(c.call("DeleteEnrolledFinger", "any"), "InvalidFingername")
         self.assertError(c.call("DeleteEnrolledFinger", "left-thumb"), "NoEnrolledPrints")
         c.ok("Release")
@@ -698,8 +674,7 @@ class ListDeleteTests(DoorTest):
     def test_deleteOwnFinger_withoutThePassword_isPermissionDeniedAndKeepsIt(self):
         # A passer-by at the unlocked desk (or malware) in the owner's session: deleting needs
         # polkit's enroll action, auth_self_keep, and nobody types the password.
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
+        c = self.claimed("", by="ladbus1")
         self.assertError(c.call("DeleteEnrolledFinger", "left-index-finger"), "PermissionDenied")
         self.assertError(c.call("DeleteEnrolledFingers2"), "PermissionDenied")
         c.ok("Release")
@@ -707,8 +682,7 @@ class ListDeleteTests(DoorTest):
 
     def test_deleteOwnFinger_withThePasswordTypedInTheAgent_deletesIt(self):
         WORLD.enrol_as_root("ladbus1", "right-thumb")
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
+        c = self.claimed("", by="ladbus1")
         agent = self.agent("ladbus1", c, [password("ladbus1")])
         self.assertEqual(c.call_with_agent(agent, "DeleteEnrolledFinger", "right-thumb"), {"ok": []})
         c.ok("Release")
@@ -717,8 +691,7 @@ class ListDeleteTests(DoorTest):
     def test_deleteEnrolledFinger_thenDeleteEnrolledFingers2_removeThemAll(self):
         WORLD.enrol_as_root("ladbus4", "right-thumb")
         WORLD.enrol_as_root("ladbus4", "left-thumb")
-        c = self.client()
-        c.ok("Claim", "ladbus4")
+        c = self.claimed("ladbus4")
         c.ok("DeleteEnrolledFinger", "left-thumb")
         self.assertEqual(c.ok("ListEnrolledFingers", "ladbus4"), [["right-thumb"]])
         c.ok("DeleteEnrolledFingers2")
@@ -1098,8 +1071,7 @@ class FprintdImportTests(DoorTest):
         self.assertIn("right-index-finger", WORLD.ctl("list", "--user", "ladbus1").stdout)
         self.assertIn("left-thumb", WORLD.ctl("list", "--user", "ladbus4").stdout)
         self.assertRegex(WORLD.log(), r'op=importFprintd user="ladbus1"[^\n]*result=success')
-        c = self.client("ladbus1")
-        c.ok("Claim", "")
+        c = self.claimed("", by="ladbus1")
         self.assertEqual(self.verify_over_dbus(c, "fp-ladbus1"), {"ok": ["verify-match", True]})
         self.assertEqual(self.verify_over_dbus(c, "fp-ladbus4"), {"ok": ["verify-no-match", True]})
         c.ok("Release")

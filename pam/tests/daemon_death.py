@@ -25,7 +25,6 @@ the run goes on until KILLS kills landed inside a call.
 Usage: daemon_death.py --module SO --bin DIR [--kills N] [--json PATH] [--seed S]
 Exit status 0 when every kill passed; the last line is "N passed, N failed".
 """
-import argparse
 import json
 import math
 import os
@@ -45,6 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
 import privtmp  # noqa: E402
 import seat  # noqa: E402
+import testargs  # noqa: E402
 
 PAM_SUCCESS, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_MAXTRIES = 0, 7, 9, 11
 USER, FINGER, STRANGER = "nobody", "finger-1", "stranger"
@@ -201,14 +201,18 @@ def daemon_with_service(service, module, bin_dir, timeout):
     return root, services, daemon
 
 
+def daemon_test_arguments():
+    """The arguments of a test that runs the daemon behind the module: --module, --bin, --client,
+    --json (where to write the figures); the test adds its own."""
+    ap = testargs.module_arguments("--bin", "--client")
+    ap.add_argument("--json", default=None)
+    return ap
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--module", required=True)
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--client", required=True)
+    ap = daemon_test_arguments()
     ap.add_argument("--kills", type=int, default=100)
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--json", default=None)
     args = ap.parse_args()
     if os.getuid() != 0:
         print("run as root: the module believes only a daemon run by root")

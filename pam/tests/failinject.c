@@ -191,23 +191,18 @@ static int open_common(const char *name, const char *path, int flags, va_list ap
     return fail_now(K_TERM) ? -1 : real(path, flags, mode);
 }
 
-int open(const char *path, int flags, ...)
-{
-    va_list ap;
-    va_start(ap, flags);
-    int rc = open_common("open", path, flags, ap);
-    va_end(ap);
-    return rc;
-}
-
-int open64(const char *path, int flags, ...)
-{
-    va_list ap;
-    va_start(ap, flags);
-    int rc = open_common("open64", path, flags, ap);
-    va_end(ap);
-    return rc;
-}
+/* open and open64, one definition: the variadic mode goes to open_common. */
+#define OPEN_INTERPOSER(fn)                                                                        \
+    int fn(const char *path, int flags, ...)                                                       \
+    {                                                                                              \
+        va_list ap;                                                                                \
+        va_start(ap, flags);                                                                       \
+        int rc = open_common(#fn, path, flags, ap);                                                \
+        va_end(ap);                                                                                \
+        return rc;                                                                                 \
+    }
+OPEN_INTERPOSER(open)
+OPEN_INTERPOSER(open64)
 
 int ioctl(int fd, unsigned long request, ...)
 {

@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import integration as it  # noqa: E402
 import lawire  # noqa: E402
 import privtmp  # noqa: E402
+import testargs  # noqa: E402
 
 KINDS = ("alloc", "poll", "read", "write", "socket")
 TERM_KINDS = KINDS + ("term",)
@@ -105,9 +106,7 @@ def run(ctx, args, service, answers, kind=None, n=0, errno=None):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--module", required=True)
-    ap.add_argument("--shim", required=True)
+    ap = testargs.module_arguments("--shim")
     ap.add_argument("--max-n", type=int, default=400)
     args = ap.parse_args()
     it.ARGS = argparse.Namespace(module=os.path.abspath(args.module), asan=False,

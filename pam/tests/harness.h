@@ -14,6 +14,9 @@ extern struct t_state t_state;
 void t_begin(const char *name);
 void t_end(void);
 void t_fail(const char *file, int line, const char *what);
+/* Opens a fixture for reading as a case of its own ("NAME opens"); NULL, and the case failed,
+ * when it cannot. */
+FILE *t_open_fixture(const char *name, const char *path);
 /* Prints "N passed, N failed" and returns the process's exit status. */
 int t_summary(void);
 

@@ -23,7 +23,6 @@ median on the idle daemon (before and after).
 Usage: hostile.py --module SO --bin DIR --client BENCH_CLIENT [--runs N] [--json PATH]
 The last line is "N passed, N failed"; the exit status is non-zero on any failure.
 """
-import argparse
 import json
 import os
 import resource
@@ -37,7 +36,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
 import privtmp  # noqa: E402
-from daemon_death import daemon_with_service, stats  # noqa: E402
+from daemon_death import daemon_test_arguments, daemon_with_service, stats  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
@@ -86,12 +85,8 @@ class Role:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--module", required=True)
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--client", required=True)
+    ap = daemon_test_arguments()
     ap.add_argument("--runs", type=int, default=40)
-    ap.add_argument("--json", default=None)
     args = ap.parse_args()
     if os.getuid() != 0:
         print("run as root: the module believes only a daemon run by root; setpriv needs root")

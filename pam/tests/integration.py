@@ -567,20 +567,26 @@ def c1_controls_from_the_daemon_are_replaced_as_c0_are(ctx):
           "info %r" % res["info"])
 
 
+def info_line_in_locale(ctx, language, charset, line):
+    """The conversation of an application in the locale LANGUAGE.CHARSET (made with localedef)
+    that the daemon tells LINE, then success: asserts the success and returns the conversation."""
+    locales = ctx.mkdir("locales")
+    locale = "%s.%s" % (language, charset)
+    r = subprocess.run(["localedef", "-i", language, "-f", charset, os.path.join(locales, locale)],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "localedef: %s" % r.stderr)
+    fake = FakeDaemon(ctx, [event(lawire.EV_INFO, line), result(0, "Authenticated")])
+    res = ctx.conv(ctx.service("socket=%s" % fake.sock), "nobody", env={"LOCPATH": locales, "LC_ALL": locale})
+    expect_code(res, PAM_SUCCESS)
+    return res
+
+
 @case()
 def c1_control_bytes_are_replaced_in_a_single_byte_locale(ctx):
     """Issue 26: in ISO 8859-1 (the application's locale: a Latin-1 terminal) C1 controls are the
     bytes 80-9F, so U+201B, sent as E2 80 9B, would reach the terminal as a CSI: each byte
     80-9F is replaced there, other bytes stay."""
-    locales = ctx.mkdir("locales")
-    r = subprocess.run(["localedef", "-i", "en_US", "-f", "ISO-8859-1",
-                        os.path.join(locales, "en_US.ISO-8859-1")], capture_output=True, text=True)
-    check(r.returncode == 0, "localedef: %s" % r.stderr)
-    fake = FakeDaemon(ctx, [event(lawire.EV_INFO, "quote\u201b2J caf\u00e9 nel\u0085"),
-                            result(0, "Authenticated")])
-    res = ctx.conv(ctx.service("socket=%s" % fake.sock), "nobody",
-                   env={"LOCPATH": locales, "LC_ALL": "en_US.ISO-8859-1"})
-    expect_code(res, PAM_SUCCESS)
+    res = info_line_in_locale(ctx, "en_US", "ISO-8859-1", "quote\u201b2J caf\u00e9 nel\u0085")
     # E2 kept, 80 and 9B replaced; C3 A9 kept; C2 kept, 85 replaced (bytes, not characters).
     check(res["info"] == [PROBE, "quote\udce2??2J caf\u00e9 nel\udcc2?"], "info %r" % res["info"])
 
@@ -590,15 +596,7 @@ def bytes_of_a_multibyte_locales_characters_are_kept(ctx):
     """In a multibyte locale other than UTF-8 (GBK), the bytes 80-9F are part of characters
     (C2 85 is one GBK character, not NEL on a GBK terminal): the line is read as the locale's
     characters, and only those that are controls are replaced."""
-    locales = ctx.mkdir("locales")
-    r = subprocess.run(["localedef", "-i", "zh_CN", "-f", "GBK",
-                        os.path.join(locales, "zh_CN.GBK")], capture_output=True, text=True)
-    check(r.returncode == 0, "localedef: %s" % r.stderr)
-    fake = FakeDaemon(ctx, [event(lawire.EV_INFO, "gbk\u0085 tab\t del\x7f"),
-                            result(0, "Authenticated")])
-    res = ctx.conv(ctx.service("socket=%s" % fake.sock), "nobody",
-                   env={"LOCPATH": locales, "LC_ALL": "zh_CN.GBK"})
-    expect_code(res, PAM_SUCCESS)
+    res = info_line_in_locale(ctx, "zh_CN", "GBK", "gbk\u0085 tab\t del\x7f")
     check(res["info"][1:] == ["gbk\u0085 tab? del?"], "info %r" % res["info"])
 
 
@@ -1232,11 +1230,16 @@ def verify_with_touches(ctx, daemon, svc, user, expect, touches, as_user=None, a
     return ctx.finish(p, cmd)
 
 
-@case(needs_daemon=True)
-def real_match(ctx):
+def nobody_with_a_finger(ctx, options=""):
+    """The real daemon with nobody's finger-1 enrolled, and a PAM service asking it (with OPTIONS)."""
     d = RealDaemon(ctx)
     d.enroll("nobody", "finger-1")
-    svc = ctx.service("socket=%s" % d.sock)
+    return d, ctx.service(("socket=%s " % d.sock + options).strip())
+
+
+@case(needs_daemon=True)
+def real_match(ctx):
+    d, svc = nobody_with_a_finger(ctx)
     res = verify_with_touches(ctx, d, svc, "nobody", PAM_SUCCESS, ["finger-1"])
     expect_code(res, PAM_SUCCESS)
     check(any("finger" in m.lower() for m in res["info"]), "a place-finger prompt: %s" % res)
@@ -1245,9 +1248,7 @@ def real_match(ctx):
 
 @case(needs_daemon=True)
 def real_no_match_until_maxtries(ctx):
-    d = RealDaemon(ctx)
-    d.enroll("nobody", "finger-1")
-    svc = ctx.service("socket=%s tries=3" % d.sock)
+    d, svc = nobody_with_a_finger(ctx, "tries=3")
     res = verify_with_touches(ctx, d, svc, "nobody", PAM_MAXTRIES, ["other"] * 3)
     expect_code(res, PAM_MAXTRIES)
     check(len(res["errors"]) == 3, "three no-match lines: %s" % res)
@@ -1255,9 +1256,7 @@ def real_no_match_until_maxtries(ctx):
 
 @case(needs_daemon=True)
 def real_lockout_after_five_misses(ctx):
-    d = RealDaemon(ctx)
-    d.enroll("nobody", "finger-1")
-    svc = ctx.service("socket=%s tries=5" % d.sock)
+    d, svc = nobody_with_a_finger(ctx, "tries=5")
     res = verify_with_touches(ctx, d, svc, "nobody", PAM_MAXTRIES, ["other"] * 5)
     check(res["code"] in (PAM_MAXTRIES, PAM_AUTHINFO_UNAVAIL), "fifth miss: %s" % res)
     res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL)
@@ -1317,9 +1316,7 @@ def real_timeout_honoured(ctx):
 
 @case(needs_daemon=True)
 def real_unprivileged_caller(ctx):
-    d = RealDaemon(ctx)
-    d.enroll("nobody", "finger-1")
-    svc = ctx.service("socket=%s" % d.sock)
+    d, svc = nobody_with_a_finger(ctx)
     res = verify_with_touches(ctx, d, svc, "nobody", PAM_SUCCESS, ["finger-1"], as_user="nobody")
     expect_code(res, PAM_SUCCESS)
     res = ctx.pam(svc, "root", PAM_AUTH_ERR, as_user="nobody")
@@ -1328,9 +1325,7 @@ def real_unprivileged_caller(ctx):
 
 @case(needs_daemon=True)
 def real_password_first_enter_alone_then_finger(ctx):
-    d = RealDaemon(ctx)
-    d.enroll("nobody", "finger-1")
-    svc = ctx.service("socket=%s password_first" % d.sock)
+    d, svc = nobody_with_a_finger(ctx, "password_first")
     res = verify_with_touches(ctx, d, svc, "nobody", PAM_SUCCESS, ["finger-1"], answers=[""])
     expect_code(res, PAM_SUCCESS)
     res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL, answers=["a typed password"])
@@ -1340,9 +1335,7 @@ def real_password_first_enter_alone_then_finger(ctx):
 
 @case(needs_daemon=True)
 def real_not_interactive_is_refused_at_once(ctx):
-    d = RealDaemon(ctx)
-    d.enroll("nobody", "finger-1")
-    svc = ctx.service("socket=%s" % d.sock)
+    d, svc = nobody_with_a_finger(ctx)
     res = ctx.conv(svc, "nobody", fail=["info", "error"])
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
     check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))

@@ -24,7 +24,6 @@ the typed text; this is a test account) says when it is drawn, verifying, or wro
 Usage: locker_test.py --module SO --bin DIR [--runs N] [--example STACK] [-k NAME]   (as root)
 The last line is "N passed, N failed"; the exit status is non-zero on any failure.
 """
-import argparse
 import os
 import pwd
 import shutil
@@ -35,6 +34,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
 import sandbox  # noqa: E402
+import testargs  # noqa: E402
 from sandbox import Failure, check  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -310,9 +310,7 @@ def case_languages(world):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--module", required=True)
-    ap.add_argument("--bin", required=True)
+    ap = testargs.module_arguments("--bin")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--example", default=EXAMPLE, help="the stack to test (pam.d syntax)")
     ap.add_argument("-k", default="", help="only the cases whose name contains this")

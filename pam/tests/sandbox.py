@@ -30,6 +30,7 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lawire  # noqa: E402
+import procs  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -321,14 +322,7 @@ class Machine:
         check(p.wait(timeout=WAIT_S) == 0, "enrolment: %s" % out)
 
     def close(self):
-        for p in reversed(self.children):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        procs.stop_all(self.children)
         shutil.rmtree(self.root, ignore_errors=True)
 
 

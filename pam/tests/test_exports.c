@@ -27,22 +27,25 @@ static void dlopen_and_dlsym(void)
     dlclose(h);
 }
 
-/* Runs cmd and returns its whole output in buf (NUL-terminated), or -1. */
-static int capture(const char *cmd, char *buf, size_t cap)
+static char out[65536]; /* the output of the last run_on_module */
+
+/* Runs "TOOL 'MODULE'" and keeps its whole output in out (NUL-terminated); 0 when it exited 0. */
+static int run_on_module(const char *tool)
 {
+    char cmd[4200];
+    out[0] = '\0';
+    snprintf(cmd, sizeof cmd, "%s '%s'", tool, module);
     FILE *p = popen(cmd, "r");
     if (p == NULL)
         return -1;
-    size_t n = fread(buf, 1, cap - 1, p);
-    buf[n] = '\0';
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
     return pclose(p) == 0 ? 0 : -1;
 }
 
 static void only_pam_sm_symbols_are_defined(void)
 {
-    static char out[65536], cmd[4200];
-    snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s'", module);
-    CHECK(capture(cmd, out, sizeof out) == 0);
+    CHECK(run_on_module("nm -D --defined-only") == 0);
     int names = 0;
     for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n")) {
         char *name = strrchr(line, ' ');
@@ -58,9 +61,7 @@ static void only_pam_sm_symbols_are_defined(void)
 
 static void needs_only_libc_and_libpam(void)
 {
-    static char out[65536], cmd[4200];
-    snprintf(cmd, sizeof cmd, "readelf -d '%s'", module);
-    CHECK(capture(cmd, out, sizeof out) == 0);
+    CHECK(run_on_module("readelf -d") == 0);
     int needed = 0;
     for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n")) {
         if (strstr(line, "(NEEDED)") == NULL)
@@ -74,9 +75,7 @@ static void needs_only_libc_and_libpam(void)
 
 static void hardened(void)
 {
-    static char out[65536], cmd[4200];
-    snprintf(cmd, sizeof cmd, "readelf -d -l -s --dyn-syms -W '%s'", module);
-    CHECK(capture(cmd, out, sizeof out) == 0);
+    CHECK(run_on_module("readelf -d -l -s --dyn-syms -W") == 0);
     CHECK(strstr(out, "BIND_NOW") != NULL || strstr(out, "FLAGS_1") != NULL);
     CHECK(strstr(out, "GNU_RELRO") != NULL);
     CHECK(strstr(out, "__stack_chk_fail") != NULL || strstr(out, "_chk") != NULL);

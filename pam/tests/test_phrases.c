@@ -28,10 +28,7 @@ static void vectors(const char *golden_path)
     char *slash = strrchr(path, '/');
     snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
              "phrases.txt");
-    FILE *f = fopen(path, "r");
-    t_begin("phrases file opens");
-    CHECK(f != NULL);
-    t_end();
+    FILE *f = t_open_fixture("phrases file", path);
     if (f == NULL)
         return;
     while (fgets(line, sizeof line, f) != NULL) {

@@ -26,6 +26,17 @@ void t_fail(const char *file, int line, const char *what)
     fprintf(stderr, "FAIL %s (%s:%d): %s\n", t_state.name, file, line, what);
 }
 
+FILE *t_open_fixture(const char *name, const char *path)
+{
+    static char what[300];
+    snprintf(what, sizeof what, "%.280s opens", name);
+    FILE *f = fopen(path, "r");
+    t_begin(what);
+    CHECK(f != NULL);
+    t_end();
+    return f;
+}
+
 int t_summary(void)
 {
     printf("%d passed, %d failed\n", t_state.passed, t_state.failed);
