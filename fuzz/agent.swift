@@ -7,17 +7,8 @@
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzAgentCodec(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = Array(UnsafeBufferPointer(start: data, count: size))
-    let split = input.isEmpty ? 0 : Int(input[0]) % (input.count + 1)
     var reader = AgentFrameReader()
-    reader.append(input[..<split])
-    var bodies: [[UInt8]] = []
-    do {
-        while let body = try reader.next() { bodies.append(body) }
-        reader.append(input[split...])
-        while let body = try reader.next() { bodies.append(body) }
-    } catch {
-        // A frame over the limit ends the stream; what came before must still hold up.
-    }
+    let bodies = readInTwo(input, append: { reader.append($0) }, next: { try reader.next() })
     guard bodies.reduce(0, { $0 + 4 + $1.count }) <= input.count else { fatalError("frames longer than the input") }
     for body in bodies {
         if let request = try? AgentRequest(frame: body) {

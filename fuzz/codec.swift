@@ -7,19 +7,9 @@
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCodec(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = Array(UnsafeBufferPointer(start: data, count: size))
-    // The byte stream split in two reads, as a socket may deliver it.
-    let split = input.isEmpty ? 0 : Int(input[0]) % (input.count + 1)
     var reader = FrameReader()
-    reader.append(input[..<split])
+    let frames = readInTwo(input, append: { reader.append($0) }, next: { try reader.next() })
     var consumed = 0
-    var frames: [Frame] = []
-    do {
-        while let frame = try reader.next() { frames.append(frame) }
-        reader.append(input[split...])
-        while let frame = try reader.next() { frames.append(frame) }
-    } catch {
-        // Refused input is fine; what was accepted before it must still hold up.
-    }
     for frame in frames {
         let bytes = frame.encoded()
         guard input.count >= consumed + bytes.count, Array(input[consumed..<consumed + bytes.count]) == bytes

@@ -11,10 +11,11 @@ FUZZ_SECONDS ?= 60
 FUZZ_SWIFTC ?= swiftc
 FUZZ_BUILD := .build/fuzz
 FUZZ_SWIFT := $(FUZZ_BUILD)/fuzz_swift_codec
-FUZZ_SWIFT_SRCS := $(wildcard Sources/LocalAuthProtocol/*.swift) fuzz/codec.swift
+FUZZ_SWIFT_SRCS := $(wildcard Sources/LocalAuthProtocol/*.swift) fuzz/codec.swift fuzz/two_reads.swift
 # The ssh agent's codec (Sources/SSHAgentProtocol), seeded with a few well-formed agent frames.
 FUZZ_AGENT := $(FUZZ_BUILD)/fuzz_ssh_agent
-FUZZ_AGENT_SRCS := $(wildcard Sources/SSHAgentProtocol/*.swift) $(wildcard Sources/SHA2/*.swift) fuzz/agent.swift
+FUZZ_AGENT_SRCS := $(wildcard Sources/SSHAgentProtocol/*.swift) $(wildcard Sources/SHA2/*.swift) fuzz/agent.swift \
+	fuzz/two_reads.swift
 
 .PHONY: fuzz fuzz-swift fuzz-agent
 

@@ -112,12 +112,12 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
     if ((s1 = la_simple_line(name)) != NULL)
         return fill(out, cap, s1, NULL, NULL, NULL, NULL);
 
-    if (strcmp(name, "placeFinger") == 0) {
+    /* A finger of the catalogue: the line asking for it (placeFinger) or its name alone. */
+    if (strcmp(name, "placeFinger") == 0 || strcmp(name, "fingerName") == 0) {
         if (text_arg(ps, &s1) != 0)
             return -1;
-        if ((s2 = la_finger_line(s1)) != NULL)
-            return fill(out, cap, s2, NULL, NULL, NULL, NULL);
-        return -1;
+        s2 = strcmp(name, "placeFinger") == 0 ? la_finger_line(s1) : la_finger_name(s1);
+        return s2 != NULL ? fill(out, cap, s2, NULL, NULL, NULL, NULL) : -1;
     }
     if (strcmp(name, "noMatch") == 0) {
         if (number_arg(ps, &n1) != 0 || n1 < 0 || n1 > 1000)
@@ -161,12 +161,6 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
             return -1;
         return fill(out, cap, s1, NULL, NULL, NULL, NULL);
     }
-    if (strcmp(name, "passcodeLocked") == 0) {
-        if (number_arg(ps, &n1) != 0 || n1 < 0)
-            return -1;
-        la_duration(n1, a, sizeof a);
-        return fill(out, cap, N_("Passcode locked; try again in %s"), a, NULL, NULL, NULL);
-    }
     if (strcmp(name, "verbatim") == 0) {
         if (text_arg(ps, &s1) != 0)
             return -1;
@@ -205,13 +199,6 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
                "set --user %1$s): %2$s"),
             s1, a, NULL, NULL);
     }
-    if (strcmp(name, "fingerName") == 0) {
-        if (text_arg(ps, &s1) != 0)
-            return -1;
-        if ((s2 = la_finger_name(s1)) != NULL)
-            return fill(out, cap, s2, NULL, NULL, NULL, NULL);
-        return -1;
-    }
     if (strcmp(name, "catalogued") == 0) {
         /* A line of the catalogue (its English template) and up to 3 arguments here; more, and
          * the module shows the message. */
@@ -232,12 +219,6 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
             return -1;
         return fill(out, cap, N_("the reader is in use by %s; try again when it is done"), a, NULL,
                     NULL, NULL);
-    }
-    if (strcmp(name, "passwordRequiredAfterMaxAge") == 0) {
-        if (number_arg(ps, &n1) != 0 || n1 < 0)
-            return -1;
-        la_duration(n1, a, sizeof a);
-        return fill(out, cap, N_("Password required after %s"), a, NULL, NULL, NULL);
     }
     if (strcmp(name, "passwordRequiredIdle") == 0) {
         if (number_arg(ps, &n1) != 0 || number_arg(ps, &n2) != 0 || n1 < 0 || n2 < 0)
@@ -268,22 +249,35 @@ static int render(struct la_parse *ps, int depth, char *out, size_t cap)
                "others until %4$s from now"),
             s1, a, b, c);
     }
-    /* The identifiers with one text argument. */
-    static const char *const one_text[][2] = {
-        {"timedOutWaitingForTurn", N_("Timed out waiting for another request of %s to finish")},
-        {"readerFailed", N_("Fingerprint reader failed: %s")},
-        {"passcodeSet", N_("Passcode set for %s")},
-        {"passcodeRemoved", N_("Passcode removed for %s")},
-        {"noPasscodeToRemove", N_("%s has no passcode")},
-        {"notTheTargetsSession", N_("the request is not from %s's own session")},
-        {"sessionNotInFront", N_("the request is not from %s's session in front of the reader")},
+    /* The identifiers with one argument: a text, or a duration in milliseconds. */
+    static const struct {
+        const char *name;
+        int duration;
+        const char *line;
+    } one_arg[] = {
+        {"timedOutWaitingForTurn", 0, N_("Timed out waiting for another request of %s to finish")},
+        {"readerFailed", 0, N_("Fingerprint reader failed: %s")},
+        {"passcodeSet", 0, N_("Passcode set for %s")},
+        {"passcodeRemoved", 0, N_("Passcode removed for %s")},
+        {"noPasscodeToRemove", 0, N_("%s has no passcode")},
+        {"notTheTargetsSession", 0, N_("the request is not from %s's own session")},
+        {"sessionNotInFront", 0, N_("the request is not from %s's session in front of the reader")},
+        {"passcodeLocked", 1, N_("Passcode locked; try again in %s")},
+        {"passwordRequiredAfterMaxAge", 1, N_("Password required after %s")},
     };
-    for (size_t i = 0; i < sizeof one_text / sizeof one_text[0]; i++)
-        if (strcmp(name, one_text[i][0]) == 0) {
+    for (size_t i = 0; i < sizeof one_arg / sizeof one_arg[0]; i++) {
+        if (strcmp(name, one_arg[i].name) != 0)
+            continue;
+        if (!one_arg[i].duration) {
             if (text_arg(ps, &s1) != 0)
                 return -1;
-            return fill(out, cap, one_text[i][1], s1, NULL, NULL, NULL);
+            return fill(out, cap, one_arg[i].line, s1, NULL, NULL, NULL);
         }
+        if (number_arg(ps, &n1) != 0 || n1 < 0)
+            return -1;
+        la_duration(n1, a, sizeof a);
+        return fill(out, cap, one_arg[i].line, a, NULL, NULL, NULL);
+    }
     return -1;
 }
 

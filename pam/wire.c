@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "wire.h"
 
+#include <stddef.h>
 #include <string.h>
 
 /* Kind of each known tag, indexed by tag: i int, s string, b bytes; upper case = may repeat.
@@ -124,34 +125,31 @@ static void copy_str(char *dst, const uint8_t *value, uint16_t size)
     dst[size] = '\0';
 }
 
-static void set_int(struct la_reply *r, int64_t *dst, unsigned bit, const uint8_t *value)
-{
-    *dst = get64(value);
-    r->present |= bit;
-}
+/* The integer fields the module reads: where each is kept and the bit that says it came. */
+static const struct {
+    uint16_t tag;
+    size_t offset;
+    unsigned bit;
+} int_fields[] = {
+    {LA_TAG_VERSION, offsetof(struct la_reply, version), LA_HAS_VERSION},
+    {LA_TAG_CODE, offsetof(struct la_reply, code), LA_HAS_CODE},
+    {LA_TAG_EVENT, offsetof(struct la_reply, event), LA_HAS_EVENT},
+    {LA_TAG_TRIES_LEFT, offsetof(struct la_reply, tries_left), LA_HAS_TRIES_LEFT},
+    {LA_TAG_DELAY_MS, offsetof(struct la_reply, delay_ms), LA_HAS_DELAY_MS},
+    {LA_TAG_HINT, offsetof(struct la_reply, hint), LA_HAS_HINT},
+};
 
 static void visit_reply(uint16_t tag, const uint8_t *value, uint16_t size, void *ctx)
 {
     struct la_reply *r = ctx;
+    for (size_t i = 0; i < sizeof int_fields / sizeof int_fields[0]; i++) {
+        if (int_fields[i].tag == tag) {
+            *(int64_t *)((char *)r + int_fields[i].offset) = get64(value);
+            r->present |= int_fields[i].bit;
+            return;
+        }
+    }
     switch (tag) {
-    case LA_TAG_VERSION:
-        set_int(r, &r->version, LA_HAS_VERSION, value);
-        break;
-    case LA_TAG_CODE:
-        set_int(r, &r->code, LA_HAS_CODE, value);
-        break;
-    case LA_TAG_EVENT:
-        set_int(r, &r->event, LA_HAS_EVENT, value);
-        break;
-    case LA_TAG_TRIES_LEFT:
-        set_int(r, &r->tries_left, LA_HAS_TRIES_LEFT, value);
-        break;
-    case LA_TAG_DELAY_MS:
-        set_int(r, &r->delay_ms, LA_HAS_DELAY_MS, value);
-        break;
-    case LA_TAG_HINT:
-        set_int(r, &r->hint, LA_HAS_HINT, value);
-        break;
     case LA_TAG_MESSAGE:
         copy_str(r->message, value, size);
         break;

@@ -78,24 +78,16 @@ extension Phrase {
         func text(_ s: String) { out.append(.text(s)) }
         func number(_ n: Int64) { out.append(.number(n)) }
         switch self {
-        case .authenticatedWithFinger: id("authenticatedWithFinger")
-        case .authenticatedWithPasscode: id("authenticatedWithPasscode")
-        case .authenticatedByRecentSuccess: id("authenticatedByRecentSuccess")
-        case .policyCanBeEvaluated: id("policyCanBeEvaluated")
-        case .fingerNotRecognised: id("fingerNotRecognised")
-        case .userChoseFallback: id("userChoseFallback")
+        // The identifiers without arguments: named in `PhraseParser.simplePhrases`, which reads them back.
+        case .authenticatedWithFinger, .authenticatedWithPasscode, .authenticatedByRecentSuccess, .policyCanBeEvaluated,
+            .fingerNotRecognised, .userChoseFallback, .timedOutWaitingForFinger, .timedOutWaitingForPasscode,
+            .interactionNotAllowed, .passcodeNeededButClientCannotAsk, .noPasscodeAndNoFinger, .noPasscodeSet,
+            .noFingerEnrolled, .fingersOnDisconnectedReader, .stateUnreadable, .attemptNotRecorded, .enterPasscode,
+            .wrongPasscode, .fallbackUsePasscode, .fallbackEnterPassword, .currentPasscodeNeeded, .currentPasscodeWrong,
+            .passcodeNotStored, .passcodeNotHashed:
+            id(PhraseParser.simpleName(of: self))
         case .cancelled(let code): id("cancelled"); number(code.rawValue)
-        case .timedOutWaitingForFinger: id("timedOutWaitingForFinger")
-        case .timedOutWaitingForPasscode: id("timedOutWaitingForPasscode")
         case .timedOutWaitingForTurn(let user): id("timedOutWaitingForTurn"); text(user)
-        case .interactionNotAllowed: id("interactionNotAllowed")
-        case .passcodeNeededButClientCannotAsk: id("passcodeNeededButClientCannotAsk")
-        case .noPasscodeAndNoFinger: id("noPasscodeAndNoFinger")
-        case .noPasscodeSet: id("noPasscodeSet")
-        case .noFingerEnrolled: id("noFingerEnrolled")
-        case .fingersOnDisconnectedReader: id("fingersOnDisconnectedReader")
-        case .stateUnreadable: id("stateUnreadable")
-        case .attemptNotRecorded: id("attemptNotRecorded")
         case .biometryLocked(let passcodeSet): id("biometryLocked"); number(passcodeSet ? 1 : 0)
         case .fingerNotAvailable(let why): id("fingerNotAvailable"); why.appendTokens(to: &out)
         case .readerFailed(let why): id("readerFailed"); text(why)
@@ -107,12 +99,8 @@ extension Phrase {
             text(label.program); text(label.account)
             if let right = label.right { text(right) }
         case .noMatch(let left): id("noMatch"); number(Int64(left))
-        case .enterPasscode: id("enterPasscode")
-        case .wrongPasscode: id("wrongPasscode")
         case .passcodeLocked(let ms): id("passcodeLocked"); number(ms)
         case .retry(let hint): id("retry"); number(hint.rawValue)
-        case .fallbackUsePasscode: id("fallbackUsePasscode")
-        case .fallbackEnterPassword: id("fallbackEnterPassword")
         case .verbatim(let s): id("verbatim"); text(s)
         case .prompt(let reason, let instruction, let cancel):
             id("prompt"); text(reason ?? ""); instruction.appendTokens(to: &out); text(cancel ?? "")
@@ -120,28 +108,19 @@ extension Phrase {
         case .passcodeSet(let user): id("passcodeSet"); text(user)
         case .passcodeRemoved(let user): id("passcodeRemoved"); text(user)
         case .noPasscodeToRemove(let user): id("noPasscodeToRemove"); text(user)
-        case .currentPasscodeNeeded: id("currentPasscodeNeeded")
-        case .currentPasscodeWrong: id("currentPasscodeWrong")
-        case .passcodeNotStored: id("passcodeNotStored")
-        case .passcodeNotHashed: id("passcodeNotHashed")
         case .firstPasscodeNeedsFinger(let user, let because):
             id("firstPasscodeNeedsFinger"); text(user); because.appendTokens(to: &out)
         case .passwordRequired(let reason):
             switch reason {
-            case .restart: id("passwordRequiredAfterRestart")
+            case .restart, .firstSession, .useUnknown: id(PhraseParser.simpleName(of: self))
             case .maxAge(let ms): id("passwordRequiredAfterMaxAge"); number(ms)
             case .idle(let passwordMs, let fingerMs): id("passwordRequiredIdle"); number(passwordMs); number(fingerMs)
-            case .firstSession: id("passwordRequiredForFirstSession")
-            case .useUnknown: id("passwordRequiredUseUnknown")
             }
         case .passwordUseNotRecorded(let refusal):
             switch refusal {
-            case .connectionOrphaned: id("passwordUseNotRecordedOrphaned")
-            case .remoteSession: id("passwordUseNotRecordedRemote")
-            case .noSession: id("passwordUseNotRecordedNoSession")
-            case .notOwnSession: id("passwordUseNotRecordedNotOwnSession")
+            case .connectionOrphaned, .remoteSession, .noSession, .notOwnSession, .sessionNotActive:
+                id(PhraseParser.simpleName(of: self))
             case .sessionClass(let name): id("passwordUseNotRecordedSessionClass"); text(name)
-            case .sessionNotActive: id("passwordUseNotRecordedNotActive")
             }
         case .catalogued(let template, let arguments):
             id("catalogued"); text(template); number(Int64(arguments.count))
@@ -252,6 +231,15 @@ private enum PhraseParser {
         "passwordUseNotRecordedNotOwnSession": .passwordUseNotRecorded(.notOwnSession),
         "passwordUseNotRecordedNotActive": .passwordUseNotRecorded(.sessionNotActive),
     ]
+
+    /// The identifier of a phrase without arguments; every phrase `appendTokens` sends by it is in
+    /// `simplePhrases` (PhraseWireTests read each back).
+    static func simpleName(of phrase: Phrase) -> String {
+        guard let name = simplePhrases.first(where: { $0.value == phrase })?.key else {
+            preconditionFailure("\(phrase) has no entry in PhraseParser.simplePhrases")
+        }
+        return name
+    }
 
     static func phrase(_ rest: inout ArraySlice<PhraseToken>, depth: Int) -> Phrase? {
         guard depth < Phrase.maxWireDepth, let name = id(&rest) else { return nil }

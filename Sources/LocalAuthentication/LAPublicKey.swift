@@ -6,67 +6,53 @@ import LocalAuthProtocol
 
 /// Apple's `SecKeyAlgorithm` (a Security framework type), declared here for the algorithms an
 /// `LAPrivateKey` (P-256) offers on Linux, so `algorithm: .ecdsaSignatureMessageX962SHA256` compiles
-/// unchanged. The raw values are Apple's (`"algid:sign:ECDSA:message-X962:SHA256"`, …), so a value
-/// Apple-platform code stored or sent names the same algorithm here. SHA-1 variants, RSA, and
-/// `ecdsaSignatureDigestX962` without a hash are not offered.
+/// unchanged. The raw values are Apple's (`"algid:sign:ECDSA:message-X962:SHA256"`, …), stated once in
+/// `KeyAlgorithm.appleName`, so a value Apple-platform code stored or sent names the same algorithm
+/// here. SHA-1 variants, RSA, and `ecdsaSignatureDigestX962` without a hash are not offered.
 public struct SecKeyAlgorithm: RawRepresentable, Hashable, Sendable {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// Apple's value of `algorithm`, stated once: `KeyAlgorithm.appleName`.
+    init(_ algorithm: KeyAlgorithm) { self.rawValue = algorithm.appleName }
 
-    public static let ecdsaSignatureMessageX962SHA224 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-X962:SHA224")
-    public static let ecdsaSignatureMessageX962SHA256 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-X962:SHA256")
-    public static let ecdsaSignatureMessageX962SHA384 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-X962:SHA384")
-    public static let ecdsaSignatureMessageX962SHA512 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-X962:SHA512")
-    public static let ecdsaSignatureDigestX962SHA224 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962:SHA224")
-    public static let ecdsaSignatureDigestX962SHA256 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962:SHA256")
-    public static let ecdsaSignatureDigestX962SHA384 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962:SHA384")
-    public static let ecdsaSignatureDigestX962SHA512 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962:SHA512")
-    public static let ecdsaSignatureMessageRFC4754SHA224 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-RFC4754:SHA224")
-    public static let ecdsaSignatureMessageRFC4754SHA256 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-RFC4754:SHA256")
-    public static let ecdsaSignatureMessageRFC4754SHA384 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-RFC4754:SHA384")
-    public static let ecdsaSignatureMessageRFC4754SHA512 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-RFC4754:SHA512")
-    public static let eciesEncryptionStandardVariableIVX963SHA224AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA224:AESGCM-KDFIV")
-    public static let eciesEncryptionStandardVariableIVX963SHA256AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM-KDFIV")
-    public static let eciesEncryptionStandardVariableIVX963SHA384AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA384:AESGCM-KDFIV")
-    public static let eciesEncryptionStandardVariableIVX963SHA512AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA512:AESGCM-KDFIV")
-    public static let eciesEncryptionCofactorVariableIVX963SHA224AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA224:AESGCM-KDFIV")
-    public static let eciesEncryptionCofactorVariableIVX963SHA256AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM-KDFIV")
-    public static let eciesEncryptionCofactorVariableIVX963SHA384AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA384:AESGCM-KDFIV")
-    public static let eciesEncryptionCofactorVariableIVX963SHA512AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA512:AESGCM-KDFIV")
-    public static let ecdhKeyExchangeStandard = SecKeyAlgorithm(rawValue: "algid:keyexchange:ECDH")
-    public static let ecdhKeyExchangeCofactor = SecKeyAlgorithm(rawValue: "algid:keyexchange:ECDHC")
-    public static let ecdhKeyExchangeStandardX963SHA224 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDH:KDFX963:SHA224")
-    public static let ecdhKeyExchangeStandardX963SHA256 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDH:KDFX963:SHA256")
-    public static let ecdhKeyExchangeStandardX963SHA384 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDH:KDFX963:SHA384")
-    public static let ecdhKeyExchangeStandardX963SHA512 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDH:KDFX963:SHA512")
-    public static let ecdhKeyExchangeCofactorX963SHA224 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDHC:KDFX963:SHA224")
-    public static let ecdhKeyExchangeCofactorX963SHA256 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDHC:KDFX963:SHA256")
-    public static let ecdhKeyExchangeCofactorX963SHA384 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDHC:KDFX963:SHA384")
-    public static let ecdhKeyExchangeCofactorX963SHA512 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDHC:KDFX963:SHA512")
+    public static let ecdsaSignatureMessageX962SHA224 = Self(.ecdsaSignatureMessageX962SHA224)
+    public static let ecdsaSignatureMessageX962SHA256 = Self(.ecdsaSignatureMessageX962SHA256)
+    public static let ecdsaSignatureMessageX962SHA384 = Self(.ecdsaSignatureMessageX962SHA384)
+    public static let ecdsaSignatureMessageX962SHA512 = Self(.ecdsaSignatureMessageX962SHA512)
+    public static let ecdsaSignatureDigestX962SHA224 = Self(.ecdsaSignatureDigestX962SHA224)
+    public static let ecdsaSignatureDigestX962SHA256 = Self(.ecdsaSignatureDigestX962SHA256)
+    public static let ecdsaSignatureDigestX962SHA384 = Self(.ecdsaSignatureDigestX962SHA384)
+    public static let ecdsaSignatureDigestX962SHA512 = Self(.ecdsaSignatureDigestX962SHA512)
+    public static let ecdsaSignatureMessageRFC4754SHA224 = Self(.ecdsaSignatureMessageRFC4754SHA224)
+    public static let ecdsaSignatureMessageRFC4754SHA256 = Self(.ecdsaSignatureMessageRFC4754SHA256)
+    public static let ecdsaSignatureMessageRFC4754SHA384 = Self(.ecdsaSignatureMessageRFC4754SHA384)
+    public static let ecdsaSignatureMessageRFC4754SHA512 = Self(.ecdsaSignatureMessageRFC4754SHA512)
+    public static let eciesEncryptionStandardVariableIVX963SHA224AESGCM = Self(
+        .eciesEncryptionStandardVariableIVX963SHA224AESGCM)
+    public static let eciesEncryptionStandardVariableIVX963SHA256AESGCM = Self(
+        .eciesEncryptionStandardVariableIVX963SHA256AESGCM)
+    public static let eciesEncryptionStandardVariableIVX963SHA384AESGCM = Self(
+        .eciesEncryptionStandardVariableIVX963SHA384AESGCM)
+    public static let eciesEncryptionStandardVariableIVX963SHA512AESGCM = Self(
+        .eciesEncryptionStandardVariableIVX963SHA512AESGCM)
+    public static let eciesEncryptionCofactorVariableIVX963SHA224AESGCM = Self(
+        .eciesEncryptionCofactorVariableIVX963SHA224AESGCM)
+    public static let eciesEncryptionCofactorVariableIVX963SHA256AESGCM = Self(
+        .eciesEncryptionCofactorVariableIVX963SHA256AESGCM)
+    public static let eciesEncryptionCofactorVariableIVX963SHA384AESGCM = Self(
+        .eciesEncryptionCofactorVariableIVX963SHA384AESGCM)
+    public static let eciesEncryptionCofactorVariableIVX963SHA512AESGCM = Self(
+        .eciesEncryptionCofactorVariableIVX963SHA512AESGCM)
+    public static let ecdhKeyExchangeStandard = Self(.ecdhKeyExchangeStandard)
+    public static let ecdhKeyExchangeCofactor = Self(.ecdhKeyExchangeCofactor)
+    public static let ecdhKeyExchangeStandardX963SHA224 = Self(.ecdhKeyExchangeStandardX963SHA224)
+    public static let ecdhKeyExchangeStandardX963SHA256 = Self(.ecdhKeyExchangeStandardX963SHA256)
+    public static let ecdhKeyExchangeStandardX963SHA384 = Self(.ecdhKeyExchangeStandardX963SHA384)
+    public static let ecdhKeyExchangeStandardX963SHA512 = Self(.ecdhKeyExchangeStandardX963SHA512)
+    public static let ecdhKeyExchangeCofactorX963SHA224 = Self(.ecdhKeyExchangeCofactorX963SHA224)
+    public static let ecdhKeyExchangeCofactorX963SHA256 = Self(.ecdhKeyExchangeCofactorX963SHA256)
+    public static let ecdhKeyExchangeCofactorX963SHA384 = Self(.ecdhKeyExchangeCofactorX963SHA384)
+    public static let ecdhKeyExchangeCofactorX963SHA512 = Self(.ecdhKeyExchangeCofactorX963SHA512)
 
     var known: KeyAlgorithm? { KeyAlgorithm(appleName: rawValue) }
 }

@@ -61,18 +61,6 @@ public struct LALinuxPasscodeRequest: Sendable {
     /// True once the evaluation has ended (`invalidate()`, timeout): the answer will be ignored. A prompt
     /// that waits for a person may poll it to give up early.
     public var isCancelled: Bool { cancellation.isCancelled }
-
-    init(
-        text: String, localizedReason: String, localizedCancelTitle: String?, attempt: Int, delay: TimeInterval,
-        cancellation: Cancellation
-    ) {
-        self.text = text
-        self.localizedReason = localizedReason
-        self.localizedCancelTitle = localizedCancelTitle
-        self.attempt = attempt
-        self.delay = delay
-        self.cancellation = cancellation
-    }
 }
 
 /// Linux-only: the UI an `LAContext` uses in place of Apple's system UI.

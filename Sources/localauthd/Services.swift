@@ -19,13 +19,18 @@ import Synchronization
 /// before sleep, the reader resumed after it. Closes the logind connection last.
 struct SleepWatcher: Service {
     let logind: Logind
-    let daemon: Daemon
 
-    func run() async throws {
-        let daemon = self.daemon
+    /// Follows `PrepareForSleep` from now on, its delay inhibitor asked for at once: before the
+    /// doors answer, so that no request's question to logind waits behind that call (logind's
+    /// connection serves one call at a time), and no stop finds it still under way.
+    static func start(logind: Logind, daemon: Daemon) -> SleepWatcher {
         logind.watchSleep { goingToSleep in
             if goingToSleep { await daemon.prepareForSleep() } else { await daemon.resumedFromSleep() }
         }
+        return SleepWatcher(logind: logind)
+    }
+
+    func run() async throws {
         await gracefulShutdown()
         logind.close()
     }
@@ -99,13 +104,14 @@ struct IdleExit: Service {
     let server: Server
     /// The `STATUS=` line while serving.
     let serving: String
+    let audit: AuditLog
 
     func run() async throws {
         let (seconds, server, serving) = (self.seconds, self.server, self.serving)
         guard await cancelWhenGracefulShutdown({ await Self.waitUntilIdle(seconds, server, serving) }) == true else {
             return
         }
-        Stop.idle(seconds).announce()
+        Stop.idle(seconds).announce(audit)
     }
 
     static func waitUntilIdle(_ seconds: Int, _ server: Server, _ serving: String) async -> Bool {
@@ -176,14 +182,14 @@ enum Stop {
     case signal(Int32)
     case idle(Int)
 
-    func announce(_ audit: AuditLog? = nil) {
+    func announce(_ audit: AuditLog) {
         switch self {
         case .signal(let sig):
             Notify.send("STOPPING=1\nSTATUS=Stopping on signal \(sig)")
-            audit?.info("stopping on signal \(sig)")
+            audit.info("stopping on signal \(sig)")
         case .idle(let seconds):
             Notify.send("STOPPING=1\nSTATUS=Exiting: no connection for \(seconds) s; the socket starts it again")
-            audit?.info(
+            audit.info(
                 "exiting after \(seconds) s without a connection; the next connection starts the daemon again")
         }
     }

@@ -55,6 +55,7 @@ func serve(_ options: DaemonOptions) async -> Int32 {
     let daemon = Daemon(
         reader: reader, store: store, configuration: config, virtualReaderSocket: virtualReaderSocket, audit: audit,
         logind: logind)
+    let sleepWatcher = SleepWatcher.start(logind: logind, daemon: daemon)
     if Daemon.importsFprintdPrintsAtFirstStart(options, config) {
         await daemon.importFprintdPrintsAtFirstStart(
             from: config.fprintdStateDir, stateDirectory: options.stateDirectory)
@@ -101,7 +102,7 @@ func serve(_ options: DaemonOptions) async -> Int32 {
 
     // Stopped in the reverse of this order (Services.swift).
     var services: [ServiceGroup.Entry] = [
-        .endsTheRun(SleepWatcher(logind: logind, daemon: daemon))
+        .endsTheRun(sleepWatcher)
     ]
     if let fprintd { services.append(.endsTheRun(FprintdDoor(door: fprintd))) }
     services.append(.endsTheRun(SocketDoor(server: server, daemon: daemon)))
@@ -110,7 +111,8 @@ func serve(_ options: DaemonOptions) async -> Int32 {
     }
     services.append(.mayEnd(MemoryTrim(server: server)))
     if idleExit > 0 {
-        services.append(.endsTheRun(IdleExit(seconds: idleExit, server: server, serving: serving(readers))))
+        services.append(
+            .endsTheRun(IdleExit(seconds: idleExit, server: server, serving: serving(readers), audit: audit)))
     }
     services.append(.endsTheRun(signals))
     await ServiceGroup(entries: services).run()

@@ -95,6 +95,8 @@ struct SystemdActivationTests {
         while supervisor.exits.isEmpty && Date() < deadline { usleep(20_000) }
         #expect(supervisor.exits == [0], "\(env.log)")
         #expect(notify.messages().contains { $0.hasPrefix("STOPPING=1\nSTATUS=Exiting: no connection for 1 s") })
+        // And the journal says why the daemon went away (start-up's IdleExit service, issue 28).
+        #expect(env.log.contains("exiting after 1 s without a connection"), "\(env.log)")
         #expect(try ask().isSuccess)
         #expect(supervisor.starts == 2)
 
