@@ -51,7 +51,7 @@ public final class DaemonConnection: @unchecked Sendable {
         return "/run/localauthd/socket"
     }
 
-    private let fd: Int32
+    let fd: Int32
     private var reader = FrameReader()
     public let serverName: String
 
@@ -131,6 +131,8 @@ public final class DaemonConnection: @unchecked Sendable {
             case .error(let code, let message): throw .refused(code: code, message: message)
             // English: a protocol detail
             case .welcome: throw .protocolError("unexpected WELCOME")
+            // English: a protocol detail
+            case .descriptorWanted: throw .protocolError("unexpected DESCRIPTOR_WANTED")
             }
         }
     }

@@ -15,6 +15,10 @@ public struct PeerCredentials: Equatable, Sendable, CustomStringConvertible {
     public var userName: String?
     /// The process that connected, pinned at accept; nil for credentials made in process (tests).
     public let process: PeerProcess?
+    /// The process the request is made for, from the pidfd the client passed (REQUESTER, for one
+    /// request): an ssh agent's client. Of the caller's own account; it only names the program in
+    /// the prompt ("ssh via the agent"), and decides nothing else.
+    public var requester: PeerProcess?
 
     public init(pid: Int32, uid: UInt32, gid: UInt32, userName: String?, process: PeerProcess? = nil) {
         self.pid = pid
@@ -26,6 +30,7 @@ public struct PeerCredentials: Equatable, Sendable, CustomStringConvertible {
 
     public static func == (a: PeerCredentials, b: PeerCredentials) -> Bool {
         a.pid == b.pid && a.uid == b.uid && a.gid == b.gid && a.userName == b.userName && a.process === b.process
+            && a.requester === b.requester
     }
 
     public var isRoot: Bool { uid == 0 }

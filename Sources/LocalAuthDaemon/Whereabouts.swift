@@ -66,20 +66,41 @@ struct Whereabouts {
     ///   user's put another file there); where the daemon may not read it (another uid's, under
     ///   the shipped unit without `CAP_SYS_PTRACE`), the name it gives itself, said to be that.
     /// A client in the daemon's own process (tests) has no process: the service it gave.
+    /// A request made for another process of the account (REQUESTER: an ssh agent's client) names
+    /// that process as any ordinary caller is named, then the caller: "/usr/bin/ssh via
+    /// /usr/bin/localauthctl" (under the shipped unit, which may not read another uid's executable:
+    /// "a program calling itself 'ssh' via a program calling itself 'localauthctl'"); a client can
+    /// thus choose which of its account's processes is named first, never leave itself out.
     static func programName(_ caller: PeerCredentials, service: String?) -> String {
+        let named = callerName(caller, service: service)
+        guard let requester = caller.requester, requester.pid != caller.pid else { return named }
+        // English, as the names around it ("a program that is not …"): a wire token of the label.
+        return processName(requester) + " via " + named
+    }
+
+    /// An ordinary process: by its executable, else (the daemon may not read it) by the name it
+    /// gives itself, said to be that.
+    static func processName(_ process: PeerProcess) -> String {
+        if process.executable != nil { return executableName(process) }
+        if let command = process.command { return "a program calling itself " + Echo.quoted(command) }
+        return "an unidentified program"
+    }
+
+    static func executableName(_ process: PeerProcess) -> String {
+        guard let path = process.executable else { return "an unidentified program" }
+        // Cut at the end, never the start: a long path keeps the directory it really is in.
+        let shown = Echo.truncated(path, maxBytes: 160)
+        return process.executableIsAtItsPath ? shown : "a program that is not " + shown
+    }
+
+    private static func callerName(_ caller: PeerCredentials, service: String?) -> String {
         guard let process = caller.process else {
             return service.map { Echo.truncated($0, maxBytes: 32) } ?? "a request"
         }
         if caller.uid == 0, let real = process.realUID, real != 0, let command = process.command {
             return command
         }
-        if let path = process.executable {
-            // Cut at the end, never the start: a long path keeps the directory it really is in.
-            let shown = Echo.truncated(path, maxBytes: 160)
-            return process.executableIsAtItsPath ? shown : "a program that is not " + shown
-        }
-        if let command = process.command { return "a program calling itself " + Echo.quoted(command) }
-        return "an unidentified program"
+        return processName(process)
     }
 
     /// The refusal, as the answer to an evaluation or a canEvaluate; nil when biometrics may be offered.

@@ -149,6 +149,8 @@ public enum ServerMessage: Equatable, Sendable {
     case event(Event)
     case result(RequestResult)
     case error(code: Int64, message: String)
+    /// The answer to REQUESTER: send the one byte that carries the pidfd now.
+    case descriptorWanted
 
     public var frame: Frame {
         switch self {
@@ -164,6 +166,7 @@ public enum ServerMessage: Equatable, Sendable {
             f.append(.code, int: code)
             f.append(.message, text: message)
             return f
+        case .descriptorWanted: return Frame(.descriptorWanted)
         }
     }
 
@@ -189,6 +192,7 @@ public enum ServerMessage: Equatable, Sendable {
         case .event: self = .event(try Event(frame: f))
         case .result: self = .result(try RequestResult(frame: f))
         case .error: self = .error(code: f.int(.code) ?? 0, message: f.string(.message) ?? "")
+        case .descriptorWanted: self = .descriptorWanted
         default: throw .unknownMessage(f.type)
         }
     }

@@ -35,6 +35,8 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
     /// Subscribes to changes of the caller's own environment (`LAEnvironment`): not a request to
     /// `Daemon.handle`, the socket's door keeps it (docs/protocol.md, "Watching the environment").
     public static let watch = MessageType(rawValue: 0x0015)
+    /// The next request is made for another process, whose pidfd follows (docs/protocol.md, "The requester").
+    public static let requester = MessageType(rawValue: 0x0016)
     public static let cancel = MessageType(rawValue: 0x0010)
     public static let passcode = MessageType(rawValue: 0x0011)
     public static let fallback = MessageType(rawValue: 0x0012)
@@ -43,6 +45,8 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let welcome = MessageType(rawValue: 0x8001)
     public static let event = MessageType(rawValue: 0x8002)
     public static let result = MessageType(rawValue: 0x8003)
+    /// The daemon reads no more frames until the one byte carrying the requester's pidfd.
+    public static let descriptorWanted = MessageType(rawValue: 0x8004)
     public static let error = MessageType(rawValue: 0x80FF)
 
     static let names: [UInt16: String] = [
@@ -50,8 +54,8 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
         0x0006: "LIST", 0x0007: "DELETE", 0x0008: "DEVICES", 0x0009: "SIMULATE", 0x000A: "PASSCODE_SET",
         0x000B: "PASSCODE_REMOVE", 0x000C: "LOCKOUT_RESET", 0x000D: "RIGHT_SAVE", 0x000E: "RIGHT_GET",
         0x000F: "RIGHT_REMOVE", 0x0010: "CANCEL", 0x0011: "PASSCODE", 0x0012: "FALLBACK", 0x0013: "RIGHT_USE",
-        0x0014: "IMPORT_FPRINTD", 0x0015: "WATCH", 0x0020: "PASSWORD_USED",
-        0x8001: "WELCOME", 0x8002: "EVENT", 0x8003: "RESULT", 0x80FF: "ERROR",
+        0x0014: "IMPORT_FPRINTD", 0x0015: "WATCH", 0x0016: "REQUESTER", 0x0020: "PASSWORD_USED",
+        0x8001: "WELCOME", 0x8002: "EVENT", 0x8003: "RESULT", 0x8004: "DESCRIPTOR_WANTED", 0x80FF: "ERROR",
     ]
     public var isKnown: Bool { Self.names[rawValue] != nil }
     public var description: String { Self.names[rawValue] ?? "0x\(String(rawValue, radix: 16))" }

@@ -128,6 +128,8 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         case awaitingHello
         case idle
         case busy(Task<Void, Never>, ClientSignals)
+        /// After REQUESTER: no frame is read until the byte carrying the pidfd (`RequesterDescriptor.swift`).
+        case awaitingDescriptor
         case closed
     }
 
@@ -141,6 +143,10 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     var reader = FrameReader()
     var caller: PeerCredentials?
     var idleTimer: Scheduled<Void>?
+    /// The process the next request is made for (REQUESTER); nil: the caller's own.
+    var requester: PeerProcess?
+    /// This connection's socket descriptor, once a REQUESTER had it found (`RequesterDescriptor.swift`).
+    var socketFD: Int32?
 
     init(
         daemon: Daemon, limits: Server.Limits, counter: ConnectionCounter, gate: RequestGate, audit: AuditLog,
@@ -178,6 +184,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
             task.cancel()  // the request ends as systemCancel; the reader is freed
         }
         state = .closed
+        requester = nil
         idleTimer?.cancel()
         if let caller { counter.release(uid: caller.accountUID) }
         caller = nil
@@ -199,7 +206,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
-    private var isClosed: Bool { if case .closed = state { true } else { false } }
+    var isClosed: Bool { if case .closed = state { true } else { false } }
 
     private func dispatch(_ frame: Frame, context: ChannelHandlerContext) throws {
         switch state {
@@ -223,8 +230,12 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
                 throw frame.type.isKnown
                     ? ProtocolError.unexpectedMessage(frame.type) : ProtocolError.unknownMessage(frame.type)
             }
+        case .awaitingDescriptor:
+            // The client sent on without waiting for DESCRIPTOR_WANTED.
+            throw ProtocolError.unexpectedMessage(frame.type)
         case .idle:
             if frame.type == .watch { return startWatching(frame, context: context) }  // Watch.swift
+            if frame.type == .requester { return awaitRequester(context: context) }  // RequesterDescriptor.swift
             guard frame.type.isKnown else { throw ProtocolError.unknownMessage(frame.type) }
             let request: Request
             do {
@@ -241,10 +252,13 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func start(_ request: Request, context: ChannelHandlerContext) {
-        guard let caller else {
+        guard var named = caller else {
             fail(context, .malformed, "no peer credentials")
             return
         }
+        named.requester = requester  // for this one request
+        requester = nil
+        let caller = named
         idleTimer?.cancel()
         let signals = ClientSignals()
         let channel = context.channel
@@ -301,7 +315,7 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         armIdleTimer(context)
     }
 
-    private func armIdleTimer(_ context: ChannelHandlerContext) {
+    func armIdleTimer(_ context: ChannelHandlerContext) {
         idleTimer?.cancel()
         idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(limits.idleTimeoutMs)) {
             [weak self] in

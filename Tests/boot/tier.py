@@ -14,7 +14,8 @@ Journeys (issue 25, items 3 and 4): (a) install, socket, first request, hardenin
 journal; (b) a console login with a seat by password, enrolment, pam-auth-update, sudo and su by
 finger, wrong fingers, Ctrl-C, another user's su, pkexec through pkttyagent, the audit records,
 /bin/login; (c) idle exit, restart during a verify, kill -9, the watchdog, a reboot; (d) the
-fprintd-compat package with Debian's fprintd tools and polkitd; (4) GDM's fingerprint service and a
+fprintd-compat package with Debian's fprintd tools and polkitd; (s, after b) the ssh agent as a user
+service of alice's user manager; (4) GDM's fingerprint service and a
 locker's stack through the real libpam, from the user's and from a greeter-class session; (e)
 dpkg -r and -P; (f) an upgrade over an earlier package's state, and a newer format refused. A
 journey that cannot run fails; nothing is skipped. docs/reliability.md section 8 lists each check.
@@ -337,6 +338,98 @@ def journey_b(m, args):
     journey_pkexec(m)
     audit_read_back(m)
     journey_login(m)
+
+
+def readme_agent_line():
+    """The README's command that turns the ssh agent on (the socket unit and the environment.d
+    line), as one line: the block's lines from `systemctl --user enable` to the end of the block."""
+    text = open(os.path.join(REPO, "README.md")).read()
+    block = text.split("## ssh keys behind a finger", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = block.splitlines()
+    start = [i for i, l in enumerate(lines) if l.startswith("systemctl --user enable")][0]
+    return " ".join(l.strip() for l in lines[start:])
+
+
+def journey_ssh(m, args):
+    """(s) The ssh agent as a user service: after (b), alice's console login has started her user
+    manager; the README's line enables localauth-ssh-agent.socket and its environment.d file; the
+    first ssh-add starts the agent by socket activation; ssh-keygen -Y sign is signed after her finger,
+    the daemon naming the program through the pidfd the agent passed; bob cannot connect."""
+    uid = int(m.out("id -u %s" % ALICE))
+    sock = "/run/user/%d/localauth/ssh-agent" % uid
+    run_at_console(m, "export SYSTEMD_PAGER=cat")  # systemctl's output straight to the console
+    line = readme_agent_line()
+    show("the README's line, typed at alice's console", line)
+    mark, s, _ = run_at_console(m, line)
+    check(rc_of(s) == 0, "the README's systemctl --user / environment.d line runs at alice's console", s)
+    mark, s, _ = run_at_console(m, "systemctl --user is-active localauth-ssh-agent.socket; "
+                                   "systemctl --user show -p FragmentPath localauth-ssh-agent.socket")
+    show("the user unit", s)
+    check(has_line(s, r"^active$") and "/lib/systemd/user/localauth-ssh-agent.socket" in s,
+          "her user manager listens on the installed localauth-ssh-agent.socket", s)
+    mode = m.out("stat -c '%%a %%U' %s %s" % (os.path.dirname(sock), sock), check=False).split("\n")
+    check(mode[:2] == ["700 %s" % ALICE, "600 %s" % ALICE], "the socket is 0600 in a 0700 directory of hers", mode)
+    def user_systemctl(args):  # alice's user manager, through its private socket
+        return m.out("XDG_RUNTIME_DIR=/run/user/%d systemctl --user %s" % (uid, args), user=ALICE, check=False).strip()
+    check(user_systemctl("is-active localauth-ssh-agent.service") != "active",
+          "the agent is not running before the first client", fatal=False)
+    # environment.d is read by the user manager when it starts or reloads: its services get the variable.
+    mark, s, _ = run_at_console(m, "systemctl --user daemon-reload && systemctl --user show-environment | grep SSH_AUTH_SOCK")
+    show("systemctl --user show-environment after the README's environment.d file", s)
+    check(has_line(s, r"^SSH_AUTH_SOCK=%s$" % re.escape(sock)),
+          "environment.d gives the user manager SSH_AUTH_SOCK=%s" % sock, s)
+
+    mark, s, _ = run_at_console(m, "localauthctl ssh-key create laptop > ~/laptop.pub; cat ~/laptop.pub")
+    key = [l for l in s.splitlines() if l.startswith("ecdsa-sha2-nistp256 ")]
+    check(rc_of(s) == 0 and key and key[0].endswith(" localauth:laptop"), "localauthctl ssh-key create laptop", s)
+    t0 = time.monotonic()
+    mark, s, _ = run_at_console(m, "SSH_AUTH_SOCK=%s ssh-add -L" % sock)
+    figure("ssh-add -L, the agent started by its socket", time.monotonic() - t0)
+    show("ssh-add -L through the socket-activated agent", s)
+    check(rc_of(s) == 0 and key[0] in s, "ssh-add -L through the socket lists the key", s)
+    check(user_systemctl("is-active localauth-ssh-agent.service") == "active",
+          "the socket started localauth-ssh-agent.service")
+
+    def agent_log():
+        return m.out("journalctl -b -o cat --no-pager _SYSTEMD_USER_UNIT=localauth-ssh-agent.service", check=False)
+    before = agent_log().count("Place your")
+    m.sh("cd && echo 'a commit' > msg && echo '%s %s' > allowed_signers" % (ALICE, key[0]), user=ALICE)
+    mark = m.mark()
+    t0 = time.monotonic()
+    m.type_line("SSH_AUTH_SOCK=%s ssh-keygen -Y sign -f ~/laptop.pub -n git ~/msg; echo rc=$?" % sock)
+    t = time.monotonic()
+    while agent_log().count("Place your") <= before:
+        if time.monotonic() - t > 30:
+            check(False, "the agent's log shows the daemon's finger prompt", agent_log()[-1500:])
+        time.sleep(0.1)
+    figure("ssh-keygen -Y sign: Enter -> the daemon's prompt on the agent's log", time.monotonic() - t0)
+    t0 = time.monotonic()
+    m.touch(FINGER)
+    s, _ = prompt_back(m, mark)
+    figure("ssh-keygen -Y sign: touch -> signed", time.monotonic() - t0)
+    show("ssh-keygen -Y sign through the agent, a finger", s)
+    check(rc_of(s) == 0 and m.exists("/home/%s/msg.sig" % ALICE), "ssh-keygen -Y sign: signed after the finger", s)
+    log = agent_log()
+    show("journalctl _SYSTEMD_USER_UNIT=localauth-ssh-agent.service (last lines)", "\n".join(log.splitlines()[-6:]))
+    # The shipped unit keeps CAP_SYS_PTRACE (ADR 0012): the daemon reads both executables itself,
+    # the requester's through the pidfd the agent passed (docs/security.md).
+    check("(/usr/bin/ssh-keygen via /usr/bin/localauthctl for %s, "
+          "asking to release ssh-key:laptop)" % ALICE in log,
+          "the prompt names ssh-keygen, read by the daemon through the pidfd the agent passed, via the agent",
+          log[-1500:])
+    r = m.sh("cd && ssh-keygen -Y verify -f allowed_signers -I %s -n git -s msg.sig < msg" % ALICE, user=ALICE,
+             check=False)
+    check(r.returncode == 0 and "Good" in r.stdout + r.stderr, "ssh-keygen -Y verify: a good signature",
+          r.stdout + r.stderr)
+
+    r = m.sh("SSH_AUTH_SOCK=%s ssh-add -L" % sock, user=BOB, check=False)
+    show("bob: ssh-add -L on alice's agent socket", r.stdout + r.stderr)
+    check(r.returncode != 0 and "ecdsa" not in r.stdout, "bob cannot connect to alice's agent", r.stdout + r.stderr)
+
+    mark, s, _ = run_at_console(m, "localauthctl ssh-key delete laptop && systemctl --user disable --now "
+                                   "localauth-ssh-agent.socket localauth-ssh-agent.service && "
+                                   "rm ~/.config/environment.d/60-localauth-ssh.conf && systemctl --user daemon-reload")
+    check(rc_of(s) == 0, "the key deleted, the agent turned off again", s, fatal=False)
 
 
 def journey_pkexec(m):
@@ -851,7 +944,7 @@ def diff_pam(before, after):
     return "\n".join(out)
 
 
-JOURNEYS = [("a", journey_a), ("b", journey_b), ("c", journey_c), ("d", journey_d), ("4", journey_desktop),
+JOURNEYS = [("a", journey_a), ("b", journey_b), ("s", journey_ssh), ("c", journey_c), ("d", journey_d), ("4", journey_desktop),
             ("e", journey_e), ("f", journey_f)]
 
 

@@ -25,6 +25,7 @@ Usage: ssh_agent_test.py --module SO --bin DIR [-k NAME]   (as root)
 The last line is "N passed, N failed"; the exit status is non-zero on any failure.
 """
 import argparse
+import json
 import os
 import pwd
 import socket
@@ -260,8 +261,11 @@ def enrolled_finger_logs_in(w):
     check(p.returncode == 0 and "logged-in-as-" + USER in out, "ssh: %d %s %s\nagent: %s" % (
         p.returncode, out, err, w.agent_text()[-800:]))
     log = w.agent_text()
-    check("/usr/bin/ssh: log in as %s on [127.0.0.1]:%d with ssh key %s" % (USER, w.port, KEY) in log,
-          "the prompt names the program, the account and the host: %s" % log[-800:])
+    check("asking for a finger (log in as %s on [127.0.0.1]:%d with ssh key %s)" % (USER, w.port, KEY) in log,
+          "the prompt names the account and the host: %s" % log[-800:])
+    # The program, as the daemon read it from the pidfd the agent passed: ssh, via the agent.
+    check("(/usr/bin/ssh via %s for %s, asking to release ssh-key:%s)" % (os.path.realpath(w.ctl), USER, KEY) in log,
+          "the daemon's prompt names ssh by its executable, via the agent: %s" % log[-800:])
     check("key %s: signed" % KEY in log, "the agent says it signed")
     # The prompt on the desktop: a notification naming the host, taken away once signed.
     calls = tail(w.notify_log, 1 << 20)
@@ -349,6 +353,12 @@ def ssh_add_of_a_file_key_is_refused(w):
     check(r.returncode != 0, "ssh-add of a file key: %d %s" % (r.returncode, r.stderr))
     check("ssh-add of a key refused: this agent holds only keys a finger releases" in w.agent_text(),
           "the agent says why")
+    # ssh-add itself can only say "agent refused operation": a desktop notification tells the person why.
+    calls = tail(w.notify_log, 1 << 20)
+    check('"ssh-add: key refused" "This ssh agent holds only keys your finger releases' in calls
+          and "Keep a second agent for file keys." in calls, "the notification says why: %r" % calls[-600:])
+    check(not calls.rstrip().splitlines()[-1].split(" ", 1)[1].startswith("CloseNotification"),
+          "and stays: %r" % calls[-300:])
 
 
 def keygen_sign_and_verify_round_trip(w):
@@ -360,7 +370,7 @@ def keygen_sign_and_verify_round_trip(w):
                   env=w.user_env(SSH_AUTH_SOCK=w.sock), cwd=w.home, stdout=subprocess.PIPE,
                   stderr=subprocess.PIPE, text=True)
     w.wait_for_prompt(before)
-    check(": sign (git) with ssh key %s" % KEY in w.agent_text(), "the prompt names the namespace")
+    check("(sign (git) with ssh key %s)" % KEY in w.agent_text(), "the prompt names the namespace")
     w.touch("finger-1")
     out, err = p.communicate(timeout=sandbox.WAIT_S)
     check(p.returncode == 0, "ssh-keygen -Y sign: %s %s" % (out, err))
@@ -476,6 +486,84 @@ def forwarding_key_signs_for_a_forwarded_connection_after_a_finger_and_delete_re
     check(r.returncode != 0, "the daemon destroyed the right: %s" % r.stdout)
 
 
+def requester_client(w, scenario, *extra):
+    """Tests/ssh/requester_client.py as the account, straight to the daemon: what it answered."""
+    r = w.as_user(["/usr/bin/python3", os.path.join(HERE, "requester_client.py"), sandbox.SOCKET,
+                   "ssh-key:" + KEY, scenario] + [str(e) for e in extra], timeout=60)
+    check(r.returncode == 0 and r.stdout.strip(), "requester client %s: %s %s" % (scenario, r.stdout, r.stderr))
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def daemon_fds(w):
+    """The daemon's open descriptors, each with what it is."""
+    out = []
+    for name in sorted(os.listdir("/proc/%d/fd" % w.m.daemon.pid), key=int):
+        try:
+            out.append("%s -> %s" % (name, os.readlink("/proc/%d/fd/%s" % (w.m.daemon.pid, name))))
+        except OSError:
+            pass
+    return out
+
+
+def first_event(answer):
+    replies = answer.get("replies", [])
+    check(replies and replies[0]["type"] == "EVENT", "an event first: %r" % answer)
+    return replies[0]["fields"].get("message", "")
+
+
+def requester_of_the_account_is_named_by_its_executable_via_the_caller(w):
+    """A process of the account that calls the daemon with the pidfd of another of its processes
+    can name that process, never itself away: the prompt says "<requester> via <caller>"."""
+    other = requester_client(w, "other")
+    message = first_event(other)
+    check("(/usr/bin/sleep via /usr/bin/python3" in message and "asking to release ssh-key:" + KEY in message,
+          "the prompt names sleep via python: %r" % message)
+    message = first_event(requester_client(w, "twice"))
+    check("(/usr/bin/sleep via /usr/bin/python3" in message, "REQUESTER twice: the last one counts: %r" % message)
+    own = requester_client(w, "own")
+    message = first_event(own)
+    check("(/usr/bin/python3" in message and " via " not in message, "its own pidfd: no via: %r" % message)
+
+
+def requester_of_another_account_is_refused(w):
+    """The pidfd of a root process (the daemon's own) passed by the account: refused, nobody asked."""
+    before = len(w.m.audit())
+    answer = requester_client(w, "pid", w.m.daemon.pid)
+    replies = answer.get("replies", [])
+    check(replies and replies[0]["type"] == "ERROR" and "another account" in replies[0]["fields"].get("message", ""),
+          "refused: %r" % answer)
+    check(not [l for l in w.m.audit()[before:] if "op=rightUse" in l], "no request ran")
+
+
+def bad_requester_descriptors_are_refused_and_the_daemon_serves_on_without_leaking_one(w):
+    fds_before = daemon_fds(w)
+    expected = {
+        "not-pidfd": "not a pidfd",
+        "two": "one descriptor",
+        "none": "no descriptor",
+        "exited": "has exited",
+        "silent": "no descriptor came",
+    }
+    for scenario, words in expected.items():
+        answer = requester_client(w, scenario)
+        replies = answer.get("replies", [])
+        check(answer["answer"] == "DESCRIPTOR_WANTED", "%s: asked for the descriptor: %r" % (scenario, answer))
+        check(replies and replies[0]["type"] == "ERROR" and words in replies[0]["fields"].get("message", ""),
+              "%s: an ERROR saying %r: %r" % (scenario, words, answer))
+    for scenario in ("hangup", "no-request"):
+        answer = requester_client(w, scenario)
+        check(answer["answer"] == "DESCRIPTOR_WANTED", "%s: %r" % (scenario, answer))
+    check(w.m.daemon.poll() is None, "the daemon runs")
+    # The daemon serves on: the account's own process, named, then cancelled.
+    check("/usr/bin/python3" in first_event(requester_client(w, "own")), "served after the bad descriptors")
+    try:
+        # Another client's connection may have closed meanwhile: nothing more, and no pidfd.
+        wait_until(lambda: set(daemon_fds(w)) <= set(fds_before) and not any("pidfd" in f for f in daemon_fds(w)),
+                   "no descriptor is left open in the daemon", timeout=10)
+    except sandbox.Failure:
+        raise sandbox.Failure("descriptors before: %s\nafter: %s" % (fds_before, daemon_fds(w)))
+
+
 def sign_in_background(w, line):
     """One SSH_AGENTC_SIGN_REQUEST for the key `line` over a connection of its own, as the account;
     the process prints the answer's message number."""
@@ -515,6 +603,64 @@ def reuse_window_signs_again_without_a_finger_until_it_closes(w):
         w.as_user([w.ctl, "ssh-key", "delete", "quick"], check_rc=True)
 
 
+def passcode_from_askpass_logs_in_once_the_daemon_asks_for_it(w):
+    """A biometry-or-passcode key: once the request's tries are used by wrong fingers, the daemon
+    asks for the passcode, and the agent asks the person through $SSH_ASKPASS (a scripted one here)
+    — only then, never while a finger can answer. The real ssh logs in; the daemon checked it."""
+    passcode = "Pc-4711-ssh"
+    env = dict(os.environ, LOCALAUTHD_SOCKET=sandbox.SOCKET)
+    # The misses of earlier cases count towards the lockout: start from none.
+    r = subprocess.run([w.ctl, "lockout", "reset", "--user", USER], capture_output=True, text=True, env=env,
+                       timeout=sandbox.WAIT_S)
+    check(r.returncode == 0, "lockout reset: %s %s" % (r.stdout, r.stderr))
+    r = subprocess.run([w.ctl, "passcode", "set", "--user", USER], input=passcode + "\n", text=True,
+                       capture_output=True, env=env, timeout=sandbox.WAIT_S)
+    check(r.returncode == 0, "passcode set: %s %s" % (r.stdout, r.stderr))
+    line = w.as_user([w.ctl, "ssh-key", "create", "pc", "--requirement", "biometry-or-passcode"],
+                     check_rc=True).stdout.strip().splitlines()[-1]
+    w.write_user_file(".ssh/authorized_keys", w.key_line + "\n" + line + "\n", 0o600)
+    w.write_user_file("pc.pub", line + "\n", 0o644)
+    asked = os.path.join(w.home, "askpass.log")
+    w.write_user_file("askpass", "#!/bin/sh\nprintf '%%s\\n' \"$1\" >> %s\necho '%s'\n" % (asked, passcode), 0o755)
+    sock = os.path.join(w.home, "agent-pc", "socket")
+    log = w.path("agent-pc.log")
+    agent = w.m.spawn(w.user_cmd([w.ctl, "ssh-agent", "--socket", sock, "--timeout", str(AGENT_TIMEOUT_S)]),
+                      env=w.user_env(SSH_ASKPASS=os.path.join(w.home, "askpass")), stdout=subprocess.DEVNULL,
+                      stderr=open(log, "w"))
+    try:
+        wait_until(lambda: os.path.exists(sock), "the second agent listens")
+
+        def ssh():
+            return w.m.spawn(w.user_cmd([
+                "ssh", "-F", "/dev/null", "-p", str(w.port), "-o", "IdentityAgent=" + sock, "-o", "IdentitiesOnly=yes",
+                "-i", os.path.join(w.home, "pc.pub"), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+                USER + "@127.0.0.1", "echo", "logged-in-as-$(id -un)"]),
+                env=w.user_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        def prompts():
+            text = tail(log, 1 << 20)
+            return text.count("Place your") + text.count("try again")
+        p = ssh()
+        for n in range(3):  # the request's three tries: the first prompt, then each "try again"
+            wait_until(lambda: prompts() > n or p.poll() is not None, "a prompt")
+            check(not os.path.exists(asked), "no passcode asked while a finger may answer: %s" % tail(log))
+            time.sleep(0.3)  # the reader's next scan has begun: a touch sent sooner can be lost
+            w.touch("finger-2")
+        out, err = p.communicate(timeout=AGENT_TIMEOUT_S + sandbox.WAIT_S)
+        check(p.returncode == 0 and "logged-in-as-" + USER in out, "ssh after the passcode: %d %s %s\nagent: %s\ndaemon: %s" % (
+            p.returncode, out, err, tail(log, 3000), "\n".join(w.m.audit()[-6:])))
+        prompt = open(asked).read()
+        check(prompt.count("\n") == 1 and "log in as %s on [127.0.0.1]:%d with ssh key pc" % (USER, w.port) in prompt,
+              "askpass asked once, saying what for: %r" % prompt)
+        check("the passcode, from SSH_ASKPASS, goes to the daemon" in tail(log, 1 << 20), "the agent's log says so")
+        uses = [l for l in w.m.audit() if "op=rightUse" in l and 'right="ssh-key:pc"' in l]
+        check(uses and "result=success" in uses[-1], "the daemon decided: %s" % uses[-1:])
+    finally:
+        agent.terminate()
+        agent.wait(timeout=sandbox.WAIT_S)
+        w.as_user([w.ctl, "ssh-key", "delete", "pc"])
+
+
 CASES = [
     ("socket_activation_serves_the_socket_systemd_passes", socket_activation_serves_the_socket_systemd_passes),
     ("enrolled_finger_logs_in", enrolled_finger_logs_in),
@@ -534,6 +680,13 @@ CASES = [
     ("reuse_window_signs_again_without_a_finger_until_it_closes",
      reuse_window_signs_again_without_a_finger_until_it_closes),
     ("wrong_finger_is_refused", wrong_finger_is_refused),
+    ("requester_of_the_account_is_named_by_its_executable_via_the_caller",
+     requester_of_the_account_is_named_by_its_executable_via_the_caller),
+    ("requester_of_another_account_is_refused", requester_of_another_account_is_refused),
+    ("bad_requester_descriptors_are_refused_and_the_daemon_serves_on_without_leaking_one",
+     bad_requester_descriptors_are_refused_and_the_daemon_serves_on_without_leaking_one),
+    ("passcode_from_askpass_logs_in_once_the_daemon_asks_for_it",
+     passcode_from_askpass_logs_in_once_the_daemon_asks_for_it),
 ]
 
 
