@@ -33,7 +33,7 @@ endef
 define fuzz_run
 	@mkdir -p $(FUZZ_BUILD)/corpus-$(2)
 	@echo "$(notdir $(1)): $(FUZZ_SECONDS) s"
-	@$(1) -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=1 \
+	@LSAN_OPTIONS=suppressions=$(CURDIR)/fuzz/lsan.supp $(1) -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=1 \
 		-artifact_prefix=$(FUZZ_BUILD)/crash-$(2)- $(FUZZ_BUILD)/corpus-$(2) \
 		$(FUZZ_BUILD)/seed-$(2) > $(1).log 2>&1 \
 		|| { tail -n 40 $(1).log; \
