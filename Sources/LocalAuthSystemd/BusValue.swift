@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The D-Bus values the door uses, and their marshalling into and out of sd-bus messages.
+// The D-Bus values the doors and logind's replies use, and their marshalling into and out of sd-bus
+// messages.
 import CSystemd
 import Dispatch
 
@@ -7,7 +8,7 @@ import Dispatch
     import Glibc
 #endif
 
-/// A D-Bus value, as far as the fprintd and polkit APIs need them.
+/// A D-Bus value, as far as the fprintd, polkit and logind APIs need them.
 public indirect enum BusValue: Equatable, Sendable {
     case string(String)
     case objectPath(String)
@@ -19,6 +20,10 @@ public indirect enum BusValue: Equatable, Sendable {
     case structure([BusValue])
     case variant(BusValue)
     case dictEntry(BusValue, BusValue)
+    /// A value of a basic type not modelled here (`t`, `x`, `q`, `n`, `y`, `d`, `h`), skipped when
+    /// read so that what follows it is read; it names its type and cannot be sent. A container of
+    /// such values reads as the container with these inside.
+    case unmodeled(signature: String)
 
     public var signature: String {
         switch self {
@@ -31,6 +36,7 @@ public indirect enum BusValue: Equatable, Sendable {
         case .structure(let members): "(" + members.map(\.signature).joined() + ")"
         case .variant: "v"
         case .dictEntry(let key, let value): "{" + key.signature + value.signature + "}"
+        case .unmodeled(let signature): signature
         }
     }
 
@@ -90,11 +96,13 @@ extension BusConnection {
         case .variant(let inner): return container("v", inner.signature, [inner])
         case .dictEntry(let key, let inner):
             return container("e", key.signature + inner.signature, [key, inner])
+        case .unmodeled: return -EINVAL
         }
     }
 
-    /// Reads every remaining value of a message (`sd_bus_message_peek_type` and friends); types the
-    /// fprintd and polkit APIs do not use end the reading.
+    /// Reads every remaining value of a message (`sd_bus_message_peek_type` and friends); a value of a
+    /// type not modelled is skipped and read as `.unmodeled`. Only the message's end or a malformed
+    /// message ends the reading.
     static func readAll(_ m: OpaquePointer) -> [BusValue] {
         var values: [BusValue] = []
         while let value = read(m) { values.append(value) }
@@ -139,7 +147,9 @@ extension BusConnection {
             guard let inner = members("v"), inner.count == 1 else { return nil }
             return .variant(inner[0])
         default:
-            return nil
+            // A basic type not modelled: skipped, so that the values after it are read.
+            let signature = String(UnicodeScalar(UInt8(bitPattern: type)))
+            return sd_bus_message_skip(m, signature) >= 0 ? .unmodeled(signature: signature) : nil
         }
     }
 }

@@ -95,14 +95,14 @@ public final class Logind: @unchecked Sendable {
             var session: SessionAnswer? = nil
             if let byPID {
                 if let reply = byPID.reply {
-                    var value: UnsafePointer<CChar>?
-                    if sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "o")), &value) >= 0, let value {
-                        let path = String(cString: value)
+                    if let path = Self.readSessionPath(BusConnection.readAll(reply)) {
                         if self.lastSessionPath.count >= 256 { self.lastSessionPath.removeAll() }
                         self.lastSessionPath[uid] = path
                         // The guess's answer when it was right and came; else the path named, asked now.
                         let found =
-                            (path == guess ? guessed?.reply.flatMap { Self.readSession($0, path: path) } : nil)
+                            (path == guess
+                                ? guessed?.reply.flatMap { Self.readSession(BusConnection.readAll($0), path: path) }
+                                : nil)
                             ?? self.sessionProperties(bus, path: path)
                         session = found.map { SessionAnswer.found($0) } ?? SessionAnswer.unknown
                     } else {
@@ -115,10 +115,7 @@ public final class Logind: @unchecked Sendable {
                         byPID.errorName == "org.freedesktop.login1.NoSessionForPID" ? SessionAnswer.none : .unknown
                 }
             }
-            let closed = lidCall?.reply.flatMap { reply -> Bool? in
-                guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "v")), "b") > 0 else { return nil }
-                return Self.readBool(reply)
-            }
+            let closed = lidCall?.reply.flatMap { Self.readLidClosed(BusConnection.readAll($0)) }
             return (session, closed)
         }
     }
@@ -209,7 +206,7 @@ public final class Logind: @unchecked Sendable {
             return self.call(bus, Self.managerPath, Self.managerInterface, "ListSessions") { _ in
                 0
             } read: { reply in
-                Self.readSessionList(reply, uid: uid)?.count
+                Self.readSessionList(BusConnection.readAll(reply), uid: uid)?.count
             }
         }
     }
@@ -287,7 +284,7 @@ public final class Logind: @unchecked Sendable {
                 self.call(bus, Self.managerPath, Self.managerInterface, "ListSessions") { _ in
                     0
                 } read: { reply in
-                    Self.readSessionList(reply, uid: uid)
+                    Self.readSessionList(BusConnection.readAll(reply), uid: uid)
                 } ?? []
             return paths.contains { path in
                 self.boolProperty(bus, path: path, interface: Self.sessionInterface, name: "Active") == true
@@ -301,7 +298,7 @@ public final class Logind: @unchecked Sendable {
         call(bus, path, "org.freedesktop.DBus.Properties", "GetAll") {
             Self.appendStrings($0, [Self.sessionInterface])
         } read: { reply in
-            Self.readSession(reply, path: path)
+            Self.readSession(BusConnection.readAll(reply), path: path)
         }
     }
 
@@ -407,9 +404,8 @@ public final class Logind: @unchecked Sendable {
 
     private static let onPrepareForSleep: sd_bus_message_handler_t = { message, userdata, _ in
         guard let message, let userdata else { return 0 }
-        var value: Int32 = 0
-        guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "b")), &value) >= 0 else { return 0 }
-        Unmanaged<Logind>.fromOpaque(userdata).takeUnretainedValue().prepareForSleep(value != 0)
+        guard case .bool(let goingToSleep)? = BusConnection.readAll(message).first else { return 0 }
+        Unmanaged<Logind>.fromOpaque(userdata).takeUnretainedValue().prepareForSleep(goingToSleep)
         return 0
     }
 }
