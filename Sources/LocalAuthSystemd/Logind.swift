@@ -74,20 +74,17 @@ public final class Logind: @unchecked Sendable {
         await onQueue {
             guard let bus = self.connected() else { return (pid == nil ? nil : .unknown, nil) }
             defer { self.process() }
-            var pidArgument = UInt32(bitPattern: pid ?? 0)
-            let byPID =
-                pid == nil
-                ? nil
-                : self.send(bus, Self.managerPath, Self.managerInterface, "GetSessionByPID") { message in
-                    sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &pidArgument)
-                }
+            let byPID = pid.flatMap {
+                self.send(
+                    bus, Self.managerPath, Self.managerInterface, "GetSessionByPID", [.uint32(UInt32(bitPattern: $0))])
+            }
             let guess = pid == nil ? nil : self.lastSessionPath[uid]
             let guessed = guess.flatMap { self.sendGetAll(bus, path: $0) }
             let lidCall =
                 lid
-                ? self.send(bus, Self.managerPath, "org.freedesktop.DBus.Properties", "Get") {
-                    Self.appendStrings($0, [Self.managerInterface, "LidClosed"])
-                }
+                ? self.send(
+                    bus, Self.managerPath, "org.freedesktop.DBus.Properties", "Get",
+                    [.string(Self.managerInterface), .string("LidClosed")])
                 : nil
             self.wait(for: [byPID, guessed, lidCall].compactMap { $0 }, bus: bus)
             defer { [byPID, guessed, lidCall].forEach { $0?.release() } }
@@ -156,10 +153,9 @@ public final class Logind: @unchecked Sendable {
 
     /// Sends a method call to logind and returns at once; nil when it could not be sent.
     private func send(
-        _ bus: OpaquePointer, _ path: String, _ interface: String, _ member: String,
-        append: (OpaquePointer) -> Int32
+        _ bus: OpaquePointer, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue]
     ) -> PendingCall? {
-        guard let message = methodCall(bus, path, interface, member, append: append) else { return nil }
+        guard let message = methodCall(bus, path, interface, member, arguments) else { return nil }
         defer { sd_bus_message_unref(message) }
         let call = PendingCall()
         var slot: OpaquePointer?
@@ -174,16 +170,7 @@ public final class Logind: @unchecked Sendable {
 
     /// A session's `GetAll`, sent without waiting.
     private func sendGetAll(_ bus: OpaquePointer, path: String) -> PendingCall? {
-        send(bus, path, "org.freedesktop.DBus.Properties", "GetAll") { Self.appendStrings($0, [Self.sessionInterface]) }
-    }
-
-    /// Appends each of `strings` as a string argument: the first failure's code, else 0.
-    private static func appendStrings(_ message: OpaquePointer, _ strings: [String]) -> Int32 {
-        for string in strings {
-            let r = string.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
-            if r < 0 { return r }
-        }
-        return 0
+        send(bus, path, "org.freedesktop.DBus.Properties", "GetAll", [.string(Self.sessionInterface)])
     }
 
     /// Runs the connection until every call has its answer (or its timeout, which sd-bus answers
@@ -203,9 +190,7 @@ public final class Logind: @unchecked Sendable {
         await onQueue {
             guard let bus = self.connected() else { return nil }
             defer { self.process() }
-            return self.call(bus, Self.managerPath, Self.managerInterface, "ListSessions") { _ in
-                0
-            } read: { reply in
+            return self.call(bus, Self.managerPath, Self.managerInterface, "ListSessions", []) { reply in
                 Self.readSessionList(BusConnection.readAll(reply), uid: uid)?.count
             }
         }
@@ -281,9 +266,7 @@ public final class Logind: @unchecked Sendable {
             guard let bus = self.connected() else { return false }
             defer { self.process() }
             let paths: [String] =
-                self.call(bus, Self.managerPath, Self.managerInterface, "ListSessions") { _ in
-                    0
-                } read: { reply in
+                self.call(bus, Self.managerPath, Self.managerInterface, "ListSessions", []) { reply in
                     Self.readSessionList(BusConnection.readAll(reply), uid: uid)
                 } ?? []
             return paths.contains { path in
@@ -295,9 +278,7 @@ public final class Logind: @unchecked Sendable {
 
     /// A session's properties in one `GetAll` call.
     private func sessionProperties(_ bus: OpaquePointer, path: String) -> LoginSession? {
-        call(bus, path, "org.freedesktop.DBus.Properties", "GetAll") {
-            Self.appendStrings($0, [Self.sessionInterface])
-        } read: { reply in
+        call(bus, path, "org.freedesktop.DBus.Properties", "GetAll", [.string(Self.sessionInterface)]) { reply in
             Self.readSession(BusConnection.readAll(reply), path: path)
         }
     }
@@ -312,28 +293,28 @@ public final class Logind: @unchecked Sendable {
         return r >= 0 ? value != 0 : nil
     }
 
-    /// A method call to logind with its arguments (`append`), for the caller to send and unref.
+    /// A method call to logind with its arguments, marshalled as the doors' are
+    /// (`BusConnection.append`), for the caller to send and unref.
     private func methodCall(
-        _ bus: OpaquePointer, _ path: String, _ interface: String, _ member: String,
-        append: (OpaquePointer) -> Int32
+        _ bus: OpaquePointer, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue]
     ) -> OpaquePointer? {
         var message: OpaquePointer?
         guard sd_bus_message_new_method_call(bus, &message, Self.destination, path, interface, member) >= 0,
             let message
         else { return nil }
-        guard append(message) >= 0 else {
+        guard arguments.allSatisfy({ BusConnection.append($0, to: message) >= 0 }) else {
             sd_bus_message_unref(message)
             return nil
         }
         return message
     }
 
-    /// One method call to logind: `append` writes the arguments, `read` takes the answer.
+    /// One method call to logind: `read` takes the answer.
     private func call<T>(
-        _ bus: OpaquePointer, _ path: String, _ interface: String, _ member: String,
-        append: (OpaquePointer) -> Int32, read: (OpaquePointer) -> T?, failed: (String) -> Void = { _ in }
+        _ bus: OpaquePointer, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue],
+        read: (OpaquePointer) -> T?
     ) -> T? {
-        guard let message = methodCall(bus, path, interface, member, append: append) else { return nil }
+        guard let message = methodCall(bus, path, interface, member, arguments) else { return nil }
         defer { sd_bus_message_unref(message) }
         var error = sd_bus_error()
         defer { sd_bus_error_free(&error) }
@@ -341,7 +322,6 @@ public final class Logind: @unchecked Sendable {
         guard sd_bus_call(bus, message, 0, &error, &reply) >= 0, let reply else {
             if let name = error.name {
                 log.debug("logind \(member): \(String(cString: name))")
-                failed(String(cString: name))
             }
             return nil
         }
@@ -356,9 +336,9 @@ public final class Logind: @unchecked Sendable {
         let arguments = [
             "sleep", "localauthd", "Suspend the fingerprint reader and forget reuse windows", "delay",
         ]
-        let fd: Int32? = call(bus, Self.managerPath, Self.managerInterface, "Inhibit") {
-            Self.appendStrings($0, arguments)
-        } read: { reply in
+        let fd: Int32? = call(bus, Self.managerPath, Self.managerInterface, "Inhibit", arguments.map { .string($0) }) {
+            reply in
+            // A descriptor (`h`): the one reply read by hand, for `BusValue` does not hold descriptors.
             var received: Int32 = -1
             guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "h")), &received) >= 0 else { return nil }
             // The message owns the received descriptor: keep a copy of our own.
