@@ -152,7 +152,7 @@ struct RightOwnershipTests {
         try d.simulate("touch", "owner-1")
         try holder.run()
         let authorize = Request.rightUse(
-            RightUseOptions(identifier: "signer", operation: .authorize, timeoutMs: 10_000))
+            RightUseOptions(identifier: "signer", operation: .authorize, prompt: PromptOptions(timeoutMs: 10_000)))
         input.fileHandleForWriting.write(Data(Hello(client: "holder").frame.encoded() + authorize.frame.encoded()))
         let deadline = Date().addingTimeInterval(10)
         while access(mark, F_OK) != 0 && Date() < deadline { usleep(5000) }
@@ -166,7 +166,7 @@ struct RightOwnershipTests {
         let sign = Request.rightUse(
             RightUseOptions(
                 identifier: "signer", operation: .sign, algorithm: "ecdsaSignatureMessageX962SHA256",
-                data: Array("transfer".utf8), timeoutMs: 2000))
+                data: Array("transfer".utf8), prompt: PromptOptions(timeoutMs: 2000)))
         let other = try RightHolderTests.relay(sign, d, executable: "/usr/bin/python3")
         #expect(other?.isSuccess == false && other?.resultCode != .notFound, "\(other?.message ?? "no result")")
         #expect(other?.fields.bytes(.data) == nil)
