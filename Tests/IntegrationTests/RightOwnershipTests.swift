@@ -310,15 +310,7 @@ struct RightOwnershipTests {
             "--reuid=\(Self.ownerUID)", "--regid=\(Self.ownerUID)", "--clear-groups", "/usr/bin/python3", "-c",
             "# another script\n" + FrameRelay.script, d.socketPath, "", "",
         ]
-        let input = Pipe()
-        let output = Pipe()
-        p.standardInput = input
-        p.standardOutput = output
-        try p.run()
-        input.fileHandleForWriting.write(Data(Hello(client: "two").frame.encoded() + get.frame.encoded()))
-        try input.fileHandleForWriting.close()
-        let reply = Array(output.fileHandleForReading.readDataToEndOfFile())
-        p.waitUntilExit()
+        let (reply, _) = try FrameRelay.run(p, client: "two", get)
         let found = try frames(in: reply).first { $0.type == .result }.map { try RequestResult(frame: $0) }
         #expect(found?.isSuccess == true, "\(found?.message ?? "no result")")
         let ctl = try d.ctl(["right", "show", "script-right"], asUser: Self.ownerUID)
