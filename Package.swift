@@ -130,6 +130,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore", "LocalAuthTesting",
+                "DescriptorPassing",
             ]),
         .testTarget(
             name: "LocalAuthenticationTests",

@@ -68,6 +68,22 @@ public enum DescriptorPassing {
         return .descriptors(fds, truncated: flags & Int32(MSG_CTRUNC) != 0)
     }
 
+    /// `body` with a `msghdr` whose one vector is `data` and whose ancillary buffer is `control`
+    /// (for `sendmsg` / `recvmsg`; the journal's tests read datagrams with it too).
+    public static func withMessage<Result>(
+        data: UnsafeMutableRawBufferPointer, control: UnsafeMutableRawBufferPointer, _ body: (inout msghdr) -> Result
+    ) -> Result {
+        var vector = iovec(iov_base: data.baseAddress, iov_len: data.count)
+        return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+            var message = msghdr()
+            message.msg_iov = vectorPointer
+            message.msg_iovlen = 1
+            message.msg_control = control.baseAddress
+            message.msg_controllen = control.count
+            return body(&message)
+        }
+    }
+
     /// `body` with a `msghdr` for one byte and the ancillary buffer `control`.
     private static func withOneByteMessage<Result>(
         control: inout [UInt64], _ body: (inout msghdr) -> Result
@@ -75,15 +91,7 @@ public enum DescriptorPassing {
         var byte: UInt8 = 0
         return withUnsafeMutableBytes(of: &byte) { byteBuffer in
             control.withUnsafeMutableBytes { controlBuffer in
-                var vector = iovec(iov_base: byteBuffer.baseAddress, iov_len: 1)
-                return withUnsafeMutablePointer(to: &vector) { vectorPointer in
-                    var message = msghdr()
-                    message.msg_iov = vectorPointer
-                    message.msg_iovlen = 1
-                    message.msg_control = controlBuffer.baseAddress
-                    message.msg_controllen = controlBuffer.count
-                    return body(&message)
-                }
+                withMessage(data: byteBuffer, control: controlBuffer, body)
             }
         }
     }

@@ -80,7 +80,7 @@ import Testing
         ],
         "IntegrationTests": [
             "LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore", "LocalAuthTesting", "Testing",
-            "Foundation", "Synchronization",
+            "DescriptorPassing", "Foundation", "Synchronization",
         ],
         "LocalAuthenticationTests": [
             "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "LocalAuthTesting",
