@@ -56,6 +56,8 @@ let package = Package(
                 "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore", "LocalAuthSystemd",
                 "LocalAuthCrypto", .product(name: "Logging", package: "swift-log"),
             ]),
+        // REQUESTER's byte that carries a descriptor (SCM_RIGHTS): the client sends it, the socket door takes it.
+        .target(name: "DescriptorPassing"),
         // The doors' shared admission: per-uid request turns and the throttle of a caller's log lines.
         .target(name: "LocalAuthDoorLimits"),
         // The doors: each goes into the daemon through its public API (`Daemon.handle`) only.
@@ -63,7 +65,7 @@ let package = Package(
             name: "LocalAuthSocketDoor",
             dependencies: [
                 "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthCore", "LocalAuthSystemd",
-                .product(name: "NIOCore", package: "swift-nio"),
+                "DescriptorPassing", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .target(
@@ -71,7 +73,7 @@ let package = Package(
             dependencies: [
                 "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthSystemd",
             ]),
-        .target(name: "LocalAuthClient", dependencies: ["LocalAuthProtocol"]),
+        .target(name: "LocalAuthClient", dependencies: ["LocalAuthProtocol", "DescriptorPassing"]),
         // glibc's gettext for the clients (po/, text domain "localauth"); the daemon never renders.
         .target(name: "LocalAuthLocalization", dependencies: ["LocalAuthProtocol", "CGettext"]),
         // Start-up: builds the parts once and runs the doors and the daemon's services.
@@ -128,6 +130,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore", "LocalAuthTesting",
+                "DescriptorPassing",
             ]),
         .testTarget(
             name: "LocalAuthenticationTests",

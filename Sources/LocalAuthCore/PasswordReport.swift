@@ -10,35 +10,20 @@ import LocalAuthProtocol
 /// has to be at the reader), so the worst a forged report does is keep the rules of
 /// `PasswordRule` from asking for the password.
 public enum PasswordReport {
-    /// The caller's login session, as far as the rule needs it.
-    public struct Session: Equatable, Sendable {
-        /// The session belongs to the caller's uid.
-        public var ownedByCaller: Bool
-        /// logind's class: "user", "greeter", "lock-screen", "background", …
-        public var sessionClass: String
-        /// logind's `Active`: the session in front on its seat.
-        public var isActive: Bool
-        public var isRemote: Bool
-
-        public init(ownedByCaller: Bool, sessionClass: String, isActive: Bool, isRemote: Bool) {
-            self.ownedByCaller = ownedByCaller
-            self.sessionClass = sessionClass
-            self.isActive = isActive
-            self.isRemote = isRemote
-        }
-    }
-
     /// Where a report comes from: from the kernel and logind, never from the client.
     public struct Origin: Equatable, Sendable {
+        /// The caller's effective uid.
+        public var callerUID: UInt32
         /// The caller's effective uid is 0: login, a greeter, sudo, su, polkit's helper — a PAM
         /// stack run by root, trusted for what it checked.
         public var callerIsRoot: Bool
         /// The caller's session; nil when it is in none or there is no logind to ask.
-        public var session: Session?
+        public var session: SessionFacts?
         /// The process that opened the connection has exited (its pid may be another's now).
         public var connectionOrphaned: Bool
 
-        public init(callerIsRoot: Bool, session: Session?, connectionOrphaned: Bool = false) {
+        public init(callerUID: UInt32, callerIsRoot: Bool, session: SessionFacts?, connectionOrphaned: Bool = false) {
+            self.callerUID = callerUID
             self.callerIsRoot = callerIsRoot
             self.session = session
             self.connectionOrphaned = connectionOrphaned
@@ -60,7 +45,7 @@ public enum PasswordReport {
         if origin.callerIsRoot { return .believed }
         // The user's own uid: a screen locker, inside the user's own session in front on its seat.
         guard let session = origin.session else { return .refused(.noSession) }
-        guard session.ownedByCaller else { return .refused(.notOwnSession) }
+        guard session.ownerUID == origin.callerUID else { return .refused(.notOwnSession) }
         guard session.sessionClass == "user" else { return .refused(.sessionClass(session.sessionClass)) }
         guard session.isActive else { return .refused(.sessionNotActive) }
         return .believed

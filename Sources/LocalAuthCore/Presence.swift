@@ -2,10 +2,12 @@
 
 import LocalAuthProtocol
 
-/// A logind session, as far as the presence rule needs it.
+/// A logind session, as far as the presence rule and the password report's rule need it.
 public struct SessionFacts: Sendable, Equatable {
     /// The account that owns the session (nil: its uid has no name).
     public var owner: String?
+    /// The uid that owns the session (nil: not known).
+    public var ownerUID: UInt32?
     /// logind's class: "user", "greeter", "lock-screen", "background", …
     public var sessionClass: String
     /// The seat it sits on; nil for a session without one (ssh, a cron job's session).
@@ -14,8 +16,12 @@ public struct SessionFacts: Sendable, Equatable {
     public var isActive: Bool
     public var isRemote: Bool
 
-    public init(owner: String?, sessionClass: String = "user", seat: String?, isActive: Bool, isRemote: Bool = false) {
+    public init(
+        owner: String?, ownerUID: UInt32? = nil, sessionClass: String = "user", seat: String?, isActive: Bool,
+        isRemote: Bool = false
+    ) {
         self.owner = owner
+        self.ownerUID = ownerUID
         self.sessionClass = sessionClass
         self.seat = seat
         self.isActive = isActive

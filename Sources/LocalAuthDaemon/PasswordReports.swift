@@ -54,13 +54,9 @@ struct PasswordReports {
         // The caller's session as logind has it: owner, class, Active, Remote (sd-login's files,
         // else GetSessionByPID and the session's properties).
         let place = await parts.sessions.view(of: caller.pid, uid: caller.uid, tty: nil, askLid: false)
-        let session = place.session.map {
-            PasswordReport.Session(
-                ownedByCaller: $0.ownerUID == caller.uid, sessionClass: $0.sessionClass, isActive: $0.isActive,
-                isRemote: $0.isRemote)
-        }
         return PasswordReport.Origin(
-            callerIsRoot: caller.isRoot, session: session, connectionOrphaned: !caller.isStillTheConnectingProcess)
+            callerUID: caller.uid, callerIsRoot: caller.isRoot, session: place.session.map(SessionFacts.init),
+            connectionOrphaned: !caller.isStillTheConnectingProcess)
     }
 }
 

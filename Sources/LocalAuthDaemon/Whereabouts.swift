@@ -37,11 +37,7 @@ struct Whereabouts {
         if place.session == nil, place.logindPresent, let requesterUID {
             activeOnASeat = await parts.sessions.isActiveOnASeat(uid: requesterUID)
         }
-        let session = place.session.map {
-            SessionFacts(
-                owner: PeerCredentials.userName(of: $0.ownerUID), sessionClass: $0.sessionClass, seat: $0.seat,
-                isActive: $0.isActive, isRemote: $0.isRemote)
-        }
+        let session = place.session.map(SessionFacts.init)
         let origin = RequestOrigin(
             uid: caller.uid, name: caller.userName, realUID: real,
             realName: real.flatMap { $0 == caller.uid ? caller.userName : PeerCredentials.userName(of: $0) },
@@ -142,4 +138,14 @@ enum ForegroundTerminal {
 
 extension String {
     fileprivate var trimmingNewline: String { String(prefix { $0 != "\n" }) }
+}
+
+extension SessionFacts {
+    /// logind's session as the rules read it: its owner by uid and by name.
+    init(_ session: LoginSession) {
+        self.init(
+            owner: PeerCredentials.userName(of: session.ownerUID), ownerUID: session.ownerUID,
+            sessionClass: session.sessionClass, seat: session.seat, isActive: session.isActive,
+            isRemote: session.isRemote)
+    }
 }

@@ -18,10 +18,8 @@ public struct RightUseOptions: Equatable, Sendable {
 
     public init(
         user: String? = nil, identifier: String, operation: RightOperation, algorithm: String? = nil,
-        data: [UInt8]? = nil, requestedSize: Int64? = nil, sharedInfo: [UInt8]? = nil, service: String? = nil,
-        tty: String? = nil, reason: String? = nil, fallbackTitle: String? = nil, cancelTitle: String? = nil,
-        flags: RequestFlags = [], tries: Int64 = EvaluateOptions.defaultTries,
-        timeoutMs: Int64 = EvaluateOptions.defaultTimeoutMs
+        data: [UInt8]? = nil, requestedSize: Int64? = nil, sharedInfo: [UInt8]? = nil,
+        prompt: PromptOptions = PromptOptions()
     ) {
         self.user = user
         self.identifier = identifier
@@ -30,9 +28,7 @@ public struct RightUseOptions: Equatable, Sendable {
         self.data = data
         self.requestedSize = requestedSize
         self.sharedInfo = sharedInfo
-        prompt = PromptOptions(
-            service: service, tty: tty, reason: reason, fallbackTitle: fallbackTitle, cancelTitle: cancelTitle,
-            flags: flags, tries: tries, timeoutMs: timeoutMs)
+        self.prompt = prompt
     }
 
     public subscript<Value>(dynamicMember path: WritableKeyPath<PromptOptions, Value>) -> Value {
@@ -89,13 +85,12 @@ extension Request {
             guard let operation = RightOperation(rawValue: raw) else {
                 throw .outOfRange(.operation, "\(raw) is not an operation")
             }
-            var options = RightUseOptions(
+            let options = RightUseOptions(
                 user: f.string(.user), identifier: try identifier(), operation: operation,
                 algorithm: f.string(.algorithm), data: f.bytes(.data),
                 requestedSize: try f.int(.requestedSize).map { _ throws(RequestError) in
                     try f.ranged(.requestedSize, default: 32, 1...1024)
-                }, sharedInfo: f.bytes(.sharedInfo))
-            options.prompt = try PromptOptions(frame: f)
+                }, sharedInfo: f.bytes(.sharedInfo), prompt: try PromptOptions(frame: f))
             return .rightUse(options)
         }
     }

@@ -5,6 +5,7 @@
 // NIO's reading (autoRead off), asks for the byte, and takes it itself with recvmsg on the event
 // loop, where NIO cannot close the socket meanwhile; then NIO reads on.
 
+import DescriptorPassing
 import LocalAuthDaemon
 import LocalAuthProtocol
 import NIOCore
@@ -54,7 +55,7 @@ extension Connection {
     /// One try at the byte (never blocking the loop); again after `wait` ms, doubling, until `deadline`.
     private func takeDescriptor(fd: Int32, context: ChannelHandlerContext, deadline: NIODeadline, wait: Int64) {
         guard case .awaitingDescriptor = state, let caller else { return }
-        switch PassedDescriptor.receive(fd) {
+        switch DescriptorPassing.receive(fd, room: PassedDescriptor.room) {
         case .nothingYet:
             guard NIODeadline.now() < deadline else {
                 fail(
@@ -90,19 +91,12 @@ extension Connection {
     }
 }
 
-/// recvmsg of the byte that carries the descriptor, and the search for the connection's socket.
+/// The room for the byte's descriptors, and the search for the connection's socket.
 enum PassedDescriptor {
     /// `SO_COOKIE` (`<asm-generic/socket.h>`): a number the kernel gives each socket, never reused.
     static let soCookie: Int32 = 57
     /// Room for this many descriptors; more is `truncated` (the kernel closes the ones left out).
     static let room = 4
-
-    enum Received {
-        case nothingYet
-        case closed
-        /// Descriptors received with the byte (close-on-exec); `truncated`: more came than fit.
-        case descriptors([Int32], truncated: Bool)
-    }
 
     /// The daemon's descriptor of the socket whose `SO_COOKIE` is `cookie` (`/proc/self/fd`). NIO
     /// does not give its descriptors away; the cookie names the socket, and while the loop runs this
@@ -123,50 +117,5 @@ enum PassedDescriptor {
             if getsockopt(fd, SOL_SOCKET, soCookie, &value, &size) == 0 && value == cookie { return fd }
         }
         return nil
-    }
-
-    /// One `recvmsg` of one byte, without waiting, its `SCM_RIGHTS` taken close-on-exec.
-    static func receive(_ fd: Int32) -> Received {
-        let headerSize = MemoryLayout<cmsghdr>.size
-        var control = [UInt64](repeating: 0, count: (headerSize + room * 4 + 7) / 8)  // 8-aligned
-        var byte: UInt8 = 0
-        let (n, controlLength, flags): (Int, Int, Int32) = withUnsafeMutableBytes(of: &byte) { byteBuffer in
-            control.withUnsafeMutableBytes { controlBuffer in
-                var vector = iovec(iov_base: byteBuffer.baseAddress, iov_len: 1)
-                return withUnsafeMutablePointer(to: &vector) { vectorPointer in
-                    var message = msghdr()
-                    message.msg_iov = vectorPointer
-                    message.msg_iovlen = 1
-                    message.msg_control = controlBuffer.baseAddress
-                    message.msg_controllen = controlBuffer.count
-                    var got: Int
-                    repeat {
-                        got = recvmsg(fd, &message, Int32(MSG_DONTWAIT) | Int32(MSG_CMSG_CLOEXEC))
-                    } while got < 0 && errno == EINTR
-                    return (got, Int(message.msg_controllen), message.msg_flags)
-                }
-            }
-        }
-        if n < 0 { return errno == EAGAIN || errno == EWOULDBLOCK ? .nothingYet : .closed }
-        if n == 0 { return .closed }
-        var fds: [Int32] = []
-        control.withUnsafeBytes { raw in
-            var offset = 0
-            while offset + headerSize <= controlLength {
-                let length = Int(raw.load(fromByteOffset: offset, as: Int.self))  // cmsg_len
-                let level = raw.load(fromByteOffset: offset + 8, as: Int32.self)
-                let type = raw.load(fromByteOffset: offset + 12, as: Int32.self)
-                guard length >= headerSize, offset + length <= controlLength else { break }
-                if level == SOL_SOCKET && type == Int32(SCM_RIGHTS) {
-                    var at = offset + headerSize
-                    while at + 4 <= offset + length {
-                        fds.append(raw.load(fromByteOffset: at, as: Int32.self))
-                        at += 4
-                    }
-                }
-                offset += (length + 7) & ~7
-            }
-        }
-        return .descriptors(fds, truncated: flags & Int32(MSG_CTRUNC) != 0)
     }
 }

@@ -201,10 +201,9 @@ extension EnrollmentStore {
     /// systems. A `biometryCurrentSet` right whose set has changed (a crash after an enrolment,
     /// before its destruction) is destroyed here and reads as absent.
     public func loadRight(identifier: String, owner: String, user: String) throws(StoreError) -> RightLoad {
-        try Validation.user(user)
-        guard StoredRight.isValidIdentifier(identifier), StoredRight.isValidOwner(owner) else { return .absent }
-        return try lock.withLock { _ throws(StoreError) in
-            guard try checkUserDirectory(user) else { return .absent }
+        let valid = StoredRight.isValidIdentifier(identifier) && StoredRight.isValidOwner(owner)
+        return try withUserDirectory(user, valid: valid, else: { () throws(StoreError) in .absent }) {
+            () throws(StoreError) in
             var name = RightRecord.fileName(owner: owner, identifier: identifier)
             var loaded = readRight(user: user, name: name)
             if loaded == .absent {
@@ -234,10 +233,9 @@ extension EnrollmentStore {
     /// key and removes). Returns the adopted right; `notFound` when there is no unowned right of that
     /// identifier (any more), `alreadyExists` when `owner` has one of its own.
     public func adoptRight(identifier: String, owner: String, user: String) throws(StoreError) -> StoredRight {
-        try Validation.user(user)
-        guard StoredRight.isValidIdentifier(identifier), StoredRight.isValidOwner(owner) else { throw .notFound }
-        return try lock.withLock { _ throws(StoreError) in
-            guard try checkUserDirectory(user) else { throw .notFound }
+        let valid = StoredRight.isValidIdentifier(identifier) && StoredRight.isValidOwner(owner)
+        return try withUserDirectory(user, valid: valid, else: { () throws(StoreError) in throw .notFound }) {
+            () throws(StoreError) in
             let unowned = RightRecord.fileName(owner: nil, identifier: identifier)
             guard case .ok(let right) = try readUnownedRight(user: user, name: unowned) else { throw .notFound }
             let name = RightRecord.fileName(owner: owner, identifier: identifier)
@@ -258,10 +256,9 @@ extension EnrollmentStore {
     /// owners); with `owner` nil (an administrator), every program's right of that identifier.
     /// `notFound` when there is none.
     public func removeRight(identifier: String, owner: String?, user: String) throws(StoreError) {
-        try Validation.user(user)
-        guard StoredRight.isValidIdentifier(identifier) else { throw .notFound }
-        try lock.withLock { _ throws(StoreError) in
-            guard try checkUserDirectory(user) else { throw .notFound }
+        let valid = StoredRight.isValidIdentifier(identifier)
+        try withUserDirectory(user, valid: valid, else: { () throws(StoreError) in throw .notFound }) {
+            () throws(StoreError) in
             let names: [String]
             if let owner {
                 guard StoredRight.isValidOwner(owner) else { throw .notFound }
@@ -291,9 +288,7 @@ extension EnrollmentStore {
     /// administrator), every right of the user, damaged ones too. Returns how many there were.
     @discardableResult
     public func removeAllRights(user: String, owner: String?) throws(StoreError) -> Int {
-        try Validation.user(user)
-        return try lock.withLock { _ throws(StoreError) in
-            guard try checkUserDirectory(user) else { return 0 }
+        try withUserDirectory(user, else: { () throws(StoreError) in 0 }) { () throws(StoreError) in
             let names = try Sys.listDirectory(userDirectory(user)).filter { name in
                 guard name.hasSuffix(RightRecord.fileSuffix) else { return false }
                 guard let owner else { return true }
@@ -307,10 +302,22 @@ extension EnrollmentStore {
 
     /// How many rights the user has (of every program, readable or not).
     public func rightCount(user: String) throws(StoreError) -> Int {
+        try withUserDirectory(user, else: { () throws(StoreError) in 0 }) { () throws(StoreError) in
+            try Sys.listDirectory(userDirectory(user)).filter { $0.hasSuffix(RightRecord.fileSuffix) }.count
+        }
+    }
+
+    /// `body` with the lock held, for a valid `user` whose directory exists; else `missing`'s answer,
+    /// which is also the answer for arguments that are not `valid` (checked before the lock).
+    private func withUserDirectory<Result>(
+        _ user: String, valid: Bool = true, else missing: () throws(StoreError) -> Result,
+        _ body: () throws(StoreError) -> Result
+    ) throws(StoreError) -> Result {
         try Validation.user(user)
+        guard valid else { return try missing() }
         return try lock.withLock { _ throws(StoreError) in
-            guard try checkUserDirectory(user) else { return 0 }
-            return try Sys.listDirectory(userDirectory(user)).filter { $0.hasSuffix(RightRecord.fileSuffix) }.count
+            guard try checkUserDirectory(user) else { return try missing() }
+            return try body()
         }
     }
 

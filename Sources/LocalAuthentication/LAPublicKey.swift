@@ -234,7 +234,8 @@ open class LAPrivateKey: NSObject, @unchecked Sendable {
         // (restarted since), the evaluation it would need fails instead of asking.
         let options = RightUseOptions(
             identifier: identifier, operation: operation, algorithm: algorithm.known?.rawValue ?? algorithm.rawValue,
-            data: data, requestedSize: requestedSize, sharedInfo: sharedInfo, flags: [.interactionNotAllowed])
+            data: data, requestedSize: requestedSize, sharedInfo: sharedInfo,
+            prompt: PromptOptions(flags: [.interactionNotAllowed]))
         return Data(try await channel.use(options, right: owner, reason: RightText.useKeyReason))
     }
 }

@@ -104,8 +104,9 @@ struct Right: ParsableCommand {
                     // English: the command
                     identifier: identifier, operation: operation, algorithm: algorithm, data: data,
                     // English: the command
-                    service: "localauthctl right", reason: reason, flags: [.passcodeCapable],
-                    timeoutMs: timeout * 1000),
+                    prompt: PromptOptions(
+                        service: "localauthctl right", reason: reason, flags: [.passcodeCapable],
+                        timeoutMs: timeout * 1000)),
                 hex: hex)
         }
     }

@@ -126,10 +126,11 @@ struct AgentConnection {
         // No fallback button: the passcode is asked (SSH_ASKPASS) only when the daemon asks for it,
         // and the daemon may ask only where there is an askpass to ask with (passcodeCapable).
         let canAsk: RequestFlags = SSHAskpass.program != nil ? [.passcodeCapable] : []
+        var prompt = PromptOptions(
+            service: "ssh-agent", reason: reason, fallbackTitle: "", flags: canAsk, timeoutMs: agent.timeoutMs)
         var signing = RightUseOptions(
             identifier: key.entry.identifier, operation: .sign, algorithm: "ecdsaSignatureMessageX962SHA256",
-            data: data, service: "ssh-agent", reason: reason, fallbackTitle: "", flags: canAsk,
-            timeoutMs: agent.timeoutMs)
+            data: data, prompt: prompt)
         let reuse = key.entry.reuseSeconds
         if reuse > 0 {
             // The reuse window (ssh-key create --reuse): a finger authorizes the key for this agent
@@ -144,11 +145,10 @@ struct AgentConnection {
                 agent.windows.close(name, agent: agent, identifier: key.entry.identifier)
             }
             reason = tr("%1$s (and for %2$d seconds after, with this key)", .text(reason), .number(reuse))
+            prompt.reason = reason
             // English: the agent's log
             agentLog("\(program): key \(name): asking for a finger (\(reason))")
-            let authorizing = RightUseOptions(
-                identifier: key.entry.identifier, operation: .authorize, service: "ssh-agent", reason: reason,
-                fallbackTitle: "", flags: canAsk, timeoutMs: agent.timeoutMs)
+            let authorizing = RightUseOptions(identifier: key.entry.identifier, operation: .authorize, prompt: prompt)
             guard let authorized = ask(authorizing, name: name), authorized.isSuccess else { return .failure }
             agent.windows.open(name, seconds: reuse, agent: agent, identifier: key.entry.identifier)
         } else {

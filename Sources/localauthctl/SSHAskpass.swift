@@ -21,18 +21,6 @@ enum SSHAskpass {
     /// the person cancelled (a non-zero exit) or did not answer within `timeoutMs` (then it is killed).
     static func passcode(prompt: String, timeoutMs: Int64) -> String? {
         guard let program else { return nil }
-        var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else { return nil }
-        _ = fcntl(pipeFDs[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(pipeFDs[1], F_SETFD, FD_CLOEXEC)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], STDOUT_FILENO)
-        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
-        var cArgs = [strdup(program), strdup(prompt)]
-        cArgs.append(nil)
-        defer { cArgs.forEach { free($0) } }
         // Hidden entry: SSH_ASKPASS_PROMPT (OpenSSH's "confirm" / "none") is left out.
         var environment: [UnsafeMutablePointer<CChar>?] = []
         var e = environ
@@ -41,11 +29,8 @@ enum SSHAskpass {
             e += 1
         }
         environment.append(nil)
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, program, &actions, nil, cArgs, environment)
-        Glibc.close(pipeFDs[1])
-        defer { Glibc.close(pipeFDs[0]) }
-        guard spawned == 0 else { return nil }
+        guard let child = ChildProcess.start(program, [prompt], environment: environment) else { return nil }
+        defer { Glibc.close(child.output) }
         var output = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 256)
         let deadline = monotonicMs() + timeoutMs
@@ -56,19 +41,19 @@ enum SSHAskpass {
                 timedOut = true
                 break
             }
-            var p = pollfd(fd: pipeFDs[0], events: Int16(POLLIN), revents: 0)
+            var p = pollfd(fd: child.output, events: Int16(POLLIN), revents: 0)
             let ready = poll(&p, 1, Int32(min(left, 60_000)))
             if ready == 0 || (ready < 0 && errno == EINTR) { continue }
             guard ready > 0 else { break }
-            let n = read(pipeFDs[0], &buffer, buffer.count)
+            let n = read(child.output, &buffer, buffer.count)
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { break }
             output += buffer[0..<n]
         }
         for i in buffer.indices { buffer[i] = 0 }
-        if timedOut { kill(pid, SIGKILL) }
+        if timedOut { kill(child.pid, SIGKILL) }
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
         defer { for i in output.indices { output[i] = 0 } }
         guard !timedOut, status == 0 else { return nil }
         let line = output.prefix { $0 != UInt8(ascii: "\n") && $0 != UInt8(ascii: "\r") }

@@ -68,38 +68,22 @@ struct DesktopNotification {
     private static func call(method: String, _ arguments: [String]) -> String? {
         let argv =
             [
-                gdbus, "call", "--session", "--timeout", "2", "--dest", "org.freedesktop.Notifications",
+                "call", "--session", "--timeout", "2", "--dest", "org.freedesktop.Notifications",
                 "--object-path", "/org/freedesktop/Notifications", "--method",
                 "org.freedesktop.Notifications." + method,
             ] + arguments
-        var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else { return nil }
-        _ = fcntl(pipeFDs[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(pipeFDs[1], F_SETFD, FD_CLOEXEC)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], STDOUT_FILENO)
-        posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
-        var cArgs = argv.map { strdup($0) }
-        cArgs.append(nil)
-        defer { cArgs.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, gdbus, &actions, nil, cArgs, environ)
-        Glibc.close(pipeFDs[1])
-        defer { Glibc.close(pipeFDs[0]) }
-        guard spawned == 0 else { return nil }
+        guard let child = ChildProcess.start(gdbus, argv, quiet: true) else { return nil }
+        defer { Glibc.close(child.output) }
         var output: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 256)
         while output.count < 4096 {
-            let n = read(pipeFDs[0], &buffer, buffer.count)
+            let n = read(child.output, &buffer, buffer.count)
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { break }
             output += buffer[0..<n]
         }
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
         guard status == 0 else { return nil }
         return String(decoding: output, as: UTF8.self)
     }

@@ -15,9 +15,21 @@ import Synchronization
     import Glibc
 #endif
 
+/// A part that serves from the moment it was built and, once told to shut down, stops.
+protocol StoppedAtShutdown: Service {
+    func stop() async
+}
+
+extension StoppedAtShutdown {
+    func run() async throws {
+        await gracefulShutdown()
+        await stop()
+    }
+}
+
 /// logind's `PrepareForSleep`, for the daemon: reuse windows forgotten and evaluations cancelled
 /// before sleep, the reader resumed after it. Closes the logind connection last.
-struct SleepWatcher: Service {
+struct SleepWatcher: StoppedAtShutdown {
     let logind: Logind
 
     /// Follows `PrepareForSleep` from now on, its delay inhibitor asked for at once: before the
@@ -30,33 +42,26 @@ struct SleepWatcher: Service {
         return SleepWatcher(logind: logind)
     }
 
-    func run() async throws {
-        await gracefulShutdown()
-        logind.close()
-    }
+    func stop() async { logind.close() }
 }
 
 /// The Unix socket's door: it serves from the moment it was bound. On the way out the running
 /// evaluations end as `systemCancel` and their clients are told so (the drain) before it closes.
-struct SocketDoor: Service {
+struct SocketDoor: StoppedAtShutdown {
     let server: Server
     let daemon: Daemon
 
-    func run() async throws {
-        await gracefulShutdown()
+    func stop() async {
         if await daemon.endEvaluationsForStop() > 0 { await server.drain(within: .seconds(2)) }
         await server.shutdown()
     }
 }
 
 /// fprintd's D-Bus door (`--fprintd-compat`): on the bus from the moment it was built; leaves it.
-struct FprintdDoor: Service {
+struct FprintdDoor: StoppedAtShutdown {
     let door: FprintdService
 
-    func run() async throws {
-        await gracefulShutdown()
-        door.shutdown()
-    }
+    func stop() async { door.shutdown() }
 }
 
 /// `WATCHDOG=1` every `interval`, each time only after the event loop and the daemon actor have

@@ -75,7 +75,9 @@ struct AuthorizationMatrixTests {
             .rightSave(user: owner, identifier: planted, requirement: .biometryAny, secret: Array("planted".utf8))
         case .rightGet: .rightGet(user: owner, identifier: right)
         case .rightUse:
-            .rightUse(RightUseOptions(user: owner, identifier: right, operation: .loadSecret, timeoutMs: 10_000))
+            .rightUse(
+                RightUseOptions(
+                    user: owner, identifier: right, operation: .loadSecret, prompt: PromptOptions(timeoutMs: 10_000)))
         case .rightRemove: .rightRemove(user: owner, identifier: right)
         }
     }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import DescriptorPassing
 import Foundation
 import LocalAuthClient
 import LocalAuthProtocol
@@ -233,13 +234,7 @@ final class JournalSocket: @unchecked Sendable {
         var control = [UInt8](repeating: 0, count: 512)
         let (count, controlLength, flags) = buffer.withUnsafeMutableBytes { bytes in
             control.withUnsafeMutableBytes { controlBytes in
-                var vector = iovec(iov_base: bytes.baseAddress, iov_len: bytes.count)
-                return withUnsafeMutablePointer(to: &vector) { vectorPointer in
-                    var message = msghdr()
-                    message.msg_iov = vectorPointer
-                    message.msg_iovlen = 1
-                    message.msg_control = controlBytes.baseAddress
-                    message.msg_controllen = controlBytes.count
+                DescriptorPassing.withMessage(data: bytes, control: controlBytes) { message in
                     let n = recvmsg(fd, &message, Int32(MSG_CMSG_CLOEXEC))
                     return (n, message.msg_controllen, message.msg_flags)
                 }

@@ -56,7 +56,8 @@ struct RightHolderTests {
                 request
                 ?? Request.rightUse(
                     RightUseOptions(
-                        user: RightHolderTests.owner, identifier: "vault", operation: .loadSecret, timeoutMs: timeoutMs)
+                        user: RightHolderTests.owner, identifier: "vault", operation: .loadSecret,
+                        prompt: PromptOptions(timeoutMs: timeoutMs))
                 )
             input.fileHandleForWriting.write(
                 Data(Hello(client: "renamed").frame.encoded() + use.frame.encoded()))

@@ -40,7 +40,8 @@ struct RightIntegrationTests {
     }
 
     static func use(_ op: RightOperation, user: String) -> Request {
-        .rightUse(RightUseOptions(user: user, identifier: "vault", operation: op, timeoutMs: 3000))
+        .rightUse(
+            RightUseOptions(user: user, identifier: "vault", operation: op, prompt: PromptOptions(timeoutMs: 3000)))
     }
 
     @Test func secret_isReleasedByTheOwnersFinger_only() async throws {

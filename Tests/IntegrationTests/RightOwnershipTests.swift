@@ -152,7 +152,7 @@ struct RightOwnershipTests {
         try d.simulate("touch", "owner-1")
         try holder.run()
         let authorize = Request.rightUse(
-            RightUseOptions(identifier: "signer", operation: .authorize, timeoutMs: 10_000))
+            RightUseOptions(identifier: "signer", operation: .authorize, prompt: PromptOptions(timeoutMs: 10_000)))
         input.fileHandleForWriting.write(Data(Hello(client: "holder").frame.encoded() + authorize.frame.encoded()))
         let deadline = Date().addingTimeInterval(10)
         while access(mark, F_OK) != 0 && Date() < deadline { usleep(5000) }
@@ -166,7 +166,7 @@ struct RightOwnershipTests {
         let sign = Request.rightUse(
             RightUseOptions(
                 identifier: "signer", operation: .sign, algorithm: "ecdsaSignatureMessageX962SHA256",
-                data: Array("transfer".utf8), timeoutMs: 2000))
+                data: Array("transfer".utf8), prompt: PromptOptions(timeoutMs: 2000)))
         let other = try RightHolderTests.relay(sign, d, executable: "/usr/bin/python3")
         #expect(other?.isSuccess == false && other?.resultCode != .notFound, "\(other?.message ?? "no result")")
         #expect(other?.fields.bytes(.data) == nil)
@@ -310,15 +310,7 @@ struct RightOwnershipTests {
             "--reuid=\(Self.ownerUID)", "--regid=\(Self.ownerUID)", "--clear-groups", "/usr/bin/python3", "-c",
             "# another script\n" + FrameRelay.script, d.socketPath, "", "",
         ]
-        let input = Pipe()
-        let output = Pipe()
-        p.standardInput = input
-        p.standardOutput = output
-        try p.run()
-        input.fileHandleForWriting.write(Data(Hello(client: "two").frame.encoded() + get.frame.encoded()))
-        try input.fileHandleForWriting.close()
-        let reply = Array(output.fileHandleForReading.readDataToEndOfFile())
-        p.waitUntilExit()
+        let (reply, _) = try FrameRelay.run(p, client: "two", get)
         let found = try frames(in: reply).first { $0.type == .result }.map { try RequestResult(frame: $0) }
         #expect(found?.isSuccess == true, "\(found?.message ?? "no result")")
         let ctl = try d.ctl(["right", "show", "script-right"], asUser: Self.ownerUID)

@@ -27,10 +27,12 @@ import Testing
         ],
         // The doors' shared admission (request turns, the notice throttle): the standard library only.
         "LocalAuthDoorLimits": ["Synchronization"],
+        // REQUESTER's byte with its descriptor (SCM_RIGHTS), both ends: glibc only.
+        "DescriptorPassing": ["Glibc"],
         // The doors: the daemon's public API, never the store or the crypto behind it, never each other.
         "LocalAuthSocketDoor": [
             "LocalAuthDaemon", "LocalAuthDoorLimits", "LocalAuthProtocol", "LocalAuthCore", "LocalAuthSystemd",
-            "NIOCore", "NIOPosix", "Glibc", "Synchronization",
+            "DescriptorPassing", "NIOCore", "NIOPosix", "Glibc", "Synchronization",
         ],
         // The readers it shows come from the daemon too (`Daemon.readerWatch`), never the reader itself.
         "LocalAuthFprintdDoor": [
@@ -43,7 +45,7 @@ import Testing
             "FingerprintReader", "Glibc", "Dispatch", "Synchronization",
         ],
         // The clients know the protocol, never the daemon.
-        "LocalAuthClient": ["LocalAuthProtocol", "Glibc"],
+        "LocalAuthClient": ["LocalAuthProtocol", "DescriptorPassing", "Glibc"],
         // The clients' gettext: glibc only (the daemon never renders a line in a person's language).
         "LocalAuthLocalization": ["LocalAuthProtocol", "CGettext", "Glibc"],
         "localauthctl": [
@@ -78,7 +80,7 @@ import Testing
         ],
         "IntegrationTests": [
             "LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore", "LocalAuthTesting", "Testing",
-            "Foundation", "Synchronization",
+            "DescriptorPassing", "Foundation", "Synchronization",
         ],
         "LocalAuthenticationTests": [
             "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthLocalization", "LocalAuthTesting",

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
 import Testing
 
 @testable import LocalAuthDaemon
@@ -15,16 +16,7 @@ import Testing
         let path =
             String(#filePath.dropLast("LocalAuthDaemonTests/ProgramIdentityTests.swift".count))
             + "Fixtures/program/" + name
-        let file = try #require(fopen(path, "r"), "cannot open \(path)")
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = fread(&buffer, 1, buffer.count, file)
-            if n == 0 { break }
-            bytes += buffer[0..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        return try String(contentsOfFile: path, encoding: .utf8)
     }
 
     @Test func flatpakInfo_ofAnApp_givesItsApplicationName() throws {

@@ -93,8 +93,8 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
             ).frame.encoded() == bytes("right-save"))
         let sign = RightUseOptions(
             identifier: "com.example.vault", operation: .sign, algorithm: "ecdsaSignatureMessageX962SHA256",
-            data: Array("transfer 10".utf8), service: "LAContext:vault", reason: "Sign the transfer",
-            flags: [.passcodeCapable])
+            data: Array("transfer 10".utf8),
+            prompt: PromptOptions(service: "LAContext:vault", reason: "Sign the transfer", flags: [.passcodeCapable]))
         #expect(Request.rightUse(sign).frame.encoded() == bytes("right-use-sign"))
         var reader = FrameReader()
         reader.append(bytes("right-use-sign"))

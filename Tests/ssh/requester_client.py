@@ -16,6 +16,8 @@ ssh_agent_test.py. One scenario a run; it prints one JSON object: what the daemo
   hangup       REQUESTER, then the connection closed
   no-request   its own pidfd passed, then the connection closed without a request
 
+First it saves IDENTIFIER as a right of its own program (python3; RIGHT_SAVE asks nobody, and a
+right belongs to the program that saved it, ADR 0012: the agent's key of that name is localauthctl's).
 After the descriptor: RIGHT_USE sign of IDENTIFIER, then CANCEL at its first event.
 """
 import json
@@ -33,9 +35,23 @@ RIGHT_USE = lawire.MESSAGES["RIGHT_USE"]
 NAMES = {v: k for k, v in lawire.MESSAGES.items()}
 
 
+def save_own_right(socket_path, identifier):
+    """RIGHT_SAVE of `identifier` for this program (biometry); one saved before is kept."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(socket_path)
+    s.sendall(lawire.encode(lawire.HELLO, version=1, peerName="requester test"))
+    assert lawire.read_frame(s)[0] == lawire.WELCOME
+    s.sendall(lawire.encode(lawire.MESSAGES["RIGHT_SAVE"], identifier=identifier, requirement=1))
+    kind, fields = lawire.read_frame(s)
+    s.close()
+    assert kind == lawire.RESULT, (kind, fields)
+
+
 def main():
     socket_path, identifier, scenario = sys.argv[1], sys.argv[2], sys.argv[3]
     out = {"scenario": scenario}
+    save_own_right(socket_path, identifier)
     child = None
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(10)
