@@ -125,6 +125,8 @@ let package = Package(
                 "LocalAuthDaemon", "LocalAuthSocketDoor", "LocalAuthFprintdDoor", "LocalAuthDoorLimits",
                 "LocalAuthSystemd", "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader", "LocalAuthStore",
                 "LocalAuthTesting",
+                // sd-bus messages built by hand, to read logind's replies as systemd's logind sends them.
+                "CSystemd",
             ]),
         .testTarget(
             name: "IntegrationTests",

@@ -77,6 +77,8 @@ import Testing
             "LocalAuthDaemon", "LocalAuthSocketDoor", "LocalAuthFprintdDoor", "LocalAuthDoorLimits", "LocalAuthSystemd",
             "LocalAuthProtocol", "LocalAuthCore", "FingerprintReader",
             "LocalAuthStore", "LocalAuthTesting", "Testing", "Foundation", "Glibc", "Synchronization",
+            // LogindRepliesTests builds sd-bus messages as systemd's logind sends them.
+            "CSystemd",
         ],
         "IntegrationTests": [
             "LocalAuthClient", "LocalAuthProtocol", "LocalAuthStore", "LocalAuthCore", "LocalAuthTesting", "Testing",
