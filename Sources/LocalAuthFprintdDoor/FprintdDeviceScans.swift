@@ -93,7 +93,9 @@ extension FprintdDevice {
 
     func startVerification(_ session: Session, finger: FingerName?) {
         audit.debug("\(path): verification for \(session.user) starts")
-        let (signals, feed) = AsyncStream.makeStream(of: ClientSignal.self)
+        // The door's one signal (a Stop's cancel) is offered straight to the request: no stream, so
+        // no second task to carry it.
+        let signals = ClientSignals()
         let bus = self.bus
         let scans = Scans()
         self.scans = scans
@@ -117,7 +119,7 @@ extension FprintdDevice {
         let stopped = StopFlag()
         stopRunning = {
             stopped.value = true
-            feed.yield(.cancel)
+            signals.offer(.cancel)
         }
         running = Task {
             var result: Answer
@@ -197,7 +199,7 @@ extension FprintdDevice {
     }
 
     func startEnrolment(_ session: Session, finger: FingerName, presence: DoorContext.Presence?) {
-        let (signals, feed) = AsyncStream.makeStream(of: ClientSignal.self)
+        let signals = ClientSignals()
         let bus = self.bus
         let io = RequestIO(
             send: { [self] event in
@@ -213,7 +215,7 @@ extension FprintdDevice {
         }
         stopRunning = {
             stopped.value = true
-            feed.yield(.cancel)
+            signals.offer(.cancel)
             enrolment.cancel()
         }
         running = Task {
