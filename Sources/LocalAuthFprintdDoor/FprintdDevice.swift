@@ -18,6 +18,7 @@ protocol FprintdBackend: Sendable {
     func releaseReader(user: String, caller: PeerCredentials, door: DoorContext, close: Bool) async -> Answer
     func abandonReader(user: String, caller: PeerCredentials, door: DoorContext)
     func refusal(_ operation: Operation, caller: PeerCredentials, target: String, door: DoorContext) -> Answer?
+    func lookUpPresence(caller: PeerCredentials, user: String, service: String?) -> PresenceLookup
 }
 
 extension Daemon: FprintdBackend {}
@@ -86,6 +87,9 @@ final class FprintdDevice: @unchecked Sendable {
     var statusReported = false
     /// The VerifyStart not answered yet: its evaluation has started no scan so far.
     var verifyCall: BusCall?
+    /// Where the claimer asks from, looked up while polkit answers its VerifyStart (`admitted`), for
+    /// that call's evaluation.
+    var earlyPresence: (call: BusCall, lookup: PresenceLookup)?
     /// Counts starts and stops: a start whose preparation (the daemon's list, canEvaluate, the
     /// replaced print) outlived a Stop or Release of the same action does not begin.
     var startGeneration = 0

@@ -114,6 +114,17 @@ extension FprintdDevice {
         {
             return call.fail(Self.error(for: refused))
         }
+        // A claimer's VerifyStart: where it asks from (logind's round trip) is looked up while polkit
+        // answers, not after; the presence rule still decides once polkit has allowed the call, and the
+        // lookup is dropped when it does not (issue 29).
+        if call.member == "VerifyStart", let session, session.sender == call.sender, !closing {
+            earlyPresence = (
+                call, backend.lookUpPresence(caller: session.caller, user: session.user, service: Self.verifyService)
+            )
+            call.whenAnswered { [self, weak call] in
+                if let call, earlyPresence?.call === call { earlyPresence = nil }
+            }
+        }
         authorize(call, caller: caller, actions: needsOtherUser ? [.setUsername] : []) { [self] setUsername in
             guard setUsername != nil else { return }
             authorize(call, caller: caller, actions: method.actions) { [self] answer in

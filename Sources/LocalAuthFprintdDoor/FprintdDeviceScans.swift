@@ -32,7 +32,9 @@ extension FprintdDevice {
         if let problem = busyProblem() { return refuse(call, problem) }
         _ = begin(.verify)
         verifyCall = call
-        startVerification(session, finger: finger.name)
+        let early = earlyPresence?.call === call ? earlyPresence?.lookup : nil
+        earlyPresence = nil
+        startVerification(session, finger: finger.name, presence: early)
     }
 
     /// The verification's first scan starts: VerifyStart is answered and the finger it scans named.
@@ -91,7 +93,7 @@ extension FprintdDevice {
         }
     }
 
-    func startVerification(_ session: Session, finger: FingerName?) {
+    func startVerification(_ session: Session, finger: FingerName?, presence early: PresenceLookup? = nil) {
         audit.debug("\(path): verification for \(session.user) starts")
         // The door's one signal (a Stop's cancel) is offered straight to the request: no stream, so
         // no second task to carry it.
@@ -115,7 +117,8 @@ extension FprintdDevice {
             policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user, service: Self.verifyService,
             tries: 1, timeoutMs: EvaluateOptions.maxTimeoutMs)
         let backend = self.backend
-        let door = self.door(finger: finger)
+        var door = self.door(finger: finger)
+        door.presenceLookup = early
         let stopped = StopFlag()
         stopRunning = {
             stopped.value = true

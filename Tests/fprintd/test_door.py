@@ -515,6 +515,27 @@ class PresenceTests(DoorTest):
         self.assertEqual(self.verify_over_dbus(c, "ladbus1-right-index-finger"), {"ok": ["verify-match", True]})
         c.ok("Release")
 
+    def test_verifyStart_asksLogindWhilePolkitAnswers_notAfterIt(self):
+        # Issue 29: polkit takes 1.5 s for ladbus5's verify (harness.RULES), logind 1.5 s for where a
+        # process is (the mock's "slow"). Before, the presence rule's questions to logind went out
+        # after polkit's answer: VerifyStart took 3 s and more. Now they go out with the polkit check.
+        WORLD.enrol_as_root("ladbus5")
+        c = self.claimed("", by="ladbus5")
+        self.place("slow 1500")
+        try:
+            started = time.monotonic()
+            c.ok("VerifyStart", "any")
+            took = time.monotonic() - started
+        finally:
+            self.place("slow 0")
+        self.assertEqual(c.wait("VerifyFingerSelected"), {"ok": ["right-index-finger"]})
+        WORLD.virtual("SCAN ladbus5-right-index-finger")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        c.ok("VerifyStop")
+        c.ok("Release")
+        print("door: VerifyStart answered %.2f s after it was sent (polkit 1.5 s, logind 1.5 s)" % took)
+        self.assertLess(took, 2.6, "logind was asked after polkit's answer")
+
     def test_verifyStart_byRootInAnotherUsersSession_forTheOwner_isPermissionDenied(self):
         # Issue 13, C2 over D-Bus: a process with real uid 0 in ladbus2's session (root's tools, a
         # setuid helper ladbus2 ran) claims the device for ladbus1, who is not at the reader.
