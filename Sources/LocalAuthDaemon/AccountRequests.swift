@@ -17,7 +17,7 @@ struct AccountRequests {
             ? parts.enrolledPrints(user, on: await parts.currentDevice(readerID))
             : ((try? parts.store.allPrints(user: user)) ?? [])
         // An array, not a Set: a Set<FingerName>'s first use scans every conformance record of the
-        // binary (docs/performance.md, "Round three: cold start and `list`"); ten fingers at most.
+        // binary (docs/performance.md, "Cold start and `list`, taken apart"); ten fingers at most.
         var fingers: [FingerName] = []
         for finger in prints.map(\.finger) where !fingers.contains(finger) { fingers.append(finger) }
         let n = fingers.count

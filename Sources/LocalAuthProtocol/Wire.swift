@@ -51,7 +51,7 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
 
     /// Ordered pairs, not a Dictionary: building a `[UInt16: String]` makes the runtime find UInt16's
     /// Hashable conformance by scanning every conformance record in the binary, on the daemon's
-    /// first frame (docs/performance.md, "Round three: cold start and `list`").
+    /// first frame (docs/performance.md, "Cold start and `list`, taken apart").
     static let names: [(type: UInt16, name: String)] = [
         (0x0001, "HELLO"), (0x0002, "STATUS"), (0x0003, "CAN_EVALUATE"), (0x0004, "EVALUATE"), (0x0005, "ENROLL"),
         (0x0006, "LIST"), (0x0007, "DELETE"), (0x0008, "DEVICES"), (0x0009, "SIMULATE"), (0x000A, "PASSCODE_SET"),

@@ -3,8 +3,8 @@ import LocalAuthProtocol
 import Testing
 
 /// `Frame.decodeFields` keeps its rules with the seen-tags list that replaced a `Set` (a Set's first
-/// use scanned every conformance record of the binary: docs/performance.md, "Round three: cold start
-/// and `list`"): a single-valued field twice is refused, a repeated one is kept every time, an
+/// use scanned every conformance record of the binary: docs/performance.md, "Cold start and `list`,
+/// taken apart"): a single-valued field twice is refused, a repeated one is kept every time, an
 /// unknown tag is kept unvalidated.
 @Suite struct FrameFieldsTests {
     private func field(_ tag: FieldTag, _ text: String) -> [UInt8] {
