@@ -188,21 +188,6 @@ public final class EnrollmentStore: Sendable {
         }
     }
 
-    /// The record version, when a newer localauthd wrote the user's record (ours, its seal whole);
-    /// nil otherwise. `loadState` reports such a record as `.corrupt` (refused, fail closed).
-    public func newerStateVersion(user: String) throws(StoreError) -> Int? {
-        try Validation.user(user)
-        return try lock.withLock { _ throws(StoreError) in try newerVersion(user: user) }
-    }
-
-    private func newerVersion(user: String) throws(StoreError) -> Int? {
-        guard try checkUserDirectory(user),
-            case .bytes(let bytes, let info) = Sys.readFile(statePath(user), limit: Self.maximumRecordSize),
-            trustProblem(info) == nil
-        else { return nil }
-        return StateRecord.newerVersion(bytes)
-    }
-
     /// The administrator's reset: counters and lockouts cleared.
     ///
     /// - A readable record keeps its passcode hash, domain state and last-seen time.
@@ -243,6 +228,21 @@ public final class EnrollmentStore: Sendable {
                         + (salvaged == nil ? "cleared" : "kept"))
             }
         }
+    }
+
+    /// The record version, when a newer localauthd wrote the user's record (ours, its seal whole);
+    /// nil otherwise. `loadState` reports such a record as `.corrupt` (refused, fail closed).
+    public func newerStateVersion(user: String) throws(StoreError) -> Int? {
+        try Validation.user(user)
+        return try lock.withLock { _ throws(StoreError) in try newerVersion(user: user) }
+    }
+
+    private func newerVersion(user: String) throws(StoreError) -> Int? {
+        guard try checkUserDirectory(user),
+            case .bytes(let bytes, let info) = Sys.readFile(statePath(user), limit: Self.maximumRecordSize),
+            trustProblem(info) == nil
+        else { return nil }
+        return StateRecord.newerVersion(bytes)
     }
 
     /// Users with a directory in the store, sorted.
