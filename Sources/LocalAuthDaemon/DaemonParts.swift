@@ -96,6 +96,8 @@ struct DaemonParts: Sendable {
     struct LoadedState {
         var state: UserAuthState
         var readable: Bool
+        /// Unreadable because a newer localauthd wrote it (a downgrade), not damaged.
+        var fromNewerVersion = false
     }
 
     func loadState(_ user: String) -> LoadedState {
@@ -108,7 +110,7 @@ struct DaemonParts: Sendable {
                     audit.notice(
                         "stored state of \(user) was written by a newer version of localauthd (\(why)); biometrics and "
                             + "passcode refused for \(user) until that version runs again; the record is kept")
-                    return LoadedState(state: UserAuthState(), readable: false)
+                    return LoadedState(state: UserAuthState(), readable: false, fromNewerVersion: true)
                 }
                 audit.notice(
                     "stored state of \(user) is unreadable (\(why)); biometrics refused until `localauthctl lockout reset --user \(user)`"

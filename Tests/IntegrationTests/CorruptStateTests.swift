@@ -141,6 +141,7 @@ struct CorruptStateTests {
         #expect(try d.perform(.status(user: "alice")).0.fields.bool(.biometryLocked) == true)
         let (evaluation, events) = try d.perform(.evaluate(Self.biometrics("alice")))
         #expect(!evaluation.isSuccess && !events.contains { $0.kind == .placeFinger }, "\(evaluation.message)")
+        #expect(evaluation.message.contains("written by a newer version of localauthd"), "\(evaluation.message)")
 
         // The journal names the version problem and gives no advice that destroys the record.
         #expect(
