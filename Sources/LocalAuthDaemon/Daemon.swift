@@ -43,6 +43,26 @@ public actor Daemon {
     public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
         -> Answer
     {
+        // What an earlier answer left to do is done before anything of this request is read.
+        finishAfterAnswer()
+        let answer = await answer(request, caller: caller, io: io, door: door)
+        // Once the answer is on its way to the door (the caller leaves the actor first), below the
+        // priority of the requests a person waits for.
+        let after = parts.afterAnswer
+        if !after.isEmptyOffActor { Task.detached(priority: .utility) { after.runOffActor() } }
+        if !after.isEmpty { Task(priority: .utility) { self.finishAfterAnswer() } }
+        return answer
+    }
+
+    /// Does what answers left for after them (`AfterAnswer`): a match's record synced and renamed
+    /// into place, a finger's use recorded.
+    func finishAfterAnswer() {
+        parts.afterAnswer.run()
+    }
+
+    private func answer(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
+        -> Answer
+    {
         let arrivedMs = parts.clock()
         let route = route(request, caller: caller, io: io, door: door, arrivedMs: arrivedMs)
         let target: String?
