@@ -46,17 +46,16 @@ public actor Daemon {
         // What an earlier answer left to do is done before anything of this request is read.
         finishAfterAnswer()
         let answer = await answer(request, caller: caller, io: io, door: door)
-        // Once the answer is on its way to the door (the caller leaves the actor first), below the
-        // priority of the requests a person waits for.
-        let after = parts.afterAnswer
-        if !after.isEmptyOffActor { Task.detached(priority: .utility) { after.runOffActor() } }
-        if !after.isEmpty { Task(priority: .utility) { self.finishAfterAnswer() } }
+        // On the actor once the answer is on its way to the door (the caller leaves the actor
+        // first), below the priority of the requests a person waits for.
+        if !parts.afterAnswer.isEmpty { Task(priority: .utility) { self.finishAfterAnswer() } }
         return answer
     }
 
     /// Does what answers left for after them (`AfterAnswer`): a match's record synced and renamed
-    /// into place, a finger's use recorded.
-    func finishAfterAnswer() {
+    /// into place, a finger's use recorded. `handle` does it itself; public for what reads the
+    /// store beside the daemon (the in-process tests).
+    public func finishAfterAnswer() {
         parts.afterAnswer.run()
     }
 

@@ -128,10 +128,11 @@ struct DaemonParts: Sendable {
             audit.notice("cannot record the state of \(user): \(error)")
             return false
         }
-        // A match's record synced and renamed, the record replaced closed (its blocks freed): off
-        // the actor, under the store's lock, which anything reading that user's state takes first.
+        // A match's record synced and renamed, the record replaced closed (its blocks freed): on the
+        // actor, as every store write (ADR 0004), and under the store's lock, which anything that
+        // reads that user's state takes first.
         let (store, audit) = (self.store, self.audit)
-        afterAnswer.addOffActor { for failure in store.commitPendingRecords() { audit.notice(failure) } }
+        afterAnswer.add { for failure in store.commitPendingRecords() { audit.notice(failure) } }
         if new.biometryLocked != previous.biometryLocked {
             audit.lockout(user: user, new.biometryLocked ? "biometry locked" : "biometry unlocked")
         }
@@ -276,28 +277,17 @@ final class HashPacer: Sendable {
 /// password-use record of a finger (an older use is the strict side, ADR 0007).
 final class AfterAnswer: Sendable {
     private let work = Mutex<[@Sendable () -> Void]>([])
-    private let offActor = Mutex<[@Sendable () -> Void]>([])
 
-    /// Work for the daemon's actor.
     func add(_ body: @escaping @Sendable () -> Void) { work.withLock { $0.append(body) } }
 
-    /// Work that keeps its own order (the store's lock) and may run beside the next request.
-    func addOffActor(_ body: @escaping @Sendable () -> Void) { offActor.withLock { $0.append(body) } }
-
     var isEmpty: Bool { work.withLock { $0.isEmpty } }
-    var isEmptyOffActor: Bool { offActor.withLock { $0.isEmpty } }
 
-    /// Runs (and forgets) what `add` added, in order.
+    /// Runs (and forgets) what was added, in order.
     func run() {
-        for body in work.withLock({ w in
-            defer { w.removeAll() }; return w
-        }) { body() }
-    }
-
-    /// Runs (and forgets) what `addOffActor` added, in order.
-    func runOffActor() {
-        for body in offActor.withLock({ w in
-            defer { w.removeAll() }; return w
-        }) { body() }
+        let added = work.withLock { w in
+            defer { w.removeAll() }
+            return w
+        }
+        for body in added { body() }
     }
 }

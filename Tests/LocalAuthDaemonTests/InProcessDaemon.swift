@@ -103,8 +103,10 @@ struct InProcessDaemon {
         exit(0)
     }
 
-    /// What the store holds for the user now.
-    func storedState() throws -> UserAuthState? {
+    /// What the store holds for the user now, once the daemon has done what its last answer left
+    /// for after it (a match's record is synced and renamed then, on the actor).
+    func storedState() async throws -> UserAuthState? {
+        await daemon.finishAfterAnswer()
         if case .ok(let state) = try store.loadState(user: Self.user) { return state }
         return nil
     }
