@@ -47,8 +47,9 @@ public actor Daemon {
         finishAfterAnswer()
         let answer = await answer(request, caller: caller, io: io, door: door)
         // On the actor once the answer is on its way to the door (the caller leaves the actor
-        // first), below the priority of the requests a person waits for.
-        if !parts.afterAnswer.isEmpty { Task(priority: .utility) { self.finishAfterAnswer() } }
+        // first), at the request's priority: a lower one held the actor on a thread the kernel
+        // ran after everything else on a busy machine, and the next request waited for it.
+        if !parts.afterAnswer.isEmpty { Task { self.finishAfterAnswer() } }
         return answer
     }
 
