@@ -128,11 +128,11 @@ struct DaemonParts: Sendable {
             audit.notice("cannot record the state of \(user): \(error)")
             return false
         }
-        // A match's record synced and renamed, the record replaced closed (its blocks freed): on the
-        // actor, as every store write (ADR 0004), and under the store's lock, which anything that
-        // reads that user's state takes first.
+        // A match's record synced and renamed, the record replaced closed (its blocks freed): beside
+        // the actor (the next request's questions to logind go on meanwhile), under the store's lock,
+        // which anything that reads that user's state takes first (ADR 0004's one exception).
         let (store, audit) = (self.store, self.audit)
-        afterAnswer.add { for failure in store.commitPendingRecords() { audit.notice(failure) } }
+        afterAnswer.addBesideTheActor { for failure in store.commitPendingRecords() { audit.notice(failure) } }
         if new.biometryLocked != previous.biometryLocked {
             audit.lockout(user: user, new.biometryLocked ? "biometry locked" : "biometry unlocked")
         }
@@ -277,14 +277,26 @@ final class HashPacer: Sendable {
 /// password-use record of a finger (an older use is the strict side, ADR 0007).
 final class AfterAnswer: Sendable {
     private let work = Mutex<[@Sendable () -> Void]>([])
+    private let beside = Mutex<[@Sendable () -> Void]>([])
 
+    /// Work for the daemon's actor.
     func add(_ body: @escaping @Sendable () -> Void) { work.withLock { $0.append(body) } }
 
-    var isEmpty: Bool { work.withLock { $0.isEmpty } }
+    /// Work that keeps its order by the store's lock and may run beside the actor (a match's record
+    /// synced and renamed).
+    func addBesideTheActor(_ body: @escaping @Sendable () -> Void) { beside.withLock { $0.append(body) } }
 
-    /// Runs (and forgets) what was added, in order.
-    func run() {
-        let added = work.withLock { w in
+    var isEmpty: Bool { work.withLock { $0.isEmpty } }
+    var isEmptyBesideTheActor: Bool { beside.withLock { $0.isEmpty } }
+
+    /// Runs (and forgets) what `add` added, in order.
+    func run() { Self.drain(work) }
+
+    /// Runs (and forgets) what `addBesideTheActor` added, in order.
+    func runBesideTheActor() { Self.drain(beside) }
+
+    private static func drain(_ list: borrowing Mutex<[@Sendable () -> Void]>) {
+        let added = list.withLock { w in
             defer { w.removeAll() }
             return w
         }

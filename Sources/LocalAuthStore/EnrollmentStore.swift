@@ -210,8 +210,12 @@ public final class EnrollmentStore: Sendable {
     /// written but not yet synced, and closes the records renamed over. A record that cannot be
     /// synced or renamed is dropped (the previous one stays: the strict side); says which, for the log.
     public func commitPendingRecords() -> [String] {
-        lock.withLock { _ in commitPending(user: nil) }
+        Self.$isCommittingAfterAnswer.withValue(true) { lock.withLock { _ in commitPending(user: nil) } }
     }
+
+    /// True inside `commitPendingRecords()`: the one store write a daemon makes beside its actor
+    /// (ADR 0004), for a debug write hook that checks where writes run.
+    @TaskLocal public static var isCommittingAfterAnswer = false
 
     /// The administrator's reset: counters and lockouts cleared.
     ///
