@@ -47,11 +47,18 @@ public actor Daemon {
         // (a record still to be synced is put in place by the store before that user is read).
         afterTheAnswer()
         let answer = await answer(request, caller: caller, io: io, door: door)
-        // Once the answer is on its way to the door (the caller leaves the actor first), at the
-        // request's priority: a lower one held the actor on a thread the kernel ran after
-        // everything else on a busy machine, and the next request waited for it.
+        // Once the answer is written (a door that says when: `RequestIO.whenAnswered`), or on its
+        // way to the door (the caller leaves the actor first); at the request's priority or the
+        // door's: a lower one held the actor on a thread the kernel ran after everything else on
+        // a busy machine, and the next request waited for it.
         let after = parts.afterAnswer
-        if !after.isEmpty || !after.isEmptyBesideTheActor { Task { self.afterTheAnswer() } }
+        if !after.isEmpty || !after.isEmptyBesideTheActor {
+            if let whenAnswered = io.whenAnswered {
+                whenAnswered { Task { await self.afterTheAnswer() } }
+            } else {
+                Task { self.afterTheAnswer() }
+            }
+        }
         return answer
     }
 
