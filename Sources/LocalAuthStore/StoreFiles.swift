@@ -348,6 +348,12 @@ extension EnrollmentStore {
         return state
     }
 
+    /// `directory/.tmp-<name>-<16 hex digits>`: a name no one else picks (`O_EXCL` checks).
+    static func temporaryPath(directory: String, name: String) -> String {
+        var random = SystemRandomNumberGenerator()
+        return "\(directory)/\(Self.tempPrefix)\(name)-\(Hex.encode(withUnsafeBytes(of: random.next()) { Array($0) }))"
+    }
+
     /// Replaces `directory/name` with `bytes` so that after a crash at any point the file holds
     /// the old bytes or the new, never a mix: write a temporary file in the same directory, fsync
     /// it, rename it over the target, fsync the directory. A failed write removes its temporary
@@ -356,15 +362,11 @@ extension EnrollmentStore {
     /// Without `syncDirectory` the rename is not made durable: after a `kill -9` the new file is
     /// there (the page cache outlives the process), after power loss the old or the new one, each
     /// whole (both were fsynced before their rename). Only for a write whose loss is harmless.
-    /// `directory/.tmp-<name>-<16 hex digits>`: a name no one else picks (`O_EXCL` checks).
-    static func temporaryPath(directory: String, name: String) -> String {
-        var random = SystemRandomNumberGenerator()
-        return "\(directory)/\(Self.tempPrefix)\(name)-\(Hex.encode(withUnsafeBytes(of: random.next()) { Array($0) }))"
-    }
-
+    ///
     /// `retireReplaced`: the file renamed over stays open (`retiredRecords`) until
-    /// `commitPendingRecords()`, so that freeing its blocks (with a file system mounted `discard`,
-    /// a trim sent to the disk and waited for) happens then, not inside the rename.
+    /// `commitPendingRecords()` or the next file created, so that freeing its blocks (with a file
+    /// system mounted `discard`, a trim sent to the disk and waited for) happens then, not inside
+    /// the rename.
     func atomicWrite(
         _ bytes: [UInt8], directory: String, name: String, syncDirectory: Bool = true, retireReplaced: Bool = false
     ) throws(StoreError) {
