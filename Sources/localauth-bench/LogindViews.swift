@@ -8,10 +8,16 @@
 // the session's `GetAll`, as the daemon asks when the files do not place the caller). For UID:
 // whether it has a local session and one active on a seat, from the files and from the bus. Then
 // RUNS of each, alternated, timed (CLOCK_MONOTONIC, ns): the files' view of the first PID, logind's
-// answer for it over the bus, and `LidClosed` alone (the question a caller in a session still
-// costs when the reader is built in). One JSON object.
+// answer for it over the bus, the same two for the second PID (a process in no session),
+// `LidClosed` alone (the question a caller in a session still costs
+// when the reader is built in), and reading the boot id from this process's /proc and as PID 1
+// sees it (`BootClock`'s two paths). One JSON object.
 import Foundation
 import LocalAuthSystemd
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 struct StderrLog: NoticeLog {
     func notice(_ message: String) { FileHandle.standardError.write(Data("notice: \(message)\n".utf8)) }
@@ -54,25 +60,40 @@ func logindViews(runs: Int, uid: UInt32, pids: [Int32]) async {
         "files_active_on_a_seat": await files.isActiveOnASeat(uid: uid),
         "bus_active_on_a_seat": await logind.hasActiveSeatSession(uid: uid),
     ]
-    var filesNs: [Int64] = []
-    var busNs: [Int64] = []
-    var lidNs: [Int64] = []
+    var samples: [[Int64]] = Array(repeating: [], count: 7)
     let pid = pids[0]
+    // The second pid (a process in no session, when given): "none" both ways.
+    let outside = pids.count > 1 ? pids[1] : pid
     for i in 0..<runs {
-        // Alternated, so that a moment of load falls on both.
-        for which in (i % 2 == 0 ? [0, 1, 2] : [2, 1, 0]) {
+        // Alternated, so that a moment of load falls on each.
+        for which in (i % 2 == 0 ? Array(0..<7) : Array((0..<7).reversed())) {
             let t0 = nowNs()
             switch which {
             case 0: _ = await files.view(of: pid, uid: uid, tty: nil, askLid: false)
             case 1: _ = await logind.ask(sessionOf: pid, uid: uid, lid: false)
-            default: _ = await logind.ask(sessionOf: nil, uid: uid, lid: true)
+            case 2: _ = await logind.ask(sessionOf: nil, uid: uid, lid: true)
+            case 3: readSmall("/proc/sys/kernel/random/boot_id")
+            case 4: readSmall("/proc/1/root/proc/sys/kernel/random/boot_id")
+            case 5: _ = await files.view(of: outside, uid: uid, tty: nil, askLid: false)
+            default: _ = await logind.ask(sessionOf: outside, uid: uid, lid: false)
             }
-            let took = nowNs() - t0
-            if which == 0 { filesNs.append(took) } else if which == 1 { busNs.append(took) } else { lidNs.append(took) }
+            samples[which].append(nowNs() - t0)
         }
     }
     json([
         "places": places, "user": user,
-        "timing_ns": ["files": filesNs, "bus_session": busNs, "bus_lid": lidNs],
+        "timing_ns": [
+            "files": samples[0], "bus_session": samples[1], "bus_lid": samples[2], "boot_id_own": samples[3],
+            "boot_id_pid1": samples[4], "files_none": samples[5], "bus_none": samples[6],
+        ],
     ])
+}
+
+/// open, read, close: a boot id as `BootClock.readBootID` reads it.
+func readSmall(_ path: String) {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { fail("cannot open \(path)") }
+    var buffer = [UInt8](repeating: 0, count: 64)
+    guard read(fd, &buffer, buffer.count) > 0 else { fail("cannot read \(path)") }
+    close(fd)
 }
