@@ -19,15 +19,23 @@ import LocalAuthSystemd
 /// container, the machine's boot id is the one its manager (systemd-nspawn) mounts over that file
 /// for the container, which PID 1 sees and the daemon's own procfs hides. On a machine of its own
 /// the two are the same. Should PID 1's be unreadable (no `CAP_SYS_PTRACE`), the daemon's own.
+/// A file mounted over the daemon's own path (a test's private mount namespace, a unit's
+/// `BindReadOnlyPaths=`: anything but procfs there) is the boot id, whoever started the daemon.
 public enum BootClock {
     public static let bootIDPath = "/proc/sys/kernel/random/boot_id"
     /// The boot id as PID 1 sees it (through its root, in its mount namespace).
     public static let machineBootIDPath = "/proc/1/root/proc/sys/kernel/random/boot_id"
 
-    /// Where the boot id is read, first to last: PID 1's view when `startedBySystemd`, then the
-    /// daemon's own.
-    static func bootIDPaths(startedBySystemd: Bool) -> [String] {
-        startedBySystemd ? [machineBootIDPath, bootIDPath] : [bootIDPath]
+    /// Where the boot id is read, first to last: PID 1's view when `startedBySystemd` and the
+    /// daemon's own path still shows procfs' file, then the daemon's own.
+    static func bootIDPaths(startedBySystemd: Bool, ownPathIsProcfs: Bool) -> [String] {
+        startedBySystemd && ownPathIsProcfs ? [machineBootIDPath, bootIDPath] : [bootIDPath]
+    }
+
+    /// Whether the file at `path` is procfs' own, not one mounted over it.
+    static func isOnProcfs(_ path: String) -> Bool {
+        var fs = statfs()
+        return statfs(path, &fs) == 0 && fs.f_type == 0x9fa0  // PROC_SUPER_MAGIC
     }
 
     /// systemd runs the machine (`sd_booted()`) and is the daemon's parent: a service of its. Asked
@@ -38,7 +46,11 @@ public enum BootClock {
     /// the rules find no password used in this boot: the strict side). `bootIDPath`: that file
     /// alone (tests); else `bootIDPaths`.
     public static func now(wallMs: Int64, bootIDPath: String? = nil) -> BootInstant? {
-        let paths = bootIDPath.map { [$0] } ?? bootIDPaths(startedBySystemd: startedBySystemd)
+        let paths =
+            bootIDPath.map { [$0] }
+            ?? bootIDPaths(
+                startedBySystemd: startedBySystemd,
+                ownPathIsProcfs: startedBySystemd && isOnProcfs(Self.bootIDPath))
         guard let id = paths.lazy.compactMap({ readBootID($0) }).first else { return nil }
         var ts = timespec()
         clock_gettime(CLOCK_BOOTTIME, &ts)

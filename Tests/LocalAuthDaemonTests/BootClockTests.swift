@@ -33,9 +33,28 @@ import Testing
     /// so a test's private mount over it stays a new boot. The booted tier checks the recorded id.
     @Test func bootIDPaths_startedBySystemd_readPID1sViewFirst_elseOnlyTheDaemonsOwn() {
         #expect(
-            BootClock.bootIDPaths(startedBySystemd: true) == [
+            BootClock.bootIDPaths(startedBySystemd: true, ownPathIsProcfs: true) == [
                 "/proc/1/root/proc/sys/kernel/random/boot_id", "/proc/sys/kernel/random/boot_id",
             ])
-        #expect(BootClock.bootIDPaths(startedBySystemd: false) == ["/proc/sys/kernel/random/boot_id"])
+        #expect(
+            BootClock.bootIDPaths(startedBySystemd: false, ownPathIsProcfs: true) == [
+                "/proc/sys/kernel/random/boot_id"
+            ])
+    }
+
+    /// A file mounted over the daemon's own path (DESIGN.md: tests replace it in a private mount
+    /// namespace; a unit can bind one) is the boot id even under systemd: PID 1's view never hides it.
+    @Test func bootIDPaths_whenAFileIsMountedOverTheOwnPath_readOnlyThatFile_evenUnderSystemd() throws {
+        #expect(
+            BootClock.bootIDPaths(startedBySystemd: true, ownPathIsProcfs: false) == [
+                "/proc/sys/kernel/random/boot_id"
+            ])
+        #expect(BootClock.isOnProcfs("/proc/sys/kernel/random/boot_id"))
+        let file = "/tmp/la-bootid-\(getpid())"
+        let fd = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        close(fd)
+        defer { unlink(file) }
+        #expect(!BootClock.isOnProcfs(file))
     }
 }
