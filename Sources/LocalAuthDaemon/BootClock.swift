@@ -32,10 +32,12 @@ public enum BootClock {
         startedBySystemd && ownPathIsProcfs ? [machineBootIDPath, bootIDPath] : [bootIDPath]
     }
 
-    /// Whether the file at `path` is procfs' own, not one mounted over it.
+    /// Whether the file at `path` is on the same file system as `/proc` (procfs' own file), not one
+    /// mounted over it.
     static func isOnProcfs(_ path: String) -> Bool {
-        var fs = statfs()
-        return statfs(path, &fs) == 0 && fs.f_type == 0x9fa0  // PROC_SUPER_MAGIC
+        var proc = stat()
+        var file = stat()
+        return stat("/proc", &proc) == 0 && stat(path, &file) == 0 && proc.st_dev == file.st_dev
     }
 
     /// systemd runs the machine (`sd_booted()`) and is the daemon's parent: a service of its. Asked
