@@ -207,7 +207,7 @@ extension EnrollmentStore {
         let bytes = try StateRecord.encode(state)
         try ensureUserDirectory(user)
         try atomicWrite(bytes, directory: userDirectory(user), name: Self.stateFileName, syncDirectory: syncDirectory)
-        recordWritten.withLock { $0 }?(user, state)
+        recordWritten.withLock { $0.body }?(user, state)
     }
 
     /// The user's readable prints in enrolment order, with corrupt ones set aside: the domain
