@@ -62,6 +62,9 @@ static const char *const simple[][2] = {
     {"fingersOnDisconnectedReader",
      N_("The fingerprint reader your fingers are enrolled on is not connected")},
     {"stateUnreadable", N_("Stored authentication state is unreadable; ask an administrator")},
+    {"stateFromNewerVersion",
+     N_("Stored authentication state was written by a newer version of localauthd; ask an "
+        "administrator")},
     {"attemptNotRecorded",
      N_("The attempt could not be recorded (is the state directory's file system full?); "
         "fingerprint and passcode are refused until it can be")},

@@ -118,6 +118,9 @@ int la_run(struct session *s, int pam_silent)
         .service = service,
         .tty = tty,
         .reason = s->opt->have_reason ? s->opt->reason : service,
+        /* No fallback button: the person types the password at the prompt, or the next module
+         * asks for it; a fallbackAvailable event was an extra "Enter password" line. */
+        .fallback_title = "",
         .flags = flags,
         .tries = s->opt->tries,
         .timeout_ms = left < 1 ? 1 : left,

@@ -285,6 +285,8 @@ size_t la_encode_evaluate(struct la_writer *w, const struct la_evaluate *e)
         la_w_str(w, LA_TAG_TTY, e->tty);
     if (e->reason)
         la_w_str(w, LA_TAG_REASON, e->reason);
+    if (e->fallback_title)
+        la_w_str(w, LA_TAG_FALLBACK_TITLE, e->fallback_title);
     if (e->flags)
         la_w_int(w, LA_TAG_FLAGS, e->flags);
     la_w_int(w, LA_TAG_TRIES, e->tries);

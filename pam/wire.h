@@ -45,6 +45,7 @@ enum la_tag {
     LA_TAG_TTY = 5,
     LA_TAG_POLICY = 6,
     LA_TAG_REASON = 7,
+    LA_TAG_FALLBACK_TITLE = 8,
     LA_TAG_FLAGS = 10,
     LA_TAG_TRIES = 12,
     LA_TAG_TIMEOUT_MS = 13,
@@ -125,6 +126,8 @@ struct la_writer {
 struct la_evaluate {
     int64_t policy;
     const char *user, *service, *tty, *reason;
+    /* "" hides the fallback: the module never answers FALLBACK (its fallback is the password). */
+    const char *fallback_title;
     int64_t flags, tries, timeout_ms;
 };
 

@@ -32,6 +32,7 @@ final class ReaderSlot: Sendable {
         self.lingerMs = lingerMs
     }
 
+    /// Open, and not being closed (a close sets it false as it starts).
     var isOpen: Bool { state.withLock { $0.isOpen } }
 
     /// Opens the device without queueing behind a running operation: that operation holds the
@@ -80,11 +81,13 @@ final class ReaderSlot: Sendable {
             return .failure(error)
         }
         defer { queue.release() }
-        guard state.withLock({ $0.isOpen && !$0.closing && $0.holds == 0 }) else { return .success(()) }
-        let closed = await device.close()
-        // libfprint considers a device closed after close, even when close reports an error.
-        state.withLock { $0.isOpen = false }
-        return closed
+        let closes: Bool = state.withLock { state in
+            guard state.isOpen && !state.closing && state.holds == 0 else { return false }
+            state.isOpen = false  // as the close starts (`closeIfIdle`)
+            return true
+        }
+        guard closes else { return .success(()) }
+        return await device.close()
     }
 
     /// Runs `body` with the device open, after every operation queued before it.
@@ -140,11 +143,21 @@ final class ReaderSlot: Sendable {
             return  // cancelled in the queue: an operation arrived, it re-arms the timer
         }
         defer { queue.release() }
-        let idle = state.withLock { $0.generation == generation && $0.isOpen && !$0.closing && $0.holds == 0 }
+        let idle = state.withLock { state in
+            guard state.generation == generation && state.isOpen && !state.closing && state.holds == 0 else {
+                return false
+            }
+            // Not open from the moment the close starts, not from when it reports: the driver stops
+            // taking work (libfprint's virtual drivers stop listening) before its answer reaches
+            // this task, and meanwhile `ensureOpen` took a busy queue and an open device for "the
+            // operation in flight holds it open" and returned at once: the simulator's SCAN went to
+            // a closing device and was lost. libfprint considers a device closed after close, even
+            // when it reports an error, so nothing is set back.
+            state.isOpen = false
+            return true
+        }
         guard idle else { return }
         _ = await device.close()
-        // libfprint considers a device closed after close, even when close reports an error.
-        state.withLock { $0.isOpen = false }
     }
 
     /// libfprint emitted FpDevice::removed: no operation is pending any more. Close the device, which lets the
@@ -173,9 +186,13 @@ final class ReaderSlot: Sendable {
         // Not cancellable: this runs in its own unstructured task or during shutdown.
         try? await queue.acquire()
         defer { queue.release() }
-        guard state.withLock({ $0.isOpen }) else { return }
+        // Not open as the close starts (`closeIfIdle`).
+        let wasOpen: Bool = state.withLock { state in
+            defer { state.isOpen = false }
+            return state.isOpen
+        }
+        guard wasOpen else { return }
         _ = await device.close()
-        state.withLock { $0.isOpen = false }
     }
 
     /// Best-effort `fp_device_suspend` of an open reader, outside the queue: libfprint suspends a running

@@ -12,6 +12,9 @@ public struct EvaluationFacts: Sendable, Equatable {
     public var enrolledFingers: [FingerName]
     /// False when the user's stored state is corrupt: the evaluator then fails closed (see docs/policy.md).
     public var stateReadable: Bool
+    /// With `stateReadable` false: the state is a newer localauthd's (a downgrade), not damage. It
+    /// fails closed the same way; only what the person is told differs.
+    public var stateFromNewerVersion = false
     /// The last successful evaluation in the same (user, service, session) scope, for the reuse window.
     public var lastSuccessMs: Int64?
     /// The reader can identify (look for the finger among several prints); without it each attempt

@@ -62,7 +62,7 @@ public struct PolicyEvaluator: Sendable {
         deadlineMs = nowMs.addingReportingOverflow(max(options.timeoutMs, 1)).partialValue
         // Fail closed: a corrupt state must never read as "no lockout", nor be overwritten.
         guard facts.stateReadable else {
-            finish(Decision(.biometryNotAvailable, .stateUnreadable), into: &out)
+            finish(Decision(.biometryNotAvailable, Self.unreadableState(facts)), into: &out)
             return out
         }
         observe(nowMs)
@@ -197,6 +197,11 @@ public struct PolicyEvaluator: Sendable {
 
     // MARK: Queries (no prompt)
 
+    /// Why an unreadable state is refused, as the person is told it.
+    static func unreadableState(_ facts: EvaluationFacts) -> Phrase {
+        facts.stateFromNewerVersion ? .stateFromNewerVersion : .stateUnreadable
+    }
+
     /// canEvaluatePolicy: success, or the reason the policy cannot be evaluated now, with
     /// `biometryType`, the domain state (when fingers are enrolled), and whether biometrics are
     /// locked and a passcode is set.
@@ -205,7 +210,7 @@ public struct PolicyEvaluator: Sendable {
     ) -> Decision {
         var decision: Decision
         if !facts.stateReadable {
-            decision = Decision(.biometryNotAvailable, .stateUnreadable)
+            decision = Decision(.biometryNotAvailable, unreadableState(facts))
         } else {
             let problem = biometryProblem(state: state, facts: facts, config: config)
             switch policy {

@@ -8,7 +8,8 @@ import Logging
 #endif
 
 /// One structured record per decision, through swift-log: in the journal (fields `MESSAGE_ID`,
-/// `LOCALAUTH_USER`, `LOCALAUTH_SERVICE`, `LOCALAUTH_RESULT`, `LOCALAUTH_CALLER_UID`, …) when
+/// `LOCALAUTH_USER`, `LOCALAUTH_SERVICE`, `LOCALAUTH_RESULT`, `LOCALAUTH_CALLER_UID`,
+/// `LOCALAUTH_CALLER_PROGRAM`, …) when
 /// stderr is the journal, else one line on stderr. Never carries a passcode or print data: only
 /// names, codes and the human message.
 public struct AuditLog: Sendable {
@@ -43,7 +44,8 @@ public struct AuditLog: Sendable {
         "notice": "83d5376377214d788d04d9928ee674c4",
     ]
 
-    /// One record per decision: `audit op=… user=… caller_uid=… caller_pid=… [key=value …] result=… [phrase=…] message=…`.
+    /// One record per decision: `audit op=… user=… caller_uid=… caller_pid=… [caller_real_uid=…]
+    /// [caller_program=…] [key=value …] result=… [phrase=…] message=…`.
     public func decision(
         _ operation: Operation, user: String?, caller: PeerCredentials, result: ResultCode, detail: String,
         fields: [(String, String)] = [], phrase: String? = nil
@@ -52,7 +54,12 @@ public struct AuditLog: Sendable {
         let real =
             caller.uid == 0 && caller.realUID != 0
             ? " caller_real_uid=\(caller.realUID.map(String.init) ?? "unknown")" : ""
-        let extra = real + fields.map { " \($0.0)=\(Self.quoted($0.1))" }.joined()
+        // The calling program as the daemon read it at accept (its executable; never what the client
+        // says): a record names who asked, not only a pid that may since be another process's.
+        let program = caller.process.map(Whereabouts.processName)
+        let extra =
+            real + (program.map { " caller_program=\(Self.quoted($0))" } ?? "")
+            + fields.map { " \($0.0)=\(Self.quoted($0.1))" }.joined()
         var metadata: Logger.Metadata = [
             "MESSAGE_ID": "\(Self.messageIDs[operation.rawValue] ?? Self.messageIDs["notice"]!)",
             "LOCALAUTH_OPERATION": "\(operation.rawValue)",
@@ -62,6 +69,7 @@ public struct AuditLog: Sendable {
             "LOCALAUTH_CALLER_REAL_UID": "\(caller.realUID.map(String.init) ?? "unknown")",
             "LOCALAUTH_RESULT": "\(result.name)",
         ]
+        if let program { metadata["LOCALAUTH_CALLER_PROGRAM"] = "\(program)" }
         // The English line's identifier (docs/protocol.md, "Phrases"): what a client rendered.
         if let phrase { metadata["LOCALAUTH_PHRASE"] = "\(phrase)" }
         for (key, value) in fields {

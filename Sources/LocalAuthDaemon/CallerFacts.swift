@@ -43,6 +43,7 @@ struct CallerFacts {
         var evaluation = EvaluationFacts(
             readerUnavailable: unavailable, enrolledFingers: prints.map(\.finger), stateReadable: loaded.readable,
             readerCanIdentify: device?.supportsIdentify ?? true, enrolledOnlyOnAbsentReaders: disconnected)
+        evaluation.stateFromNewerVersion = loaded.fromNewerVersion
         // Only when a finger could otherwise be used: the rules read a file and may ask logind.
         if unavailable == nil, !prints.isEmpty {
             evaluation.passwordRequired = await parts.passwordRequirementForEvaluation(user: user).reason

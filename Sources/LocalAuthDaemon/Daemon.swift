@@ -69,9 +69,16 @@ public actor Daemon {
             // a request the presence rule refuses learns nothing about it and counts nothing against it.
             var whereabouts: Whereabouts?
             if route.presence == .always || (route.presence == .unlessRoot && !caller.isRoot) {
-                let found = await Whereabouts.find(
-                    caller: caller, target: user, tty: route.tty, service: route.service, right: route.right,
-                    parts: parts)
+                let found: Whereabouts
+                if let early = door.presenceLookup?.take(
+                    caller: caller, target: user, tty: route.tty, service: route.service, right: route.right)
+                {
+                    found = await early.value  // started by the door while polkit answered
+                } else {
+                    found = await Whereabouts.find(
+                        caller: caller, target: user, tty: route.tty, service: route.service, right: route.right,
+                        parts: parts)
+                }
                 whereabouts = found
                 if route.presence == .always, let refusal = found.refusal {
                     return audited(route, target: target, caller: caller, Answer(refusal))

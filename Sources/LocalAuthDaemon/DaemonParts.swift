@@ -96,6 +96,8 @@ struct DaemonParts: Sendable {
     struct LoadedState {
         var state: UserAuthState
         var readable: Bool
+        /// Unreadable because a newer localauthd wrote it (a downgrade), not damaged.
+        var fromNewerVersion = false
     }
 
     func loadState(_ user: String) -> LoadedState {
@@ -104,6 +106,12 @@ struct DaemonParts: Sendable {
             case .absent: return LoadedState(state: UserAuthState(), readable: true)
             case .ok(let state): return LoadedState(state: state, readable: true)
             case .corrupt(let why):
+                if (try? store.newerStateVersion(user: user)) != nil {
+                    audit.notice(
+                        "stored state of \(user) was written by a newer version of localauthd (\(why)); biometrics and "
+                            + "passcode refused for \(user) until that version runs again; the record is kept")
+                    return LoadedState(state: UserAuthState(), readable: false, fromNewerVersion: true)
+                }
                 audit.notice(
                     "stored state of \(user) is unreadable (\(why)); biometrics refused until `localauthctl lockout reset --user \(user)`"
                 )

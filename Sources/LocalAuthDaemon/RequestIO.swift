@@ -100,6 +100,9 @@ public struct DoorContext: Sendable, Equatable {
     public var refuseDuplicates: Bool
     /// Named in the audit record (`via=`): the door, e.g. "dbus".
     public var name: String?
+    /// Where the caller asks from, being found already (`Daemon.lookUpPresence`): an evaluation for
+    /// the same caller, account and service takes it instead of asking again.
+    public var presenceLookup: PresenceLookup?
 
     public init(
         readerID: String? = nil, finger: FingerName? = nil, presence: Presence? = nil, refuseDuplicates: Bool = false,

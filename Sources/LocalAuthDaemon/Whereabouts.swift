@@ -56,8 +56,9 @@ struct Whereabouts {
     /// name it gave itself or the service it sent (a process renamed `sudo` with `prctl` was shown as
     /// "sudo", issue 26):
     /// - a setuid-root program the user started (root's credentials, the user's real uid: sudo, su,
-    ///   pkexec): the kernel's name of it, which is the name of the file the kernel ran, since no
-    ///   process of the user can rename a process that runs as root;
+    ///   pkexec, polkit-agent-helper-1): the name of the file it runs (its executable's, where the
+    ///   daemon may read it; else the kernel's name of it, `comm`, cut to 15 bytes), since no process
+    ///   of the user can rename a process that runs as root;
     /// - any other: its executable's path ("a program that is not PATH" when a namespace of the
     ///   user's put another file there); where the daemon may not read it (another uid's, under
     ///   the shipped unit without `CAP_SYS_PTRACE`), the name it gives itself, said to be that.
@@ -93,8 +94,16 @@ struct Whereabouts {
         guard let process = caller.process else {
             return service.map { Echo.truncated($0, maxBytes: 32) } ?? "a request"
         }
-        if caller.uid == 0, let real = process.realUID, real != 0, let command = process.command {
-            return command
+        if caller.uid == 0, let real = process.realUID, real != 0 {
+            // The file's name from its executable where the daemon may read it: `comm` is cut to 15
+            // bytes ("polkit-agent-he" for polkit-agent-helper-1) and is a link's name when run
+            // through one.
+            if let path = process.executable, process.executableIsAtItsPath,
+                let name = path.split(separator: "/").last
+            {
+                return Echo.truncated(String(name), maxBytes: 160)
+            }
+            if let command = process.command { return command }
         }
         return processName(process)
     }

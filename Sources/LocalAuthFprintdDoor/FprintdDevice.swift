@@ -18,6 +18,7 @@ protocol FprintdBackend: Sendable {
     func releaseReader(user: String, caller: PeerCredentials, door: DoorContext, close: Bool) async -> Answer
     func abandonReader(user: String, caller: PeerCredentials, door: DoorContext)
     func refusal(_ operation: Operation, caller: PeerCredentials, target: String, door: DoorContext) -> Answer?
+    func lookUpPresence(caller: PeerCredentials, user: String, service: String?) -> PresenceLookup
 }
 
 extension Daemon: FprintdBackend {}
@@ -86,6 +87,9 @@ final class FprintdDevice: @unchecked Sendable {
     var statusReported = false
     /// The VerifyStart not answered yet: its evaluation has started no scan so far.
     var verifyCall: BusCall?
+    /// Where the claimer asks from, looked up while polkit answers its VerifyStart (`admitted`), for
+    /// that call's evaluation.
+    var earlyPresence: (call: BusCall, lookup: PresenceLookup)?
     /// Counts starts and stops: a start whose preparation (the daemon's list, canEvaluate, the
     /// replaced print) outlived a Stop or Release of the same action does not begin.
     var startGeneration = 0
@@ -186,13 +190,38 @@ final class FprintdDevice: @unchecked Sendable {
     /// Claims that wait for the request of a claimer that left the bus to end.
     var waitingClaims: [() -> Void] = []
     /// What the bus daemon stated of each sender that called (uid, pid), kept until its unique name
-    /// leaves the bus (`clientVanished`), so a claimer's VerifyStart and Release cost no round trip
-    /// to the bus daemon: a unique name is never given to another connection while the bus runs, and
-    /// the bus daemon's facts of a connection are those of its connect (`SO_PEERCRED`), never
-    /// re-read. Authorisation is never kept: polkit is asked on every call as before. At most
+    /// leaves the bus (`clientVanished`): a unique name is never given to another connection while the
+    /// bus runs, and the bus daemon's facts of a connection are those of its connect (`SO_PEERCRED`),
+    /// never re-read. Authorisation is never kept: polkit is asked on every call as before. At most
     /// `knownSendersLimit` names (beyond, the bus is asked each time).
     var knownSenders: [String: (uid: UInt32, pid: Int32)] = [:]
+    /// Each sender as the daemon's caller, built once at its first call as the socket builds one per
+    /// connection at accept: the account of the stated uid (`getpwuid_r`) and the connecting process
+    /// pinned (`PeerProcess`), kept with `knownSenders` until the name leaves the bus. A uid without an
+    /// account is not kept (looked up again at the next call).
+    var knownCallers: [String: PeerCredentials] = [:]
     static let knownSendersLimit = 1024
+    /// Senders whose caller is being found (the bus daemon asked, then the account read and the process
+    /// pinned off the queue), with their calls that wait for it, in arrival order. The queue serves
+    /// everyone else meanwhile.
+    var lookups: [String: [BusCall]] = [:]
+
+    /// What finding a sender gave.
+    enum Lookup {
+        case noCredentials
+        case noAccount(uid: UInt32)
+        case found(PeerCredentials)
+    }
+
+    /// The caller for the uid and pid the bus daemon stated: its account, and its process pinned now,
+    /// as the socket pins at accept (the pid is the process that connected to the bus; a setuid-root
+    /// caller is counted under its real uid: issue 13, M2, L4). Blocking reads (NSS, /proc): never on
+    /// the bus queue.
+    static func caller(uid: UInt32, pid: Int32) -> Lookup {
+        guard let (name, gid) = account(of: uid) else { return .noAccount(uid: uid) }
+        return .found(
+            PeerCredentials(pid: pid, uid: uid, gid: gid, userName: name, process: PeerProcess(pid: pid, pidfd: -1)))
+    }
 
     /// A refusal of the daemon as fprintd's error.
     static func error(for result: Answer) -> BusError {

@@ -27,27 +27,60 @@ extension FprintdDevice {
             ? nil : Fprintd.ErrorName.alreadyInUse("Device already in use by another user")
     }
 
-    /// Every method call: the claim, the account, the caller's turn (`FprintdGate`), polkit, then the
-    /// method (fprintd's `action_authorization_handler` followed by the handler, which checks the
-    /// claim again).
+    /// Every method call: the claim, the caller (`lookUp`, once per sender), the caller's turn
+    /// (`FprintdGate`), polkit, then the method (fprintd's `action_authorization_handler` followed by the
+    /// handler, which checks the claim again).
     func receive(_ call: BusCall) {
         audit.debug("D-Bus client \(call.sender) calls \(call.member) on \(path)")
         if let problem = claimProblem(call) {
             refuse(call, problem)
             return
         }
-        guard let (uid, pid) = credentials(of: call) else {
-            refuse(call, Fprintd.ErrorName.internal("Could not get connection unix user ID"))
+        if let caller = knownCallers[call.sender] { return arrived(call, caller: caller) }
+        if lookups[call.sender] != nil {
+            lookups[call.sender]!.append(call)  // after the calls before it, in order
             return
         }
-        guard let (own, gid) = Self.account(of: uid) else {
-            refuse(call, Fprintd.ErrorName.internal("Failed to get information about user UID \(uid)"))
-            return
+        lookups[call.sender] = [call]
+        lookUp(call.sender, asking: call)
+    }
+
+    /// Finds `sender`'s caller without holding the queue: the bus daemon's answer (asynchronous,
+    /// `BusCall.lookUpSender`), then its account and process off the queue; then its waiting calls go on.
+    func lookUp(_ sender: String, asking call: BusCall) {
+        let stated = { [self] (stated: (uid: UInt32, pid: Int32)?) in
+            guard let stated else { return looked(sender, .noCredentials) }
+            if !sender.isEmpty, knownSenders.count < Self.knownSendersLimit { knownSenders[sender] = stated }
+            let queue = bus.queue
+            DispatchQueue.global().async {
+                let found = Self.caller(uid: stated.uid, pid: stated.pid)
+                queue.async { self.looked(sender, found) }
+            }
         }
-        // Pinned now, as the socket pins at accept: the bus daemon's pid is the process that
-        // connected to the bus; a setuid-root caller is counted under its real uid (issue 13, M2, L4).
-        let caller = PeerCredentials(
-            pid: pid, uid: uid, gid: gid, userName: own, process: PeerProcess(pid: pid, pidfd: -1))
+        if let known = knownSenders[sender] { return stated(known) }
+        call.lookUpSender(stated)
+    }
+
+    /// A sender's caller is known (or cannot be): its calls that waited go on, in order. Nothing when
+    /// the sender left the bus meanwhile (`clientVanished` answered them).
+    func looked(_ sender: String, _ lookup: Lookup) {
+        guard let calls = lookups.removeValue(forKey: sender) else { return }
+        switch lookup {
+        case .found(let caller):
+            if !sender.isEmpty, knownCallers.count < Self.knownSendersLimit { knownCallers[sender] = caller }
+            for call in calls { arrived(call, caller: caller) }
+        case .noCredentials:
+            for call in calls { refuse(call, Fprintd.ErrorName.internal("Could not get connection unix user ID")) }
+        case .noAccount(let uid):
+            for call in calls {
+                refuse(call, Fprintd.ErrorName.internal("Failed to get information about user UID \(uid)"))
+            }
+        }
+    }
+
+    /// A call whose caller is known: a Claim is followed from now, then the caller's turn.
+    func arrived(_ call: BusCall, caller: PeerCredentials) {
+        let own = caller.userName ?? ""
         if call.member == "Claim" {
             // Followed from now: a claimer that leaves the bus before its Claim is answered claims nothing.
             let sender = call.sender
@@ -60,14 +93,6 @@ extension FprintdDevice {
             }
         }
         gate.admit(call, caller: caller) { [self] in admitted(call, caller: caller, own: own) }
-    }
-
-    /// The sender's uid and pid: as the bus daemon stated them when this name first called, or asked now.
-    func credentials(of call: BusCall) -> (uid: UInt32, pid: Int32)? {
-        if let known = knownSenders[call.sender] { return known }
-        guard let stated = call.senderCredentials() else { return nil }
-        if !call.sender.isEmpty, knownSenders.count < Self.knownSendersLimit { knownSenders[call.sender] = stated }
-        return stated
     }
 
     /// A call that has its turn: the account it names, polkit, then the method.
@@ -88,6 +113,17 @@ extension FprintdDevice {
             let refused = backend.refusal(operation, caller: caller, target: user, door: door())
         {
             return call.fail(Self.error(for: refused))
+        }
+        // A claimer's VerifyStart: where it asks from (logind's round trip) is looked up while polkit
+        // answers, not after; the presence rule still decides once polkit has allowed the call, and the
+        // lookup is dropped when it does not (issue 29).
+        if call.member == "VerifyStart", let session, session.sender == call.sender, !closing {
+            earlyPresence = (
+                call, backend.lookUpPresence(caller: session.caller, user: session.user, service: Self.verifyService)
+            )
+            call.whenAnswered { [self, weak call] in
+                if let call, earlyPresence?.call === call { earlyPresence = nil }
+            }
         }
         authorize(call, caller: caller, actions: needsOtherUser ? [.setUsername] : []) { [self] setUsername in
             guard setUsername != nil else { return }
@@ -282,6 +318,11 @@ extension FprintdDevice {
     /// door (waiting for its turn or for polkit): that Claim will take nothing.
     func clientVanished(_ name: String) {
         knownSenders[name] = nil
+        knownCallers[name] = nil
+        // Calls waiting for the sender's lookup: it left, so they are not made (nobody is told).
+        for call in lookups.removeValue(forKey: name) ?? [] {
+            refuse(call, Fprintd.ErrorName.internal("The caller left the bus"))
+        }
         if claimsInFlight[name] != nil { vanishedClaimers.insert(name) }
         guard session?.sender == name else { return }
         audit.debug("\(path): claimer \(name) left the bus; releasing")

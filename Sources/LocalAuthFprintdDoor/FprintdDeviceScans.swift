@@ -32,7 +32,9 @@ extension FprintdDevice {
         if let problem = busyProblem() { return refuse(call, problem) }
         _ = begin(.verify)
         verifyCall = call
-        startVerification(session, finger: finger.name)
+        let early = earlyPresence?.call === call ? earlyPresence?.lookup : nil
+        earlyPresence = nil
+        startVerification(session, finger: finger.name, presence: early)
     }
 
     /// The verification's first scan starts: VerifyStart is answered and the finger it scans named.
@@ -91,9 +93,11 @@ extension FprintdDevice {
         }
     }
 
-    func startVerification(_ session: Session, finger: FingerName?) {
+    func startVerification(_ session: Session, finger: FingerName?, presence early: PresenceLookup? = nil) {
         audit.debug("\(path): verification for \(session.user) starts")
-        let (signals, feed) = AsyncStream.makeStream(of: ClientSignal.self)
+        // The door's one signal (a Stop's cancel) is offered straight to the request: no stream, so
+        // no second task to carry it.
+        let signals = ClientSignals()
         let bus = self.bus
         let scans = Scans()
         self.scans = scans
@@ -113,11 +117,12 @@ extension FprintdDevice {
             policy: .deviceOwnerAuthenticationWithBiometrics, user: session.user, service: Self.verifyService,
             tries: 1, timeoutMs: EvaluateOptions.maxTimeoutMs)
         let backend = self.backend
-        let door = self.door(finger: finger)
+        var door = self.door(finger: finger)
+        door.presenceLookup = early
         let stopped = StopFlag()
         stopRunning = {
             stopped.value = true
-            feed.yield(.cancel)
+            signals.offer(.cancel)
         }
         running = Task {
             var result: Answer
@@ -197,7 +202,7 @@ extension FprintdDevice {
     }
 
     func startEnrolment(_ session: Session, finger: FingerName, presence: DoorContext.Presence?) {
-        let (signals, feed) = AsyncStream.makeStream(of: ClientSignal.self)
+        let signals = ClientSignals()
         let bus = self.bus
         let io = RequestIO(
             send: { [self] event in
@@ -213,7 +218,7 @@ extension FprintdDevice {
         }
         stopRunning = {
             stopped.value = true
-            feed.yield(.cancel)
+            signals.offer(.cancel)
             enrolment.cancel()
         }
         running = Task {

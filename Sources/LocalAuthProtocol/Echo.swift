@@ -14,8 +14,9 @@ public enum Echo {
         "'" + escaped(value, quote: "'", limit: limit) + "'"
     }
 
-    /// `value` with `quote`, backslashes and control characters escaped (`\x0a`), at most `limit`
-    /// Unicode scalars of it, a cut marked with "…": it can neither end a line nor a quoted token.
+    /// `value` with `quote`, backslashes and control characters (C0, DEL and C1) escaped (`\x0a`,
+    /// `\x9b`), at most `limit` Unicode scalars of it, a cut marked with "…": it can neither end a
+    /// line nor a quoted token.
     public static func escaped(_ value: String, quote: Unicode.Scalar, limit: Int) -> String {
         var out = ""
         for (i, scalar) in value.unicodeScalars.enumerated() {
@@ -25,7 +26,8 @@ public enum Echo {
             }
             switch scalar {
             case quote, "\\": out += "\\" + String(scalar)
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+            // C1 too (U+0080–U+009F: U+009B is CSI, U+009D OSC): a log viewer may take them as ESC.
+            case _ where isControl(scalar):
                 out += "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
             default: out.unicodeScalars.append(scalar)
             }

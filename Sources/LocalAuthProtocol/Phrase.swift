@@ -27,6 +27,8 @@ public indirect enum Phrase: Equatable, Sendable {
     /// The user's fingers are enrolled only on readers that are not connected (`biometryDisconnected`).
     case fingersOnDisconnectedReader
     case stateUnreadable
+    /// The stored state is a newer localauthd's (a downgrade): refused as unreadable, said as what it is.
+    case stateFromNewerVersion
     /// The state could not be written before the attempt, or the success could not be recorded: the
     /// attempt is refused, whether the finger or passcode was right or wrong.
     case attemptNotRecorded

@@ -48,6 +48,8 @@ extension Phrase {
         case .noFingerEnrolled: t.tr("No fingerprint is enrolled for this user")
         case .fingersOnDisconnectedReader: t.tr("The fingerprint reader your fingers are enrolled on is not connected")
         case .stateUnreadable: t.tr("Stored authentication state is unreadable; ask an administrator")
+        case .stateFromNewerVersion:
+            t.tr("Stored authentication state was written by a newer version of localauthd; ask an administrator")
         case .attemptNotRecorded:
             t.tr(
                 "The attempt could not be recorded (is the state directory's file system full?); fingerprint and passcode are refused until it can be"

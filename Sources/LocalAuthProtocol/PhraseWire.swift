@@ -82,7 +82,9 @@ extension Phrase {
         case .authenticatedWithFinger, .authenticatedWithPasscode, .authenticatedByRecentSuccess, .policyCanBeEvaluated,
             .fingerNotRecognised, .userChoseFallback, .timedOutWaitingForFinger, .timedOutWaitingForPasscode,
             .interactionNotAllowed, .passcodeNeededButClientCannotAsk, .noPasscodeAndNoFinger, .noPasscodeSet,
-            .noFingerEnrolled, .fingersOnDisconnectedReader, .stateUnreadable, .attemptNotRecorded, .enterPasscode,
+            .noFingerEnrolled, .fingersOnDisconnectedReader, .stateUnreadable, .stateFromNewerVersion,
+            .attemptNotRecorded,
+            .enterPasscode,
             .wrongPasscode, .fallbackUsePasscode, .fallbackEnterPassword, .currentPasscodeNeeded, .currentPasscodeWrong,
             .passcodeNotStored, .passcodeNotHashed:
             id(PhraseParser.simpleName(of: self))
@@ -217,7 +219,7 @@ private enum PhraseParser {
         "passcodeNeededButClientCannotAsk": .passcodeNeededButClientCannotAsk,
         "noPasscodeAndNoFinger": .noPasscodeAndNoFinger, "noPasscodeSet": .noPasscodeSet,
         "noFingerEnrolled": .noFingerEnrolled, "fingersOnDisconnectedReader": .fingersOnDisconnectedReader,
-        "stateUnreadable": .stateUnreadable,
+        "stateUnreadable": .stateUnreadable, "stateFromNewerVersion": .stateFromNewerVersion,
         "attemptNotRecorded": .attemptNotRecorded, "enterPasscode": .enterPasscode, "wrongPasscode": .wrongPasscode,
         "fallbackUsePasscode": .fallbackUsePasscode, "fallbackEnterPassword": .fallbackEnterPassword,
         "currentPasscodeNeeded": .currentPasscodeNeeded, "currentPasscodeWrong": .currentPasscodeWrong,

@@ -204,6 +204,7 @@ public final class EnrollmentStore: Sendable {
     ///   the domain state is drawn anew when prints exist (the old value cannot be trusted, and a
     ///   change is the safe direction). Prints are kept; corrupt ones are set aside.
     /// - No record and no prints: nothing to do.
+    /// - A record a newer version wrote (`newerStateVersion`): refused with `.newerState`, the file kept.
     public func resetState(user: String) throws(StoreError) {
         try Validation.user(user)
         try lock.withLock { _ throws(StoreError) in
@@ -217,6 +218,9 @@ public final class EnrollmentStore: Sendable {
                         lastSeenMs: current.lastSeenMs, passcodeHash: current.passcodeHash,
                         domainState: current.domainState), user: user)
             case .corrupt:
+                // A newer version's record is not damage: resetting it would destroy what that version
+                // kept (a lockout, the passcode) when it runs again.
+                if let version = try newerVersion(user: user) { throw .newerState(statePath(user), version: version) }
                 var salvaged: String? = nil
                 if case .bytes(let bytes, let info) = Sys.readFile(statePath(user), limit: Self.maximumRecordSize),
                     trustProblem(info) == nil
@@ -232,6 +236,21 @@ public final class EnrollmentStore: Sendable {
                         + (salvaged == nil ? "cleared" : "kept"))
             }
         }
+    }
+
+    /// The record version, when a newer localauthd wrote the user's record (ours, its seal whole);
+    /// nil otherwise. `loadState` reports such a record as `.corrupt` (refused, fail closed).
+    public func newerStateVersion(user: String) throws(StoreError) -> Int? {
+        try Validation.user(user)
+        return try lock.withLock { _ throws(StoreError) in try newerVersion(user: user) }
+    }
+
+    private func newerVersion(user: String) throws(StoreError) -> Int? {
+        guard try checkUserDirectory(user),
+            case .bytes(let bytes, let info) = Sys.readFile(statePath(user), limit: Self.maximumRecordSize),
+            trustProblem(info) == nil
+        else { return nil }
+        return StateRecord.newerVersion(bytes)
     }
 
     /// Users with a directory in the store, sorted.

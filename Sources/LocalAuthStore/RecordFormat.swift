@@ -199,7 +199,12 @@ enum StateRecord {
         }
         var cursor = ByteCursor(body)
         guard let first = cursor.line() else { return .failure(FormatError("no version line")) }
-        guard first == header else { return .failure(FormatError("unknown format or version")) }
+        guard first == header else {
+            if let version = newerVersion(bytes) {
+                return .failure(FormatError("record version \(version), newer than this localauthd's \(version1)"))
+            }
+            return .failure(FormatError("unknown format or version"))
+        }
         var values: [Substring] = []
         for key in keys {
             guard let line = cursor.line(), let equals = line.firstIndex(of: "="), line[..<equals] == key else {
@@ -226,6 +231,22 @@ enum StateRecord {
                 fingerFailures: fingerFailures, biometryLocked: values[1] == "1", passcodeFailures: passcodeFailures,
                 passcodeLockedUntilMs: lockedUntil, lastSeenMs: lastSeen, passcodeHash: hash.isEmpty ? nil : hash,
                 domainState: domainState))
+    }
+
+    /// The version this one reads.
+    static let version1 = 1
+    static let headerPrefix = "localauthd-user-state "
+
+    /// The record version a newer localauthd wrote `bytes` in: the seal holds and the version line is
+    /// ours with a greater number. nil for our own version, and for damage (a flipped digit breaks the
+    /// seal): such a record is kept as it is, never reset over (a downgrade, then the upgrade again).
+    static func newerVersion(_ bytes: [UInt8]) -> Int? {
+        guard case .success(let body) = Seal.open(bytes) else { return nil }
+        var cursor = ByteCursor(body)
+        guard let first = cursor.line(), first.hasPrefix(headerPrefix),
+            let version = canonicalInt(first.dropFirst(headerPrefix.count)), version > version1
+        else { return nil }
+        return version
     }
 
     /// The passcode hash of a record that fails to decode, for `resetState`: only from a record whose

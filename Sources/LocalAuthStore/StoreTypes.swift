@@ -15,6 +15,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case io(String, errno: Int32)
     /// The user's record is corrupt; the store refuses to change it until `resetState(user:)`.
     case corruptState(String)
+    /// The user's record was written by a newer version of localauthd (its path and record version):
+    /// this version neither reads it nor writes over it, `resetState(user:)` included.
+    case newerState(String, version: Int)
     /// Another process holds the state directory's lock (another daemon on the same directory).
     case inUse(String)
     /// No such print.
@@ -34,6 +37,10 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unsafeStateDirectory(let why): return "unsafe state directory: \(why)"
         case .io(let what, let code): return "\(what): \(Sys.describe(errno: code))"
         case .corruptState(let why): return "corrupt user record: \(why)"
+        case .newerState(let path, let version):
+            return "\(path) was written by a newer version of localauthd (record version \(version); this one reads "
+                + "\(StateRecord.version1)) and is kept: run that version again, or remove the file to discard it "
+                + "(its passcode, counters and lockouts are then lost)"
         case .inUse(let why): return why
         case .notFound: return "not found"
         case .alreadyExists: return "already exists"

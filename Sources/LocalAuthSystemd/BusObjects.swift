@@ -179,21 +179,34 @@ public final class BusCall: @unchecked Sendable {
 
     public func string(_ index: Int) -> String? { index < arguments.count ? arguments[index].stringValue : nil }
 
-    /// The sender's uid and pid as the bus daemon knows them (`sd_bus_query_sender_creds`, which asks
-    /// `GetConnectionCredentials`, never `/proc`); nil once answered or when the bus cannot tell.
-    public func senderCredentials() -> (uid: UInt32, pid: Int32)? {
-        if memoryAnswer != nil { return memoryCredentials }
-        guard let message else { return nil }
-        var creds: OpaquePointer?
-        let mask = UInt64(SD_BUS_CREDS_UID) | UInt64(SD_BUS_CREDS_EUID) | UInt64(SD_BUS_CREDS_PID)
-        guard sd_bus_query_sender_creds(message, mask, &creds) >= 0, let creds else { return nil }
-        defer { sd_bus_creds_unref(creds) }
-        var uid: uid_t = 0
-        var pid: pid_t = 0
-        guard sd_bus_creds_get_euid(creds, &uid) >= 0 || sd_bus_creds_get_uid(creds, &uid) >= 0,
-            sd_bus_creds_get_pid(creds, &pid) >= 0
-        else { return nil }
-        return (uid, pid)
+    /// The sender's uid and pid as the bus daemon states them (`GetConnectionCredentials`: the
+    /// `SO_PEERCRED` it read when the sender connected, never `/proc`), asked without waiting for the
+    /// answer: `completion` runs on the connection's queue once the bus daemon has answered (at once
+    /// for an in-memory call), with nil when it cannot tell (the sender has left the bus). Nothing
+    /// else waits meanwhile: the queue serves other calls and replies until the answer comes.
+    public func lookUpSender(_ completion: @escaping ((uid: UInt32, pid: Int32)?) -> Void) {
+        if memoryAnswer != nil || connection == nil { return completion(memoryCredentials) }
+        guard let connection, !sender.isEmpty else { return completion(nil) }
+        connection.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "GetConnectionCredentials", [.string(sender)]
+        ) { result in
+            guard case .success(let reply) = result else { return completion(nil) }
+            completion(Self.stated(reply))
+        }
+    }
+
+    /// The uid and pid of a `GetConnectionCredentials` answer (`a{sv}`: `UnixUserID`, `ProcessID`).
+    static func stated(_ reply: [BusValue]) -> (uid: UInt32, pid: Int32)? {
+        guard reply.count == 1, case .array(_, let entries) = reply[0] else { return nil }
+        var uid: UInt32?
+        var pid: UInt32?
+        for case .dictEntry(.string(let key), .variant(.uint32(let value))) in entries {
+            if key == "UnixUserID" { uid = value }
+            if key == "ProcessID" { pid = value }
+        }
+        guard let uid, let pid, let processID = Int32(exactly: pid), processID > 0 else { return nil }
+        return (uid, processID)
     }
 
     /// `sd_bus_message_new_method_return` with `values`, sent.

@@ -139,11 +139,48 @@ struct LifecycleTests {
                 if let fd = try? connectUnixSocket(sockets.device, timeoutMs: 0) { close(fd) } else { closed = true }
             }
             require(closed, 20, "the reader was still open after the linger")
-            // And it opens again on demand.
+            // And it opens again on demand, held open while the enrolment's scans are sent: with a
+            // 50 ms linger, a loaded machine closed it between two of them and the enrolment (the
+            // driver refused the next SCAN, and the error thrown in the child killed it: SIGILL).
+            try await reader.hold(deviceID: device.id)
             let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "again")
             try sendCommand("SCAN again", to: sockets.device)
             let outcome = try await reader.verify(deviceID: device.id, print: print, progress: { _ in })
             require(outcome == .match, 21, "\(outcome)")
+            await finish(reader)
+        }
+        reportChildErrors(result)
+    }
+
+    /// Opening the reader (`ensureOpen`, here through `hold`, which keeps it open after) while the
+    /// linger's close runs waits for that close and opens the reader again, so the simulator's SCAN
+    /// reaches a reader that keeps it. Before, it took the busy queue and the still-set open flag for
+    /// "an operation holds the reader open" and returned at once: the SCAN went to the closing driver,
+    /// which dropped it ("Could not process command"), and the verify found no finger. The driver's
+    /// own SLEEP holds the close for a second, so the window is wide, not a matter of load.
+    @Test func hold_whileTheLingerCloses_waitsForTheCloseAndOpensAgain() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let (sockets, reader, device) = try await readerWithOneDevice(lingerMs: 50)
+            try await reader.hold(deviceID: device.id)  // no linger close while enrolling
+            let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "closing")
+            try sendCommand("SET_KEEP_ALIVE 0", to: sockets.device)
+            // The close the linger starts waits in the driver for 1 s, its socket still listening.
+            try sendCommand("SLEEP 1000", to: sockets.device)
+            reader.releaseHold(deviceID: device.id)
+            usleep(300_000)  // the linger (50 ms) has started the close
+            let started = ContinuousClock.now
+            try await reader.hold(deviceID: device.id)
+            let waited = ContinuousClock.now - started
+            try sendCommand("SCAN closing", to: sockets.device)
+            // Bounded: a verify whose SCAN was lost waits for a finger that never comes.
+            let verify = startTask { try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) }
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(10))
+                verify.cancel()
+            }
+            let outcome = await verify.value
+            watchdog.cancel()
+            require(outcome == .success(.match), 41, "\(outcome) (the reader was open again after \(waited))")
             await finish(reader)
         }
         reportChildErrors(result)

@@ -97,4 +97,73 @@ struct CorruptStateTests {
         let (back, _) = try d.perform(.evaluate(Self.biometrics("alice")))
         #expect(back.isSuccess, "\(back.message)")
     }
+
+    /// CRC-32 (zlib's), to write a record as a newer version would: whole, its seal holding.
+    static func crc32(_ bytes: Data) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return crc ^ 0xFFFF_FFFF
+    }
+
+    /// A record written by a newer localauthd (a downgrade, to be undone by the upgrade again): said
+    /// as such, never advised to be reset, and `lockout reset` refuses to write over it (before: the
+    /// journal said "unreadable … until `localauthctl lockout reset`", and the reset replaced the
+    /// newer record — its lockout lifted, its passcode cleared). Refused meanwhile, fail closed.
+    @Test func stateOfANewerVersion_isSaidAsSuch_andLockoutResetKeepsIt() async throws {
+        let d = try await DaemonHarness.withAlicesFinger()
+        #expect(try d.perform(.passcodeSet(user: "alice", passcode: "alice passcode", oldPasscode: nil)).0.isSuccess)
+        for _ in 1...5 {
+            try d.simulate("touch", "mallory")
+            _ = try d.perform(.evaluate(Self.biometrics("alice")))
+        }
+        d.stop()
+
+        // The newer version's record: its own version line and a field this one does not know.
+        let path = d.stateDirectory + "/users/alice/state"
+        let old = try String(contentsOfFile: path, encoding: .utf8)
+        var lines = old.split(separator: "\n").map(String.init)
+        #expect(lines.first == "localauthd-user-state 1" && lines.last?.hasPrefix("crc32=") == true)
+        lines.removeLast()
+        lines[0] = "localauthd-user-state 2"
+        lines.append("futureField=7")
+        let body = Data((lines.joined(separator: "\n") + "\n").utf8)
+        let crc = String(Self.crc32(body), radix: 16)
+        try (body + Data(("crc32=" + String(repeating: "0", count: 8 - crc.count) + crc + "\n").utf8)).write(
+            to: URL(fileURLWithPath: path))
+        #expect(chmod(path, 0o600) == 0)
+        let newer = try Self.fingerprint(path)
+        try d.start()
+
+        // Refused, fail closed, without a finger asked for.
+        #expect(try d.perform(.status(user: "alice")).0.fields.bool(.biometryLocked) == true)
+        let (evaluation, events) = try d.perform(.evaluate(Self.biometrics("alice")))
+        #expect(!evaluation.isSuccess && !events.contains { $0.kind == .placeFinger }, "\(evaluation.message)")
+        #expect(evaluation.message.contains("written by a newer version of localauthd"), "\(evaluation.message)")
+
+        // The journal names the version problem and gives no advice that destroys the record.
+        #expect(
+            d.daemonLog.contains(
+                "stored state of alice was written by a newer version of localauthd (")
+                && d.daemonLog.contains("/users/alice/state: record version 2, newer than this localauthd's 1)"),
+            "\(d.daemonLog)")
+        #expect(!d.daemonLog.contains("lockout reset"), "\(d.daemonLog)")
+
+        // The administrator's reset refuses, says why, and leaves the record as the newer version wrote it.
+        let reset = try d.ctl(["lockout", "reset", "--user", "alice"])
+        #expect(reset.status != 0, "\(reset.out)")
+        #expect(reset.err.contains("written by a newer version of localauthd (record version 2"), "\(reset.err)")
+        let after = try Self.fingerprint(path)
+        #expect(after.0 == newer.0 && after.1 == newer.1 && after.2 == newer.2, "the newer record was changed")
+        #expect(try d.perform(.status(user: "alice")).0.fields.bool(.biometryLocked) == true)
+
+        // Discarding it is a deliberate act: the file removed, then the reset writes a fresh record.
+        #expect(unlink(path) == 0)
+        #expect(try d.ctl(["lockout", "reset", "--user", "alice"]).status == 0)
+        try d.simulate("touch", "alice-1")
+        let (back, _) = try d.perform(.evaluate(Self.biometrics("alice")))
+        #expect(back.isSuccess, "\(back.message)")
+    }
 }

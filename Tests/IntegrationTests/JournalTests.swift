@@ -81,6 +81,31 @@ struct JournalTests {
         #expect(failure["MESSAGE"]?.contains("result=authenticationFailed") == true, "\(failure)")
     }
 
+    /// An audit record names the calling program as the daemon read it at accept (its executable),
+    /// never the service the client sent (before: the pid alone); and a client's text with C1
+    /// controls (U+009B CSI, U+009D OSC, U+0085 NEL) is escaped in the line as C0 is, so it cannot
+    /// drive the terminal of whoever reads the log (before: written raw).
+    @Test func audit_namesTheCallersProgram_andEscapesC1ControlsInTheClientsText() async throws {
+        let journal = try JournalSocket()
+        let d = try JournaledDaemon.start(journal: journal)
+        let service = "sudo\u{9B}2J\u{9D}0;PWN\u{7}\u{85}x"
+        let (result, _) = try d.perform(
+            .evaluate(
+                EvaluateOptions(
+                    policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", service: service, tries: 1,
+                    timeoutMs: 10_000)))
+        #expect(!result.isSuccess, "\(result.message)")
+        let record = try journal.next("the record of the evaluation", log: d) {
+            $0["LOCALAUTH_OPERATION"] == "evaluate"
+        }
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        #expect(record["LOCALAUTH_CALLER_PROGRAM"] == exe, "\(record)")
+        let message = try #require(record["MESSAGE"], "\(record)")
+        #expect(message.contains("caller_pid=\(getpid()) caller_program=\"\(exe)\" "), "\(message)")
+        #expect(message.contains("service=\"sudo\\x9b2J\\x9d0;PWN\\x07\\x85x\""), "\(message)")
+        #expect(!message.unicodeScalars.contains { (0x80...0x9F).contains($0.value) }, "\(message)")
+    }
+
     @Test func journal_whenEnrolling_recordsAuditFieldsWithFixedMessageID() async throws {
         let journal = try JournalSocket()
         let d = try JournaledDaemon.start(journal: journal)

@@ -286,6 +286,27 @@ struct RightHolderTests {
         #expect(verified.status == 0, "\(verified.out) \(verified.err)")
     }
 
+    /// A setuid-root program the user started is named by its executable's file name, not by the
+    /// kernel's `comm`, which is cut to 15 bytes: polkit's prompt named its helper "polkit-agent-he"
+    /// (before: "localauthctl-po" here, for a copy of localauthctl with a long name).
+    @Test func setuidProgramWithALongName_isNamedByItsWholeFileName() async throws {
+        let d = try DaemonHarness()
+        try await d.enroll(user: Self.owner, printID: "owner-1")
+        let helper = d.directory + "/localauthctl-polkit-agent-helper-1"
+        try #require(Self.copyFile(from: DaemonHarness.binDirectory + "/localauthctl", to: helper))
+        let setuid = Task.detached {
+            try d.ctl(["verify", "--timeout", "10", "--user", Self.owner], setuidBy: Self.ownerUID, program: helper)
+        }
+        usleep(1_000_000)  // the helper's request holds the reader
+        let second = try d.ctl(["verify", "--timeout", "5"], asUser: Self.ownerUID)
+        #expect(
+            second.err.contains("the reader is in use by localauthctl-polkit-agent-helper-1 for nobody"),
+            "\(second.err)")
+        try d.simulate("touch", "owner-1")
+        let verified = try await setuid.value
+        #expect(verified.status == 0, "\(verified.out) \(verified.err)")
+    }
+
     /// An account keeps at most 64 rights: the 65th is refused with the limit named, and removing one
     /// makes room again (before, a user's processes could save rights until the disk was full).
     @Test func saveRight_beyondSixtyFour_isRefusedWithTheLimit_andRemovingOneMakesRoom() async throws {

@@ -16,6 +16,22 @@ import Testing
         #expect(evaluator.isFinished)
     }
 
+    /// A newer localauthd's record (a downgrade) fails closed as any unreadable one, and says so.
+    @Test(arguments: PolicyKind.allCases)
+    func evaluate_whenStateIsANewerVersions_failsClosedAndSaysSo(policy: PolicyKind) {
+        var facts = EvaluationFacts(enrolledFingers: [rightIndex], stateReadable: false)
+        facts.stateFromNewerVersion = true
+        let (evaluator, out) = started(options(policy), state: withPasscode, facts: facts)
+        #expect(out == [.finish(Decision(.biometryNotAvailable, .stateFromNewerVersion))])
+        #expect(
+            out.result?.message
+                == "Stored authentication state was written by a newer version of localauthd; ask an administrator")
+        #expect(evaluator.isFinished)
+        let can = PolicyEvaluator.canEvaluate(
+            policy: policy, state: withPasscode, facts: facts, config: LockoutConfig(), nowMs: t0)
+        #expect(can.code == .biometryNotAvailable && can.phrase == .stateFromNewerVersion && can.biometryLocked == true)
+    }
+
     @Test func evaluate_whenStateUnreadable_ignoresReuseWindow() {
         let facts = EvaluationFacts(enrolledFingers: [rightIndex], stateReadable: false, lastSuccessMs: t0 - 1000)
         let (_, out) = started(options(reuseSeconds: 300), facts: facts)

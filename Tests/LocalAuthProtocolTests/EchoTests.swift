@@ -16,6 +16,13 @@ import Testing
         #expect(Echo.quoted(String(repeating: "\u{7}", count: 1000)).utf8.count <= 4 * Echo.identifierLimit + 5)
     }
 
+    /// C1 controls (U+0080–U+009F) are escaped as C0 ones are; the characters after them are kept.
+    @Test func escaped_whenValueHasC1Controls_escapesThemAsC0() {
+        #expect(
+            Echo.escaped("a\u{9B}2J\u{9D}0;x\u{85}\u{80}\u{9F}\u{A0}é", quote: "\"", limit: 64)
+                == "a\\x9b2J\\x9d0;x\\x85\\x80\\x9f\u{A0}é")
+    }
+
     @Test(arguments: [("r", 1), ("é", 2), ("😀", 4), ("e\u{301}", 3)])
     func truncated_cutsAtACharacterBoundaryWithinTheLimit(unit: String, bytes: Int) {
         let text = String(repeating: unit, count: 2000)

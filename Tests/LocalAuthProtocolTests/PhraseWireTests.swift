@@ -56,7 +56,7 @@ struct PhraseVector: CustomTestStringConvertible, Sendable {
             .cancelled(.systemCancel), .timedOutWaitingForFinger, .timedOutWaitingForPasscode,
             .timedOutWaitingForTurn(user: "alice"), .interactionNotAllowed, .passcodeNeededButClientCannotAsk,
             .noPasscodeAndNoFinger, .noPasscodeSet, .noFingerEnrolled, .fingersOnDisconnectedReader, .stateUnreadable,
-            .attemptNotRecorded,
+            .stateFromNewerVersion, .attemptNotRecorded,
             .biometryLocked(passcodeSet: true), .biometryLocked(passcodeSet: false), .readerFailed("io error"),
             .placeFinger(nil), .forRequest(.placeFinger(.rightIndex), label),
             .forRequest(.placeFinger(.rightIndex), rightUse), .noMatch(triesLeft: 2),

@@ -25,6 +25,8 @@ package final class DaemonHarness: @unchecked Sendable {
     package let environment: [String: String]
     /// Whether the daemon runs with libfprint's virtual device (`--virtual-reader`).
     package let virtualReader: Bool
+    /// The daemon's arguments after the harness's own, kept for every restart (`start()`).
+    package private(set) var extraArguments: [String]
     /// A command the daemon is started through (its path and arguments come after), e.g. `unshare`
     /// with a script that mounts a small file system on the state directory first.
     package let launcher: [String]
@@ -61,6 +63,7 @@ package final class DaemonHarness: @unchecked Sendable {
         case .given: break
         }
         self.environment = environment
+        self.extraArguments = extraArguments
         let directory = try directory ?? TemporaryDirectory.make("la")
         self.directory = directory
         self.virtualReader = virtualReader
@@ -94,12 +97,15 @@ package final class DaemonHarness: @unchecked Sendable {
         guard write(fd, text, text.count) == text.count else { throw HarnessError.setup("short write") }
     }
 
-    package func start(extraArguments: [String] = []) throws {
+    /// Starts the daemon (again). `extraArguments`: its arguments from now on; by default the ones
+    /// it was last started with (the harness's `init`'s), so a restart is the same daemon.
+    package func start(extraArguments: [String]? = nil) throws {
+        if let extraArguments { self.extraArguments = extraArguments }
         let p = Process()
         let daemon = Self.binDirectory + "/localauthd"
         let arguments =
             ["--socket", socketPath, "--state-dir", stateDirectory] + (virtualReader ? ["--virtual-reader"] : [])
-            + extraArguments
+            + self.extraArguments
         p.executableURL = URL(fileURLWithPath: launcher.first ?? daemon)
         p.arguments = launcher.isEmpty ? arguments : Array(launcher.dropFirst()) + [daemon] + arguments
         // A clean environment: the test process may carry other FP_VIRTUAL_* variables.

@@ -923,8 +923,8 @@ def journey_f(m, args):
     notices = m.out("journalctl -b -q --no-pager -o cat -u localauthd.service -g 'users/alice/state'", check=False)
     show("the journal about it", notices)
     after = hashlib.sha256(open(m.root + "/var/lib/localauthd/users/alice/state", "rb").read()).hexdigest()
-    check(rc_of(s) != 0 and "unknown format or version" in (r.stdout + r.stderr + s + notices),
-          "a newer record is refused, and the reason says its format or version is unknown", (r.stdout, r.stderr, s, notices))
+    check(rc_of(s) != 0 and "record version 2, newer than this localauthd's 1" in (r.stdout + r.stderr + s + notices),
+          "a newer record is refused, and the reason says a newer version wrote it", (r.stdout, r.stderr, s, notices))
     check(before == after, "the newer record is never rewritten")
     m.sh("systemctl stop localauthd.service && dpkg -P localauth")
     os.remove(m.root + READER_DROPIN)

@@ -303,6 +303,51 @@ class GateTests(DoorTest):
         c.ok("Release")
 
 
+class LookupTests(DoorTest):
+    """The door asks the bus daemon who a sender is (GetConnectionCredentials, once per unique name).
+    Here every answer to that question reaches the daemon 3 s late: slow_bus.py relays the daemon's
+    bus connections and holds those answers back, as a busy bus daemon would (issue 29)."""
+
+    HOLD = 3.0
+
+    @classmethod
+    def setUpClass(cls):
+        cls.relay_path = os.path.join(WORLD.tmp, "slow-bus")
+        cls.relay = subprocess.Popen(
+            ["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "slow_bus.py"),
+             cls.relay_path, "/run/dbus/system_bus_socket", str(cls.HOLD)], stdout=subprocess.PIPE, text=True)
+        if cls.relay.stdout.readline().strip() != "ready":
+            raise AssertionError("slow_bus.py did not start")
+        WORLD.start_daemon(env={"DBUS_SYSTEM_BUS_ADDRESS": "unix:path=" + cls.relay_path})
+
+    @classmethod
+    def tearDownClass(cls):
+        WORLD.stop_daemon()
+        cls.relay.terminate()
+        cls.relay.wait()
+        cls.relay.stdout.close()
+
+    def test_aSendersFirstCall_whileTheBusDaemonIsSlowToSayWhoItIs_holdsUpNoOtherClient(self):
+        # Before, the door asked with a blocking sd_bus_call on its queue: for those 3 s it answered
+        # no one, not even a GetDevices, and no polkit answer or signal went out.
+        other = self.client()
+        first = subprocess.Popen(
+            ["busctl", "--system", "call", "net.reactivated.Fprint", DEVICE, "net.reactivated.Fprint.Device",
+             "ListEnrolledFingers", "s", "root"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=WORLD.env())
+        time.sleep(0.5)  # the call has reached the door, which has asked the bus daemon
+        started = time.monotonic()
+        answer = other.send(manager="GetDevices")
+        took = time.monotonic() - started
+        self.assertEqual(answer, {"ok": [[DEVICE]]})
+        self.assertIsNone(first.poll(), "the first caller's lookup is still held back")
+        print("door: GetDevices answered in %.0f ms while another sender's lookup waited" % (took * 1000))
+        self.assertLess(took, 1.5, "GetDevices waited for another sender's lookup")
+        # The held answer comes: the first call goes on (root has no finger here).
+        out, _ = first.communicate(timeout=30)
+        self.assertIn("Failed to discover prints", out)
+
+
 class VerifyTests(DoorTest):
     @classmethod
     def setUpClass(cls):
@@ -469,6 +514,27 @@ class PresenceTests(DoorTest):
         c = self.claimed("", by="ladbus1")
         self.assertEqual(self.verify_over_dbus(c, "ladbus1-right-index-finger"), {"ok": ["verify-match", True]})
         c.ok("Release")
+
+    def test_verifyStart_asksLogindWhilePolkitAnswers_notAfterIt(self):
+        # Issue 29: polkit takes 1.5 s for ladbus5's verify (harness.RULES), logind 1.5 s for where a
+        # process is (the mock's "slow"). Before, the presence rule's questions to logind went out
+        # after polkit's answer: VerifyStart took 3 s and more. Now they go out with the polkit check.
+        WORLD.enrol_as_root("ladbus5")
+        c = self.claimed("", by="ladbus5")
+        self.place("slow 1500")
+        try:
+            started = time.monotonic()
+            c.ok("VerifyStart", "any")
+            took = time.monotonic() - started
+        finally:
+            self.place("slow 0")
+        self.assertEqual(c.wait("VerifyFingerSelected"), {"ok": ["right-index-finger"]})
+        WORLD.virtual("SCAN ladbus5-right-index-finger")
+        self.assertEqual(c.wait("VerifyStatus"), {"ok": ["verify-match", True]})
+        c.ok("VerifyStop")
+        c.ok("Release")
+        print("door: VerifyStart answered %.2f s after it was sent (polkit 1.5 s, logind 1.5 s)" % took)
+        self.assertLess(took, 2.6, "logind was asked after polkit's answer")
 
     def test_verifyStart_byRootInAnotherUsersSession_forTheOwner_isPermissionDenied(self):
         # Issue 13, C2 over D-Bus: a process with real uid 0 in ladbus2's session (root's tools, a

@@ -520,6 +520,8 @@ def evaluate_carries_the_pam_items_and_options(ctx):
     check(f["policy"] == 1 and f["user"] == "nobody" and f["service"] == "sudo-test", str(f))
     check(f["tty"] == "/dev/pts/7" and f["reason"] == "sudo-test" and f["tries"] == 4, str(f))
     check(19000 <= f["timeoutMs"] <= 20000 and "flags" not in f, str(f))
+    # No fallback button: the module never answers FALLBACK; the password is its fallback.
+    check(f["fallbackTitle"] == "", str(f))
 
     fake2 = FakeDaemon(ctx, [result(0)])
     svc = ctx.service("socket=%s policy=owner [reason=unlock the vault]" % fake2.sock)

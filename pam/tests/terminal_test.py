@@ -237,6 +237,14 @@ def case_b(w):
     s, t_miss = act(w, mark, lambda: w.m.touch("finger-2"),
                     lambda s: "ot recognised" in s and s.rstrip().endswith(PROMPT.strip()),
                     "the miss said and the prompt again")
+    SCREENS["one wrong finger"] = s
+    # The miss on one line, then the prompt again, as pam_fprintd's "Failed to match fingerprint"
+    # then its prompt: nothing else (before: "Enter password", the daemon's fallback button, which
+    # a PAM conversation cannot offer, between them).
+    lines = [l.strip() for l in s.splitlines() if l.strip()]
+    first = lines.index(PROMPT.strip())
+    check(len(lines) == first + 3 and "ot recognised" in lines[first + 1] and
+          lines[first + 2] == PROMPT.strip(), "the miss, then the prompt again, nothing else:\n%s" % s)
     s, t_root = act(w, mark, lambda: w.term.type_line(ALICE_PW), root_line, "root")
     check(SUDO_PROMPT not in s, "asked once: %s" % s)
     done(w, mark)

@@ -42,6 +42,7 @@ static const struct row rows[] = {
     ROW("tag", "tty", LA_TAG_TTY),
     ROW("tag", "policy", LA_TAG_POLICY),
     ROW("tag", "reason", LA_TAG_REASON),
+    ROW("tag", "fallbackTitle", LA_TAG_FALLBACK_TITLE),
     ROW("tag", "flags", LA_TAG_FLAGS),
     ROW("tag", "tries", LA_TAG_TRIES),
     ROW("tag", "timeoutMs", LA_TAG_TIMEOUT_MS),
