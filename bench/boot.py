@@ -20,7 +20,9 @@ polkit sees root for fprintd. The services are real /etc/pam.d files of the boot
 Figures, the two daemons interleaved (A B A B ...) as in bench.py:
   1   pam_authenticate, a matching finger: total, start -> prompt, prompt -> result
   5   cold start: the unit stopped (the socket, or the bus name, stays), the first list as a whole
-      process to its answer: localauthd by socket activation, fprintd by D-Bus activation
+      process to its answer: localauthd by socket activation, fprintd by D-Bus activation; and
+      systemd's timestamps of each start (left inactive, main process forked, active), in ms
+      from the client's fork
   6   list as a whole process, daemon running
   7   RSS / PSS / private dirty idle after start (a fresh start, one list, 1 s), and by mapping;
       ours 10 s after a burst of 1000 status clients (localauth-bench concurrent, as figure 8a)
@@ -124,9 +126,10 @@ class BootBench:
     def timed(self, command, what, expect=0, check_out=None):
         """One whole process timed inside by boot_timer: (ns, its output)."""
         r = self.m.sh("%s/boot_timer %s" % (LIB, command), check=False)
-        found = re.search(r"boot_timer: ns=(\d+) status=(\d+)", r.stderr)
+        found = re.search(r"boot_timer: ns=(\d+) status=(\d+) t0=(\d+)", r.stderr)
         if not found or int(found.group(2)) != expect:
             sys.exit("%s: %s%s" % (what, r.stdout, r.stderr))
+        self.last_t0 = int(found.group(3))
         if check_out and check_out not in r.stdout:
             sys.exit("%s: %r not in %r" % (what, check_out, r.stdout))
         return int(found.group(1)), r.stdout
@@ -276,12 +279,20 @@ class BootBench:
         for s in self.sides:
             self.record("6 list (warm)", s.name, out[s.name][1:])
 
+    # systemd's timestamps of a unit's start (CLOCK_MONOTONIC, µs), each read after a cold start and
+    # recorded as ms from the client's fork: where the booted cold start goes (docs/performance.md,
+    # "Cold start and `list`, taken apart").
+    UNIT_PHASES = (("InactiveExitTimestampMonotonic", "5 … unit activating (left inactive)"),
+                   ("ExecMainStartTimestampMonotonic", "5 … main process forked"),
+                   ("ActiveEnterTimestampMonotonic", "5 … READY=1 / bus name (active)"))
+
     def figure_5(self):
         """Each side's unit stopped, then its first list timed. systemd starts a unit at most 5
         times in 10 s (StartLimitBurst=): each side's starts are kept 2.2 s apart."""
         a = self.args
         log("boot figure 5: cold start under the units (%d each) ..." % a.cold_runs)
         last = {}
+        phases = {}
 
         def one(s):
             self.m.sh("systemctl stop %s" % s.unit)
@@ -293,10 +304,20 @@ class BootBench:
             ns, _ = self.timed(s.list_cmd, s.name + " cold list", check_out=FINGER)
             if self.m.out("systemctl is-active %s" % s.unit, check=False).strip() != "active":
                 sys.exit("%s: the list did not start %s" % (s.name, s.unit))
+            shown = self.m.out("systemctl show %s %s" % (s.unit, " ".join(
+                "-p " + p for p, _ in self.UNIT_PHASES)))
+            stamps = dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
+            for prop, key in self.UNIT_PHASES:
+                if stamps.get(prop, "0").isdigit() and int(stamps[prop]) > 0:
+                    phases.setdefault(key, {}).setdefault(s.name, []).append(
+                        int(stamps[prop]) * 1000 - self.last_t0)
             return ns
         out = self.interleaved(a.cold_runs, one)
         for s in self.sides:
             self.record("5 cold start (list)", s.name, out[s.name])
+        for key, sides in phases.items():
+            for name, samples in sides.items():
+                self.record(key, name, samples)
 
     def memory(self, label, sides=None):
         for s in sides or self.sides:

@@ -5,8 +5,9 @@
  *
  * Usage: boot_timer COMMAND [ARG...]
  * Runs COMMAND (its stdout and stderr are this program's), waits for it, and writes one line
- * to stderr: "boot_timer: ns=N status=S", N the nanoseconds from fork to the end of waitpid
- * (CLOCK_MONOTONIC), S its exit status (128+signal when killed). Exits with 0 once it has
+ * to stderr: "boot_timer: ns=N status=S t0=T", N the nanoseconds from fork to the end of waitpid
+ * (CLOCK_MONOTONIC), S its exit status (128+signal when killed), T the CLOCK_MONOTONIC time of the
+ * fork in nanoseconds (systemd's unit timestamps are on the same clock). Exits with 0 once it has
  * timed the command, whatever the command's status; 2 when it cannot run it.
  */
 #define _GNU_SOURCE
@@ -47,6 +48,7 @@ int main(int argc, char **argv)
     }
     int64_t elapsed = now_ns() - t0;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    fprintf(stderr, "boot_timer: ns=%lld status=%d\n", (long long)elapsed, code);
+    fprintf(stderr, "boot_timer: ns=%lld status=%d t0=%lld\n", (long long)elapsed, code,
+            (long long)t0);
     return 0;
 }

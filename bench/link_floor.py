@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the way localauthd is linked costs in memory (issue 29, figure 7's floor): the release
 link of localauthd made again (SwiftPM's own link command, read from .build/release.yaml) as the
-toolchain makes it (PIE, `-export-dynamic` from the static Swift runtime's static-stdlib-args.lnk),
-with `--no-export-dynamic` (as the Makefile links it since round three), non-PIE, and both; each variant started idle (a first finger
+toolchain makes it (gold, PIE, `-export-dynamic` from the static Swift runtime's static-stdlib-args.lnk),
+with `--no-export-dynamic`, that with lld and packed relative relocations (DT_RELR: as the Makefile links
+it since round three), non-PIE, and non-PIE without the exports; each variant started idle (a first finger
 enrolled on the virtual reader, one `list`, 1 s), RSS / PSS / private dirty and the executable's
 own share, rounds alternating. The variants are measured, never installed: a non-PIE executable
 gives up ASLR for the daemon's own code (docs/performance.md, "Round three").
@@ -30,7 +31,9 @@ import seat  # noqa: E402
 from figures.memory_floor import mappings  # noqa: E402
 
 VARIANTS = (("PIE, -export-dynamic (the toolchain's)", []),
-            ("PIE, --no-export-dynamic (make's)", ["-Xlinker", "--no-export-dynamic"]),
+            ("PIE, --no-export-dynamic", ["-Xlinker", "--no-export-dynamic"]),
+            ("PIE, --no-export-dynamic, lld, RELR (make's)", ["-Xlinker", "--no-export-dynamic", "-use-ld=lld",
+                                                              "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"]),
             ("non-PIE, -export-dynamic", ["-Xclang-linker", "-no-pie"]),
             ("non-PIE, --no-export-dynamic", ["-Xclang-linker", "-no-pie", "-Xlinker",
                                               "--no-export-dynamic"]))
@@ -38,15 +41,19 @@ VARIANTS = (("PIE, -export-dynamic (the toolchain's)", []),
 
 def link_args():
     """SwiftPM's link command for the release localauthd, from its build manifest, without the
-    Makefile's --no-export-dynamic (each variant says its own)."""
+    Makefile's --no-export-dynamic, lld and DT_RELR (each variant says its own)."""
     text = open(os.path.join(ROOT, ".build", "release.yaml")).read()
     at = text.index('  "C.localauthd-x86_64-unknown-linux-gnu-release.exe":\n')
     line = next(l for l in text[at:].splitlines() if l.strip().startswith("args:"))
     args = json.loads(line.split("args:", 1)[1])
     out = []
     for a in args:
-        if a == "--no-export-dynamic" and out and out[-1] == "-Xlinker":
+        if a in ("--no-export-dynamic", "pack-relative-relocs") and out and out[-1] == "-Xlinker":
             out.pop()
+            if a == "pack-relative-relocs" and out[-2:] == ["-Xlinker", "-z"]:
+                del out[-2:]
+            continue
+        if a.startswith("-use-ld=") or a.startswith("-ld-path="):
             continue
         out.append(a)
     return out

@@ -34,6 +34,14 @@ module=$(find "$root" -name pam_localauth.so)
 depends=$(cd "$stage" && dpkg-shlibdeps -O -e"root/usr/sbin/localauthd" -e"root/usr/bin/localauthctl" \
     -e"${module#"$stage"/}" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [ -n "$depends" ] || { echo "make-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+# Packed relative relocations (DT_RELR, the Makefile's -z pack-relative-relocs) need glibc 2.36: the
+# binaries ask for the version GLIBC_ABI_DT_RELR, which no symbol of libc6's symbols file carries,
+# so dpkg-shlibdeps does not see it.
+# (grep without -q reads all of it: under pipefail an early exit would fail the pipe on SIGPIPE.)
+if readelf -V "$root/usr/sbin/localauthd" "$root/usr/bin/localauthctl" | grep 'Name: GLIBC_ABI_DT_RELR' >/dev/null; then
+    depends=$(sed -E 's/libc6 \(>= 2\.([0-9]|[12][0-9]|3[0-5])(\.[0-9]+)?\)/libc6 (>= 2.36)/' <<<"$depends")
+    grep -qE 'libc6 \(>= 2\.(3[6-9]|[4-9][0-9])' <<<"$depends" || { echo "make-deb: DT_RELR needs libc6 (>= 2.36): $depends" >&2; exit 1; }
+fi
 
 install -d -m 0755 "$root/DEBIAN"
 size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)

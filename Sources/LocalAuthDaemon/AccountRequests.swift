@@ -16,8 +16,10 @@ struct AccountRequests {
             readerID != nil
             ? parts.enrolledPrints(user, on: await parts.currentDevice(readerID))
             : ((try? parts.store.allPrints(user: user)) ?? [])
-        var seen = Set<FingerName>()
-        let fingers = prints.map(\.finger).filter { seen.insert($0).inserted }
+        // An array, not a Set: a Set<FingerName>'s first use scans every conformance record of the
+        // binary (docs/performance.md, "Cold start and `list`, taken apart"); ten fingers at most.
+        var fingers: [FingerName] = []
+        for finger in prints.map(\.finger) where !fingers.contains(finger) { fingers.append(finger) }
         let n = fingers.count
         return Answer(
             .success,

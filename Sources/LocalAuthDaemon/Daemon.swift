@@ -43,6 +43,48 @@ public actor Daemon {
     public func handle(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
         -> Answer
     {
+        // What an earlier answer left for the actor is done before anything of this request is read
+        // (a record still to be synced is put in place by the store before that user is read).
+        afterTheAnswer()
+        let answer = await answer(request, caller: caller, io: io, door: door)
+        // Once the answer is written (a door that says when: `RequestIO.whenAnswered`), or on its
+        // way to the door (the caller leaves the actor first); at the request's priority or the
+        // door's: a lower one held the actor on a thread the kernel ran after everything else on
+        // a busy machine, and the next request waited for it.
+        let after = parts.afterAnswer
+        if !after.isEmpty || !after.isEmptyBesideTheActor {
+            if let whenAnswered = io.whenAnswered {
+                whenAnswered { Task { await self.afterTheAnswer() } }
+            } else {
+                Task { self.afterTheAnswer() }
+            }
+        }
+        return answer
+    }
+
+    /// The actor's part of what answers left (a finger's use recorded, timers let go), then the
+    /// record's sync and rename beside the actor: started after the actor's part, so that its hold
+    /// on the store's lock during the fsync does not stop that part, and with it the actor. The
+    /// next request of that user waits for it at the store's lock, after its questions to logind.
+    private func afterTheAnswer() {
+        let after = parts.afterAnswer
+        after.run()
+        if !after.isEmptyBesideTheActor {
+            Task.detached(priority: Task.currentPriority) { after.runBesideTheActor() }
+        }
+    }
+
+    /// Does what answers left for after them (`AfterAnswer`): a match's record synced and renamed
+    /// into place, a finger's use recorded. `handle` has it done itself; public for what reads the
+    /// store beside the daemon (the in-process tests), which waits for all of it.
+    public func finishAfterAnswer() {
+        parts.afterAnswer.run()
+        parts.afterAnswer.runBesideTheActor()
+    }
+
+    private func answer(_ request: Request, caller: PeerCredentials, io: RequestIO, door: DoorContext) async
+        -> Answer
+    {
         let arrivedMs = parts.clock()
         let route = route(request, caller: caller, io: io, door: door, arrivedMs: arrivedMs)
         let target: String?

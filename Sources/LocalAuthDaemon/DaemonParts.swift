@@ -29,6 +29,8 @@ struct DaemonParts: Sendable {
     let grants = RightGrants()
     /// Who watches whose environment (WATCH, `LAEnvironment` observers).
     let watchers: EnvironmentWatchers
+    /// What an answer need not wait for, done once it is given (`Daemon.finishAfterAnswer`).
+    let afterAnswer = AfterAnswer()
 
     init(
         reader: FingerprintReader?, store: EnrollmentStore, configuration: DaemonConfiguration,
@@ -125,13 +127,20 @@ struct DaemonParts: Sendable {
 
     /// Writes `new` durably, auditing a lockout set or lifted since `previous` (what is on disk).
     /// Every path that counts writes through here; false (with a notice) when the write failed.
-    func record(_ new: UserAuthState, user: String, previous: UserAuthState) -> Bool {
+    /// `syncAfterAnswer` (a match): a record that only relaxes is written now and synced and
+    /// renamed after the answer (`afterAnswer`; `EnrollmentStore.saveState(_:user:syncLaterIfRelaxing:)`).
+    func record(_ new: UserAuthState, user: String, previous: UserAuthState, syncAfterAnswer: Bool = false) -> Bool {
         do {
-            try store.saveState(new, user: user)
+            try store.saveState(new, user: user, syncLaterIfRelaxing: syncAfterAnswer)
         } catch {
             audit.notice("cannot record the state of \(user): \(error)")
             return false
         }
+        // A match's record synced and renamed, the record replaced closed (its blocks freed): beside
+        // the actor (the next request's questions to logind go on meanwhile), under the store's lock,
+        // which anything that reads that user's state takes first (ADR 0004's one exception).
+        let (store, audit) = (self.store, self.audit)
+        afterAnswer.addBesideTheActor { for failure in store.commitPendingRecords() { audit.notice(failure) } }
         if new.biometryLocked != previous.biometryLocked {
             audit.lockout(user: user, new.biometryLocked ? "biometry locked" : "biometry unlocked")
         }
@@ -314,5 +323,39 @@ final class HashPacer: Sendable {
             if next.count > 4096 { next = next.filter { $0.value > nowMs } }  // bounded: forget the past
             return at - nowMs
         }
+    }
+}
+
+/// Work an answer need not wait for: done by `Daemon.finishAfterAnswer` in a task of its own once
+/// the request's answer is on its way, and at the latest before the daemon's next request
+/// begins, so that nothing a later request reads is left undone. Only what is safe to lose in a
+/// crash goes here: the sync of a match's record (the previous record is the strict side), the
+/// password-use record of a finger (an older use is the strict side, ADR 0007).
+final class AfterAnswer: Sendable {
+    private let work = Mutex<[@Sendable () -> Void]>([])
+    private let beside = Mutex<[@Sendable () -> Void]>([])
+
+    /// Work for the daemon's actor.
+    func add(_ body: @escaping @Sendable () -> Void) { work.withLock { $0.append(body) } }
+
+    /// Work that keeps its order by the store's lock and may run beside the actor (a match's record
+    /// synced and renamed).
+    func addBesideTheActor(_ body: @escaping @Sendable () -> Void) { beside.withLock { $0.append(body) } }
+
+    var isEmpty: Bool { work.withLock { $0.isEmpty } }
+    var isEmptyBesideTheActor: Bool { beside.withLock { $0.isEmpty } }
+
+    /// Runs (and forgets) what `add` added, in order.
+    func run() { Self.drain(work) }
+
+    /// Runs (and forgets) what `addBesideTheActor` added, in order.
+    func runBesideTheActor() { Self.drain(beside) }
+
+    private static func drain(_ list: borrowing Mutex<[@Sendable () -> Void]>) {
+        let added = list.withLock { w in
+            defer { w.removeAll() }
+            return w
+        }
+        for body in added { body() }
     }
 }

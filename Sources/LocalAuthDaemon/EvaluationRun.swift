@@ -118,6 +118,8 @@ struct EvaluationRun {
         var touches: UInt64 = 0
         defer { heldTouch?.timer.cancel() }
         var pending = inputs.makeAsyncIterator()
+        // The outputs to execute answer a match (their record may be synced after the answer).
+        var answersAMatch = false
         while true {
             // What executing the outputs itself produces: a failed write, or a passcode to check.
             var produced: PolicyInput?
@@ -125,7 +127,10 @@ struct EvaluationRun {
             for output in outputs {
                 switch output {
                 case .persist(let newState, let ifItFails):
-                    if parts.record(newState, user: user, previous: recorded) {
+                    // A match's record is synced after its answer when it only relaxes the one on
+                    // disk: written before it (a full file system refuses the match), the previous
+                    // record the strict side until it is in place (docs/reliability.md, issue 29).
+                    if parts.record(newState, user: user, previous: recorded, syncAfterAnswer: answersAMatch) {
                         recorded = newState
                     } else if ifItFails == .refuse {
                         produced = .recordFailed  // nothing after this write may happen
@@ -154,6 +159,10 @@ struct EvaluationRun {
                     checkTyped = true
                 case .recordSuccess:
                     succeededAtMs = parts.clock()
+                case .recordUse(.finger):
+                    // An older use is the strict side (ADR 0007): written after the answer.
+                    let (parts, user) = (self.parts, self.user)
+                    parts.afterAnswer.add { parts.recordUse(.finger, user: user) }
                 case .recordUse(let kind):
                     parts.recordUse(kind, user: user)
                 case .finish(let d):
@@ -196,7 +205,9 @@ struct EvaluationRun {
                     // miss counts its touch itself before it is told (persist before reveal); a
                     // cancel, timeout or reader failure ends a scan whose touch was never counted.
                     if heldTouch != nil, case .fingerMatched = policyInput { matchEndsHold = true }
-                    heldTouch?.timer.cancel()
+                    // Its timer is let go after the answer (each arm or cancel of a libdispatch timer
+                    // wakes its manager thread); should it fire first, its id no longer matches.
+                    if let timer = heldTouch?.timer { parts.afterAnswer.add { timer.cancel() } }
                     heldTouch = nil
                     input = policyInput
                 case .passcodeTyped(let passcode):
@@ -230,10 +241,12 @@ struct EvaluationRun {
                 // still be finishing the operation (waiting for the finger to lift, or reporting a
                 // late error that no longer counts): as fprintd, it gets a moment to finish on its
                 // own before it is cancelled. The reader's next operation waits for it meanwhile.
-                if let scan { Self.cancel(scan, afterMs: Self.finishGraceMs) }
+                // Its grace starts after the answer: a second within a few hundred microseconds.
+                if let scan { parts.afterAnswer.add { Self.cancel(scan, afterMs: Self.finishGraceMs) } }
                 scan = nil
             default: break
             }
+            if case .fingerMatched = input { answersAMatch = true } else { answersAMatch = false }
             if matchEndsHold {
                 // The touch and its match at once: the count and the match's reset are one write,
                 // which must succeed before the match is told, as each of the two had to.

@@ -33,15 +33,22 @@ public struct RequestIO: Sendable {
     /// that speaks before the first scan (fprintd's VerifyStart answer and `VerifyFingerSelected`)
     /// learns here, from the one evaluation, what it would otherwise ask the daemon for.
     public let scanStarted: (@Sendable (ScanStart) -> Void)?
+    /// Given what the daemon does once the answer is out (`AfterAnswer`), by a door that runs it
+    /// right after it has written the answer (the socket's event loop). Without it the daemon
+    /// starts that work itself as `handle` returns, where it can take the core from the thread
+    /// that writes the answer (issue 29: the RESULT's write 100 µs later).
+    public let whenAnswered: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
 
     /// A door that offers each signal as it arrives (`ClientSignals.offer`).
     public init(
         send: @escaping @Sendable (Event) -> Void, signals: ClientSignals,
-        scanStarted: (@Sendable (ScanStart) -> Void)? = nil
+        scanStarted: (@Sendable (ScanStart) -> Void)? = nil,
+        whenAnswered: (@Sendable (@escaping @Sendable () -> Void) -> Void)? = nil
     ) {
         self.send = send
         self.signals = signals
         self.scanStarted = scanStarted
+        self.whenAnswered = whenAnswered
     }
 
     /// A door whose signals come as a stream: they are offered one by one as they arrive. The

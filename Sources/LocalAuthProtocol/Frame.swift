@@ -162,7 +162,11 @@ public struct Frame: Equatable, Sendable {
     /// Decodes and validates a field list.
     public static func decodeFields(_ bytes: ArraySlice<UInt8>) throws(ProtocolError) -> [Field] {
         var fields: [Field] = []
-        var seen = Set<UInt16>()
+        // An array, not a Set: the first Set<UInt16> of a process makes the runtime find UInt16's
+        // Hashable conformance by scanning every conformance record in the binary, a quarter of a
+        // `localauthctl list`'s instructions (docs/performance.md). It holds each known tag once
+        // at most (a repeat is refused), so it stays as short as the tag table.
+        var seen: [UInt16] = []
         var i = bytes.startIndex
         while i < bytes.endIndex {
             guard bytes.endIndex - i >= 4 else { throw .malformed("truncated field header") }
@@ -179,7 +183,8 @@ public struct Frame: Equatable, Sendable {
                 continue
             }
             if !tag.isRepeated {
-                guard seen.insert(tag.rawValue).inserted else { throw .malformed("field \(tag) repeated") }
+                guard !seen.contains(tag.rawValue) else { throw .malformed("field \(tag) repeated") }
+                seen.append(tag.rawValue)
             }
             switch kind {
             case .int:

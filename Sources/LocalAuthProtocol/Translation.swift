@@ -61,7 +61,7 @@ public enum Template {
         var next = 0
         var rest = Substring(template)
         while let percent = rest.firstIndex(of: "%") {
-            out += rest[..<percent]
+            out.append(contentsOf: rest[..<percent])
             var i = rest.index(after: percent)
             guard i < rest.endIndex else {
                 out += "%"
@@ -97,7 +97,7 @@ public enum Template {
             while i < rest.endIndex, "hlzjt".contains(rest[i]) { i = rest.index(after: i) }
             guard i < rest.endIndex, "sdiu".contains(rest[i]) else {
                 // Not a conversion of ours: kept as written.
-                out += rest[percent..<i]
+                out.append(contentsOf: rest[percent..<i])
                 rest = rest[i...]
                 continue
             }
@@ -108,7 +108,7 @@ public enum Template {
             out += value
             rest = rest[rest.index(after: i)...]
         }
-        out += rest
+        out.append(contentsOf: rest)
         return out
     }
 }

@@ -49,16 +49,20 @@ public struct MessageType: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let descriptorWanted = MessageType(rawValue: 0x8004)
     public static let error = MessageType(rawValue: 0x80FF)
 
-    static let names: [UInt16: String] = [
-        0x0001: "HELLO", 0x0002: "STATUS", 0x0003: "CAN_EVALUATE", 0x0004: "EVALUATE", 0x0005: "ENROLL",
-        0x0006: "LIST", 0x0007: "DELETE", 0x0008: "DEVICES", 0x0009: "SIMULATE", 0x000A: "PASSCODE_SET",
-        0x000B: "PASSCODE_REMOVE", 0x000C: "LOCKOUT_RESET", 0x000D: "RIGHT_SAVE", 0x000E: "RIGHT_GET",
-        0x000F: "RIGHT_REMOVE", 0x0010: "CANCEL", 0x0011: "PASSCODE", 0x0012: "FALLBACK", 0x0013: "RIGHT_USE",
-        0x0014: "IMPORT_FPRINTD", 0x0015: "WATCH", 0x0016: "REQUESTER", 0x0020: "PASSWORD_USED",
-        0x8001: "WELCOME", 0x8002: "EVENT", 0x8003: "RESULT", 0x8004: "DESCRIPTOR_WANTED", 0x80FF: "ERROR",
+    /// Ordered pairs, not a Dictionary: building a `[UInt16: String]` makes the runtime find UInt16's
+    /// Hashable conformance by scanning every conformance record in the binary, on the daemon's
+    /// first frame (docs/performance.md, "Cold start and `list`, taken apart").
+    static let names: [(type: UInt16, name: String)] = [
+        (0x0001, "HELLO"), (0x0002, "STATUS"), (0x0003, "CAN_EVALUATE"), (0x0004, "EVALUATE"), (0x0005, "ENROLL"),
+        (0x0006, "LIST"), (0x0007, "DELETE"), (0x0008, "DEVICES"), (0x0009, "SIMULATE"), (0x000A, "PASSCODE_SET"),
+        (0x000B, "PASSCODE_REMOVE"), (0x000C, "LOCKOUT_RESET"), (0x000D, "RIGHT_SAVE"), (0x000E, "RIGHT_GET"),
+        (0x000F, "RIGHT_REMOVE"), (0x0010, "CANCEL"), (0x0011, "PASSCODE"), (0x0012, "FALLBACK"), (0x0013, "RIGHT_USE"),
+        (0x0014, "IMPORT_FPRINTD"), (0x0015, "WATCH"), (0x0016, "REQUESTER"), (0x0020, "PASSWORD_USED"),
+        (0x8001, "WELCOME"), (0x8002, "EVENT"), (0x8003, "RESULT"), (0x8004, "DESCRIPTOR_WANTED"), (0x80FF, "ERROR"),
     ]
-    public var isKnown: Bool { Self.names[rawValue] != nil }
-    public var description: String { Self.names[rawValue] ?? "0x\(String(rawValue, radix: 16))" }
+    private var name: String? { Self.names.first { $0.type == rawValue }?.name }
+    public var isKnown: Bool { name != nil }
+    public var description: String { name ?? "0x\(String(rawValue, radix: 16))" }
 }
 
 /// How a field's value is encoded.

@@ -279,19 +279,22 @@ final class Connection: ChannelInboundHandler, @unchecked Sendable {
         let counter = self.counter
         let bound = NIOLoopBound((self, context), eventLoop: loop)
         counter.requestStarted()
+        // What the daemon does once the answer is out runs after the RESULT's write, on this loop.
+        let answered = Mutex<(@Sendable () -> Void)?>(nil)
+        let io = RequestIO(send: send, signals: signals, whenAnswered: { work in answered.withLock { $0 = work } })
         let task = Task(priority: Self.priority(of: request)) {
             // Cancelled while waiting: the connection is gone and nobody reads the answer.
             guard await gate.enter(uid: caller.accountUID) else {
                 counter.requestEnded()
                 return
             }
-            let result = await daemon.handle(request, caller: caller, io: RequestIO(send: send, signals: signals))
-                .result
+            let result = await daemon.handle(request, caller: caller, io: io).result
             gate.leave(uid: caller.accountUID)
             loop.execute {
                 let (connection, context) = bound.value
                 connection.finish(result, context: context)
                 counter.requestEnded()
+                answered.withLock { $0 }?()
             }
         }
         state = .busy(task, signals)

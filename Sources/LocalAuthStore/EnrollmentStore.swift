@@ -46,6 +46,10 @@ public final class EnrollmentStore: Sendable {
     let sealing = Mutex<(sealer: Sealer, method: SealingMethod)?>(nil)
     /// The accounts whose directory has been swept of temporary files since the store opened.
     let sweptUsers = Mutex<Set<String>>([])
+    /// Records written but not yet synced and renamed, by user (`saveState(_:user:syncLaterIfRelaxing:)`).
+    let pendingRecords = Mutex<[String: PendingRecord]>([:])
+    /// Records renamed over and still open, closed by `commitPendingRecords()` (`atomicWrite`).
+    let retiredRecords = Mutex<[Int32]>([])
 
     /// Whether opening this store made the machine's key (a new state directory): a start's event,
     /// which the daemon logs at info level, not a notice.
@@ -181,6 +185,16 @@ public final class EnrollmentStore: Sendable {
     /// reset, an attempt given back) skips the directory's fsync: power lost before the file
     /// system commits the rename leaves the older, stricter record (docs/reliability.md).
     public func saveState(_ state: UserAuthState, user: String) throws(StoreError) {
+        try saveState(state, user: user, syncLaterIfRelaxing: false)
+    }
+
+    /// The same; with `syncLaterIfRelaxing`, a record that only relaxes the one on disk
+    /// (`LockoutRules.onlyRelaxes`) is created and written now, which is where a full file system
+    /// refuses it, and synced and renamed into place by `commitPendingRecords()`, or before
+    /// anything else of that user is read or written (`checkUserDirectory`). Until then the
+    /// previous record, the strict side, stays in place; a crash or a failed sync keeps it. For a
+    /// match, whose answer need not wait for the sync (docs/reliability.md, issue 29).
+    public func saveState(_ state: UserAuthState, user: String, syncLaterIfRelaxing: Bool) throws(StoreError) {
         try Validation.user(user)
         try lock.withLock { _ throws(StoreError) in
             var toWrite = state
@@ -192,9 +206,24 @@ public final class EnrollmentStore: Sendable {
                 toWrite.domainState = current.domainState
                 durable = !LockoutRules.onlyRelaxes(toWrite, from: current)
             }
-            try writeRecord(toWrite, user: user, syncDirectory: durable)
+            if syncLaterIfRelaxing && !durable {
+                try prepareRecord(toWrite, user: user)
+            } else {
+                try writeRecord(toWrite, user: user, syncDirectory: durable)
+            }
         }
     }
+
+    /// Syncs and renames into place every record `saveState(_:user:syncLaterIfRelaxing:)` left
+    /// written but not yet synced, and closes the records renamed over. A record that cannot be
+    /// synced or renamed is dropped (the previous one stays: the strict side); says which, for the log.
+    public func commitPendingRecords() -> [String] {
+        Self.$isCommittingAfterAnswer.withValue(true) { lock.withLock { _ in commitPending(user: nil) } }
+    }
+
+    /// True inside `commitPendingRecords()`: the one store write a daemon makes beside its actor
+    /// (ADR 0004), for a debug write hook that checks where writes run.
+    @TaskLocal public static var isCommittingAfterAnswer = false
 
     /// The administrator's reset: counters and lockouts cleared.
     ///

@@ -103,6 +103,8 @@ extension EnrollmentStore {
             throw .unsafeStateDirectory("\(userDirectory(user)): \(problem)")
         }
         try sweepOnce(user)
+        // A record still waiting for its sync goes into place before anything of the user is read.
+        for failure in commitPending(user: user) { notice(failure) }
         return true
     }
 
@@ -206,8 +208,92 @@ extension EnrollmentStore {
     func writeRecord(_ state: UserAuthState, user: String, syncDirectory: Bool = true) throws(StoreError) {
         let bytes = try StateRecord.encode(state)
         try ensureUserDirectory(user)
-        try atomicWrite(bytes, directory: userDirectory(user), name: Self.stateFileName, syncDirectory: syncDirectory)
+        try atomicWrite(
+            bytes, directory: userDirectory(user), name: Self.stateFileName, syncDirectory: syncDirectory,
+            retireReplaced: true)
         recordWritten.withLock { $0.body }?(user, state)
+    }
+
+    /// The first half of `writeRecord`: the temporary file created and written (space reserved:
+    /// a full file system fails here), kept open for `commitPending`. Replaces a record already
+    /// pending for the user (never synced: it was only relaxing, the strict side stays).
+    func prepareRecord(_ state: UserAuthState, user: String) throws(StoreError) {
+        let bytes = try StateRecord.encode(state)
+        try ensureUserDirectory(user)
+        let directory = userDirectory(user)
+        let tempPath = Self.temporaryPath(directory: directory, name: Self.stateFileName)
+        closeRetired()
+        let fd = try Sys.call("create \(tempPath)") {
+            open(tempPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        }
+        do {
+            try Sys.call("fchmod \(tempPath)") { fchmod(fd, 0o600) }
+            try Sys.writeAll(fd, bytes, path: tempPath)
+            try writeHook?(.tempWritten)
+        } catch {
+            Sys.close(fd)
+            _ = unlink(tempPath)
+            throw error
+        }
+        pendingRecords.withLock {
+            $0[user] = PendingRecord(fd: fd, tempPath: tempPath, directory: directory, state: state)
+        }
+    }
+
+    /// Closes the records renamed over and kept open (`retire`): after the answer, or before the
+    /// next file is created, so that a write never needs more free inodes than before.
+    func closeRetired() {
+        let retired = retiredRecords.withLock { r in
+            defer { r.removeAll() }
+            return r
+        }
+        for fd in retired { Sys.close(fd) }
+    }
+
+    /// Keeps `fd` (a record just renamed over) open until the next `commitPendingRecords()` or
+    /// the next file created; at most 16, the oldest closed first.
+    private func retire(_ fd: Int32) {
+        let close = retiredRecords.withLock { r -> Int32? in
+            r.append(fd)
+            return r.count > 16 ? r.removeFirst() : nil
+        }
+        if let close { Sys.close(close) }
+    }
+
+    /// Syncs and renames the pending record of `user` (nil: of every user) into place, as
+    /// `atomicWrite` would have (no directory sync: a pending record only relaxes). Returns what
+    /// failed, for the log; a failed one is removed and the previous record stays.
+    func commitPending(user: String?) -> [String] {
+        let records: [(String, PendingRecord)] = pendingRecords.withLock { pending in
+            if let user {
+                guard let record = pending.removeValue(forKey: user) else { return [] }
+                return [(user, record)]
+            }
+            defer { pending.removeAll() }
+            return pending.map { ($0.key, $0.value) }
+        }
+        var failures: [String] = []
+        if user == nil { closeRetired() }
+        for (user, record) in records {
+            do throws(StoreError) {
+                do throws(StoreError) {
+                    try Sys.call("fsync \(record.tempPath)") { fsync(record.fd) }
+                    try writeHook?(.tempSynced)
+                } catch {
+                    Sys.close(record.fd)
+                    throw error
+                }
+                Sys.close(record.fd)
+                try Sys.rename(record.tempPath, record.directory + "/" + Self.stateFileName)
+                try writeHook?(.renamed)
+                recordWritten.withLock { $0.body }?(user, record.state)
+            } catch {
+                _ = unlink(record.tempPath)
+                failures.append(
+                    "cannot record the state of \(user) after its answer: \(error); the previous record stands")
+            }
+        }
+        return failures
     }
 
     /// The user's readable prints in enrolment order, with corrupt ones set aside: the domain
@@ -262,6 +348,12 @@ extension EnrollmentStore {
         return state
     }
 
+    /// `directory/.tmp-<name>-<16 hex digits>`: a name no one else picks (`O_EXCL` checks).
+    static func temporaryPath(directory: String, name: String) -> String {
+        var random = SystemRandomNumberGenerator()
+        return "\(directory)/\(Self.tempPrefix)\(name)-\(Hex.encode(withUnsafeBytes(of: random.next()) { Array($0) }))"
+    }
+
     /// Replaces `directory/name` with `bytes` so that after a crash at any point the file holds
     /// the old bytes or the new, never a mix: write a temporary file in the same directory, fsync
     /// it, rename it over the target, fsync the directory. A failed write removes its temporary
@@ -270,11 +362,18 @@ extension EnrollmentStore {
     /// Without `syncDirectory` the rename is not made durable: after a `kill -9` the new file is
     /// there (the page cache outlives the process), after power loss the old or the new one, each
     /// whole (both were fsynced before their rename). Only for a write whose loss is harmless.
-    func atomicWrite(_ bytes: [UInt8], directory: String, name: String, syncDirectory: Bool = true) throws(StoreError) {
-        var random = SystemRandomNumberGenerator()
-        let tempPath =
-            "\(directory)/\(Self.tempPrefix)\(name)-\(Hex.encode((0..<8).map { _ in UInt8.random(in: 0...255, using: &random) }))"
+    ///
+    /// `retireReplaced`: the file renamed over stays open (`retiredRecords`) until
+    /// `commitPendingRecords()` or the next file created, so that freeing its blocks (with a file
+    /// system mounted `discard`, a trim sent to the disk and waited for) happens then, not inside
+    /// the rename.
+    func atomicWrite(
+        _ bytes: [UInt8], directory: String, name: String, syncDirectory: Bool = true, retireReplaced: Bool = false
+    ) throws(StoreError) {
+        let tempPath = Self.temporaryPath(directory: directory, name: name)
         let targetPath = directory + "/" + name
+        // A file system that is full but for one inode still takes every write of a request.
+        closeRetired()
         let fd = try Sys.call("create \(tempPath)") {
             open(tempPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         }
@@ -285,7 +384,7 @@ extension EnrollmentStore {
             try writeHook?(s)
             crashed = false
         }
-        do {
+        do throws(StoreError) {
             // The umask may have taken bits off 0600; set it exactly.
             try Sys.call("fchmod \(tempPath)") { fchmod(fd, 0o600) }
             try Sys.writeAll(fd, bytes, path: tempPath)
@@ -294,7 +393,14 @@ extension EnrollmentStore {
             try step(.tempSynced)
             Sys.close(fd)
             isOpen = false
-            try Sys.rename(tempPath, targetPath)
+            let replaced = retireReplaced ? open(targetPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1
+            do throws(StoreError) {
+                try Sys.rename(tempPath, targetPath)
+            } catch {
+                if replaced >= 0 { Sys.close(replaced) }
+                throw error
+            }
+            if replaced >= 0 { retire(replaced) }
         } catch {
             if isOpen { Sys.close(fd) }
             if !crashed { _ = unlink(tempPath) }

@@ -91,6 +91,15 @@ public struct StoredPrint: Equatable, Sendable {
     public static let maximumDataSize = 1 << 20
 }
 
+/// A user's record written to its temporary file and not yet synced or renamed into place
+/// (`EnrollmentStore.saveState(_:user:syncLaterIfRelaxing:)`).
+struct PendingRecord: Sendable {
+    let fd: Int32
+    let tempPath: String
+    let directory: String
+    let state: UserAuthState
+}
+
 /// The points inside a durable write where a test may simulate a crash (see `EnrollmentStore`'s
 /// internal `writeHook`). A hook that throws stops the write there, leaving files as a crash would.
 enum WriteStep: Equatable, Sendable {

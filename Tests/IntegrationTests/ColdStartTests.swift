@@ -41,6 +41,39 @@ struct ColdStartTests {
         #expect(after.out.contains("right-index-finger"))
     }
 
+    /// A verify that arrives before libfprint has enumerated (the first request after a cold start)
+    /// is not refused for want of a reader: it waits for the enumeration, asks for the finger once
+    /// the reader is there, and the enrolled finger matches.
+    @Test func evaluate_beforeLibfprintHasEnumerated_waitsForTheReaderAndMatches() async throws {
+        let first = try DaemonHarness()
+        try await first.enroll(user: "alice", printID: "alice-1")
+        first.stop()
+        let fifo = first.directory + "/hold"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let d = try DaemonHarness(
+            stateDirectory: first.stateDirectory, environment: ["LOCALAUTHD_DEBUG_HOLD_LIBFPRINT_FIFO": fifo])
+        var released = false
+        defer { if !released { releaseHold(fifo) } }
+
+        let verify = try d.connect()
+        try verify.send(Request.evaluate(TouchCountingTests.biometrics).frame)
+        // Held: no answer and no prompt yet, while what needs no reader is answered.
+        #expect(throws: (any Error).self) { _ = try verify.receive(deadline: DaemonConnection.now() + 300) }
+        let list = try d.ctl(["list", "--user", "alice"])
+        #expect(list.status == 0 && list.out.contains("right-index-finger"), "\(list.out)\(list.err)")
+        released = releaseHold(fifo)
+        #expect(released)
+        var result: RequestResult?
+        while result == nil {
+            switch try verify.receive(deadline: DaemonConnection.now() + 10_000) {
+            case .event(let e) where e.kind == .placeFinger: try d.simulate("touch", "alice-1")
+            case .result(let r): result = r
+            default: continue
+            }
+        }
+        #expect(result?.isSuccess == true, "\(result?.message ?? "")")
+    }
+
     /// Lets the held libfprint start: a byte for the daemon waiting on the FIFO (within 5 s).
     @discardableResult
     private func releaseHold(_ fifo: String) -> Bool {

@@ -22,15 +22,15 @@ struct EvaluationRunTests {
             let result = await run.result()
             check(result.resultCode == .success, "a match succeeds: \(result.message)")
             check(result.fields.string(.finger) == "right-index-finger", "the RESULT names the finger")
-            try expectFingerFailures(d, 0, "no failure is stored")
+            try await expectFingerFailures(d, 0, "no failure is stored")
             d.finish()
         }
         reportChildErrors(result)
     }
 
     /// The virtual reader reports the finger and its match at once (as a match-on-chip sensor does):
-    /// the touch's count and the match's reset go to disk as one record, synced and renamed before
-    /// the answer, where they were two writes, the count's with the directory synced too (seven
+    /// the touch's count and the match's reset go to disk as one record (written before the answer,
+    /// synced and renamed after it since issue 29's second round), where they were two writes, the count's with the directory synced too (seven
     /// steps). Issue 29: this is what made prompt → result three times fprintd's.
     @Test func evaluate_whenTheReaderMatchesAsItReportsTheFinger_writesTheCountAndResetAsOneRecord() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
@@ -42,15 +42,20 @@ struct EvaluationRunTests {
             await first.next(.placeFinger)
             try await d.simulate("touch", InProcessDaemon.enrolledScan)
             check(await first.result().resultCode == .success, "the first match succeeds")
+            await d.daemon.finishAfterAnswer()
             let before = d.writeSteps
             var run = d.start(InProcessDaemon.fingerOnly())
             await run.next(.placeFinger)
             try await d.simulate("touch", InProcessDaemon.enrolledScan)
             let result = await run.result()
             check(result.resultCode == .success, "a match succeeds: \(result.message)")
+            // Issue 29, second round: written before the answer, synced and renamed after it.
+            let told = d.writeSteps - before
+            check(told == 1, "the record written before the answer, not yet synced: \(told) steps")
+            await d.daemon.finishAfterAnswer()
             let steps = d.writeSteps - before
             check(steps == 3, "one record written (temporary file written, synced, renamed): \(steps) steps")
-            let failures = try d.storedState()?.fingerFailures
+            let failures = try await d.storedState()?.fingerFailures
             check(failures == 0, "no failure is stored: \(String(describing: failures))")
             d.finish()
         }
@@ -66,7 +71,7 @@ struct EvaluationRunTests {
             let result = await run.result()
             check(result.resultCode == .authenticationFailed, "a miss fails: \(result.message)")
             check(run.seen.contains { $0.kind == .noMatch }, "a noMatch event: \(run.seen)")
-            try expectFingerFailures(d, 1, "one failure is stored")
+            try await expectFingerFailures(d, 1, "one failure is stored")
             d.finish()
         }
         reportChildErrors(result)
@@ -84,7 +89,7 @@ struct EvaluationRunTests {
             let result = await run.result()
             check(result.resultCode == .biometryLockout, "the fifth miss locks: \(result.message)")
             check(run.seen.contains { $0.kind == .biometryLocked }, "a biometryLocked event: \(run.seen)")
-            let state = try d.storedState()
+            let state = try await d.storedState()
             check(state?.biometryLocked == true && state?.fingerFailures == 5, "stored: \(String(describing: state))")
             // Locked: the right finger is not even asked for.
             var next = d.start(InProcessDaemon.fingerOnly())
@@ -109,7 +114,7 @@ struct EvaluationRunTests {
             }
             let result = await run.result()
             check(result.resultCode == .biometryLockout, "the configured limit locks: \(result.message)")
-            let state = try d.storedState()
+            let state = try await d.storedState()
             check(state?.biometryLocked == true && state?.fingerFailures == 2, "stored: \(String(describing: state))")
             d.finish()
         }
@@ -127,7 +132,7 @@ struct EvaluationRunTests {
             try await d.simulate("touch", InProcessDaemon.enrolledScan)
             let result = await run.result()
             check(result.resultCode == .success, "the scan went on and matched: \(result.message)")
-            try expectFingerFailures(d, 0, "a retry is no failure")
+            try await expectFingerFailures(d, 0, "a retry is no failure")
             d.finish()
         }
         reportChildErrors(result)
@@ -146,7 +151,7 @@ struct EvaluationRunTests {
             let expected: ResultCode = canceller == "client" ? .userCancel : .systemCancel
             let result = await run.result()
             check(result.resultCode == expected, "cancelled by the \(canceller): \(result.message)")
-            try expectFingerFailures(d, 0, "a cancel is no failure")
+            try await expectFingerFailures(d, 0, "a cancel is no failure")
             try await expectTheReaderServesTheNextEvaluation(d)
             d.finish()
         }
@@ -161,7 +166,7 @@ struct EvaluationRunTests {
             check(
                 result.resultCode == .systemCancel && result.message == "Timed out waiting for a fingerprint",
                 "the deadline ends it: \(result.message)")
-            try expectFingerFailures(d, 0, "a timeout is no failure")
+            try await expectFingerFailures(d, 0, "a timeout is no failure")
             try await expectTheReaderServesTheNextEvaluation(d)
             d.finish()
         }
@@ -178,7 +183,7 @@ struct EvaluationRunTests {
             check(
                 result.resultCode == .biometryNotAvailable && result.message.contains("unplugged"),
                 "an unplug is said as such: \(result.message)")
-            try expectFingerFailures(d, 0, "an unplug is no failure")
+            try await expectFingerFailures(d, 0, "an unplug is no failure")
             d.finish()
         }
         reportChildErrors(result)
@@ -204,7 +209,7 @@ struct EvaluationRunTests {
             run.signals.yield(.passcode("correct horse"))
             let result = await run.result()
             check(result.message == "Authenticated with passcode", "the passcode succeeds: \(result.message)")
-            let state = try d.storedState()
+            let state = try await d.storedState()
             check(
                 state?.fingerFailures == 0 && state?.passcodeFailures == 0,
                 "a correct passcode clears the counters: \(String(describing: state))")
@@ -262,8 +267,8 @@ extension InProcessDaemon {
 }
 
 /// The user's stored count of missed fingers is `expected`.
-private func expectFingerFailures(_ d: InProcessDaemon, _ expected: Int, _ why: String) throws {
-    let failures = try d.storedState()?.fingerFailures
+private func expectFingerFailures(_ d: InProcessDaemon, _ expected: Int, _ why: String) async throws {
+    let failures = try await d.storedState()?.fingerFailures
     check(failures == expected, "\(why): \(String(describing: failures))")
 }
 

@@ -48,7 +48,10 @@ struct InProcessDaemon {
         let reader = try await FingerprintReader(lingerMs: nil)
         let owner = DaemonReference()
         let store = try EnrollmentStore.pausingAtWriteSteps(stateDirectory: directory + "/state", onNotice: nil) {
-            owner.daemon?.preconditionIsolated("a store write off the daemon's actor")
+            // A match's record is synced and renamed beside the actor after its answer (ADR 0004).
+            if !EnrollmentStore.isCommittingAfterAnswer {
+                owner.daemon?.preconditionIsolated("a store write off the daemon's actor")
+            }
             owner.writeSteps.withLock { $0 += 1 }
         }
         var configuration = DaemonConfiguration()
@@ -103,8 +106,10 @@ struct InProcessDaemon {
         exit(0)
     }
 
-    /// What the store holds for the user now.
-    func storedState() throws -> UserAuthState? {
+    /// What the store holds for the user now, once the daemon has done what its last answer left
+    /// for after it (a match's record is synced and renamed then, on the actor).
+    func storedState() async throws -> UserAuthState? {
+        await daemon.finishAfterAnswer()
         if case .ok(let state) = try store.loadState(user: Self.user) { return state }
         return nil
     }

@@ -64,7 +64,8 @@ struct VocabularyEntry: Hashable, CustomStringConvertible {
     }
 
     @Test func messageTypes_matchTheFixture() {
-        let swift = Dictionary(uniqueKeysWithValues: MessageType.names.map { ($0.value, Int64($0.key)) })
+        #expect(Set(MessageType.names.map(\.type)).count == MessageType.names.count, "a message type appears twice")
+        let swift = Dictionary(uniqueKeysWithValues: MessageType.names.map { ($0.name, Int64($0.type)) })
         Self.expectSame(swift, VocabularyEntry.of("message"), "message")
     }
 

@@ -162,6 +162,44 @@ import Testing
         }
     }
 
+    /// alice's record as it is on disk, read without a store (which would sweep temporary files).
+    static func onDisk(_ directory: String) -> UserAuthState? {
+        guard case .bytes(let bytes, _) = Sys.readFile(directory + "/users/alice/state", limit: 1 << 14),
+            case .success(let state) = StateRecord.decode(bytes)
+        else { return nil }
+        return state
+    }
+
+    /// Issue 29: a match's record (it only relaxes) is written at once and synced and renamed by
+    /// `commitPendingRecords()`, or before that user is read again; until then the previous record
+    /// is in place. A raising record asked the same way is still durable at once.
+    @Test func saveState_syncLaterIfRelaxing_leavesThePreviousRecordUntilCommittedOrReadAgain() throws {
+        try withTemporaryDirectory { tmp in
+            let counter = CrashAfter(steps: Int.max)
+            let store = try EnrollmentStore(stateDirectory: tmp, onNotice: nil, writeHook: counter.hook)
+            try store.saveState(UserAuthState(fingerFailures: 2, lastSeenMs: 100), user: "alice")
+            try store.saveState(
+                UserAuthState(fingerFailures: 3, lastSeenMs: 150), user: "alice", syncLaterIfRelaxing: true)
+            #expect(
+                counter.steps == [.tempWritten, .tempSynced, .renamed, .directorySynced] + [
+                    .tempWritten, .tempSynced, .renamed, .directorySynced,
+                ])
+            try store.saveState(UserAuthState(lastSeenMs: 200), user: "alice", syncLaterIfRelaxing: true)
+            #expect(counter.steps.count == 9 && counter.steps.last == .tempWritten)
+            // On disk, the previous record: nothing renamed yet.
+            #expect(Self.onDisk(tmp) == UserAuthState(fingerFailures: 3, lastSeenMs: 150))
+            #expect(store.commitPendingRecords().isEmpty)
+            #expect(counter.steps.suffix(3) == [.tempWritten, .tempSynced, .renamed])
+            #expect(Self.onDisk(tmp) == UserAuthState(lastSeenMs: 200))
+            // Pending again, then read through the store itself: put in place first.
+            try store.saveState(UserAuthState(lastSeenMs: 300), user: "alice", syncLaterIfRelaxing: true)
+            #expect(try store.loadState(user: "alice") == .ok(UserAuthState(lastSeenMs: 300)))
+            #expect(store.commitPendingRecords().isEmpty)
+            let left = try Sys.listDirectory(tmp + "/users/alice")
+            #expect(!left.contains { $0.hasPrefix(".tmp-") }, "\(left)")
+        }
+    }
+
     @Test(arguments: [
         ("a count raised", UserAuthState(fingerFailures: 3, lastSeenMs: 100), false),
         ("biometrics locked", UserAuthState(fingerFailures: 2, biometryLocked: true, lastSeenMs: 100), false),
