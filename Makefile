@@ -214,9 +214,12 @@ test-deb: deb
 # The root is made once with mmdebstrap from this machine's apt sources and cached under
 # .build/boot-root (Tests/boot/root.sh); each run boots a copy. As root; it fails, never skips,
 # where it cannot boot.
-test-boot: deb
+# localauth-bench (never installed) is copied in for journey l: sd-login's files and logind's bus,
+# each's view of the same callers, from the daemon's own LoginSessions code.
+test-boot: deb $(STATIC_CXX_DIR)/libstdc++.so
 	@scripts/ensure-deps.sh mmdebstrap systemd-container
-	root=$$(Tests/boot/root.sh) && Tests/boot/tier.py --root "$$root" \
+	$(SWIFT) build -c release $(STATIC_STDLIB) --product localauth-bench
+	root=$$(Tests/boot/root.sh) && Tests/boot/tier.py --root "$$root" --bench $(BIN_RELEASE)/localauth-bench \
 		--deb dist/localauth_$${DEB_VERSION:-0.1.0}_$$(dpkg --print-architecture).deb \
 		--compat dist/localauth-fprintd-compat_$${DEB_VERSION:-0.1.0}_all.deb $(BOOT_ARGS)
 

@@ -97,7 +97,8 @@ let package = Package(
         .executableTarget(name: "vault", dependencies: ["LocalAuthentication"], path: "Examples/Vault"),
         // The Swift-client figures of `make bench`; not a product, never installed.
         .executableTarget(
-            name: "localauth-bench", dependencies: ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol"]),
+            name: "localauth-bench",
+            dependencies: ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthSystemd"]),
 
         // Test support, for test targets only: the real daemon as a process, the mock logind,
         // temporary directories, Unix sockets (Tests/README.md).

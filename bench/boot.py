@@ -26,6 +26,7 @@ Figures, the two daemons interleaved (A B A B ...) as in bench.py:
   6   list as a whole process, daemon running
   7   RSS / PSS / private dirty idle after start (a fresh start, one list, 1 s), and by mapping;
       ours 10 s after a burst of 1000 status clients (localauth-bench concurrent, as figure 8a)
+  11  what localauthd asks logind per verify in alice's session (dbus-monitor; untimed)
   10  pam_fprintd.so through localauthd's D-Bus door (localauth-fprintd-compat replaces fprintd,
       which it conflicts with: this phase comes after the others, fprintd's figure 1 beside it)
 Times are taken inside the machine (bench_client's own clock; bench/boot_timer.c for whole
@@ -271,6 +272,17 @@ class BootBench:
         for s in self.sides:
             self.record_pam("1 match ", s.name, sum(rows[s.name], []))
 
+    def figure_11(self):
+        """What localauthd asks logind per pam_authenticate in alice's session, as figure 1 runs it
+        (dbus-monitor inside: untimed, never during figure 1's timed runs). With the real logind the
+        session comes from sd-login's files; the lid is asked when the reader counts as built in."""
+        runs = 10 if self.args.quick else 40
+        log("boot figure 11: logind questions per verify (%d verifies, dbus-monitor) ..." % (runs + 1))
+        calls, _ = tier.login1_calls(self.m, lambda: self.pam_runs(self.ours, runs))
+        self.results["11 logind per verify (booted)"] = {"localauth": {
+            "verifies": runs + 1, "calls": len(calls),
+            "by member": {c: calls.count(c) for c in sorted(set(calls))}}}
+
     def figure_6(self):
         a = self.args
         log("boot figure 6: list as a whole process (%d each) ..." % a.process_runs)
@@ -399,6 +411,7 @@ class BootBench:
         self.setup()
         self.figure_7()
         self.figure_1()
+        self.figure_11()
         self.figure_6()
         self.figure_5()
         if self.args.clients:
@@ -428,7 +441,7 @@ def print_booted(r, info):
             return "-"
         return "%.3f [%.3f/%.3f/%.3f] (%d)" % (s["median"], s["min"], s["p95"], s["max"], s["n"])
     for key, sides in r.items():
-        if not isinstance(sides, dict) or key in ("rss_kb", "7 floor"):
+        if not isinstance(sides, dict) or key in ("rss_kb", "7 floor", "11 logind per verify (booted)"):
             continue
         o, t = sides.get("localauth"), sides.get("fprintd")
         ratio = "%.3f" % (o["median"] / t["median"]) if o and t and o.get("n") and t.get("n") else "-"
@@ -442,6 +455,16 @@ def print_booted(r, info):
                                                       x["private_dirty_kb"] / 1024) if x else "-"
         print("%-34s %-36s %-36s %7s" % ("7 RSS " + label, mb(o), mb(t),
                                          "%.3f" % (o["rss_kb"] / t["rss_kb"]) if t else "-"))
+
+
+def print_logind(r):
+    """Figure 11 on the booted system: localauthd's calls to org.freedesktop.login1 per verify."""
+    a = r.get("11 logind per verify (booted)", {}).get("localauth")
+    if a:
+        print("\n11 logind on the booted system: %.2f calls to org.freedesktop.login1 per pam_authenticate "
+              "in alice's session (%d verifies: %s)" % (
+                  a["calls"] / a["verifies"], a["verifies"],
+                  ", ".join("%s %d" % kv for kv in a["by member"].items()) or "none"))
 
 
 def print_side_by_side(booted, by_hand):
@@ -508,6 +531,7 @@ def main():
     info["seconds"] = time.monotonic() - t0
     info["machine"]["loadavg_after"] = os.getloadavg()
     print_booted(results, info)
+    print_logind(results)
     print_floor(results)
     print_goals(goals(results), "issue 29's goals on the booted system")
     by_hand = None

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import LocalAuthCore
+import LocalAuthSystemd
 
 #if canImport(Glibc)
     import Glibc
@@ -11,13 +12,34 @@ import LocalAuthCore
 /// The boot is identified by `/proc/sys/kernel/random/boot_id` and nothing else (DESIGN.md): a new
 /// value is a restart, however little time the clocks say has passed. It is read at every request,
 /// so a test that mounts another file over it in a private mount namespace is a new boot at once.
+///
+/// Which `/proc` it is read from: the daemon's own, except when systemd runs the machine and
+/// started the daemon (its parent is PID 1); then PID 1's (`/proc/1/root/proc/…`). The unit's
+/// `ProtectProc=` gives the daemon a procfs of its own, which shows the kernel's boot id; in a
+/// container, the machine's boot id is the one its manager (systemd-nspawn) mounts over that file
+/// for the container, which PID 1 sees and the daemon's own procfs hides. On a machine of its own
+/// the two are the same. Should PID 1's be unreadable (no `CAP_SYS_PTRACE`), the daemon's own.
 public enum BootClock {
     public static let bootIDPath = "/proc/sys/kernel/random/boot_id"
+    /// The boot id as PID 1 sees it (through its root, in its mount namespace).
+    public static let machineBootIDPath = "/proc/1/root/proc/sys/kernel/random/boot_id"
+
+    /// Where the boot id is read, first to last: PID 1's view when `startedBySystemd`, then the
+    /// daemon's own.
+    static func bootIDPaths(startedBySystemd: Bool) -> [String] {
+        startedBySystemd ? [machineBootIDPath, bootIDPath] : [bootIDPath]
+    }
+
+    /// systemd runs the machine (`sd_booted()`) and is the daemon's parent: a service of its. Asked
+    /// once (a parent is never PID 1 for a while and then another).
+    static let startedBySystemd = getppid() == 1 && SystemdMachine.isBooted
 
     /// Now on both clocks; nil when the boot id cannot be read (then nothing can be recorded, and
-    /// the rules find no password used in this boot: the strict side).
-    public static func now(wallMs: Int64, bootIDPath: String = bootIDPath) -> BootInstant? {
-        guard let id = readBootID(bootIDPath) else { return nil }
+    /// the rules find no password used in this boot: the strict side). `bootIDPath`: that file
+    /// alone (tests); else `bootIDPaths`.
+    public static func now(wallMs: Int64, bootIDPath: String? = nil) -> BootInstant? {
+        let paths = bootIDPath.map { [$0] } ?? bootIDPaths(startedBySystemd: startedBySystemd)
+        guard let id = paths.lazy.compactMap({ readBootID($0) }).first else { return nil }
         var ts = timespec()
         clock_gettime(CLOCK_BOOTTIME, &ts)
         return BootInstant(bootID: id, bootMs: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000, wallMs: wallMs)

@@ -40,22 +40,29 @@ public struct LoginSessions: Sendable {
 
     public init(logind: Logind?) { self.logind = logind }
 
-    /// The caller's session: sd-login's files first (`sd_pid_get_session`, no round trip); when they
-    /// place the caller in no session (a container, a process outside logind's cgroups), logind's
-    /// `GetSessionByPID`. With `askLid`, logind's `LidClosed`, else the ACPI lid button. At most one
-    /// visit to the bus for both.
+    /// The caller's session: sd-login's files first (`sd_pid_get_session`, no round trip). When
+    /// systemd runs the machine and logind runs, the files are logind's answer either way: a session,
+    /// or none (logind places a process by the same cgroup). Only when they cannot say (no systemd,
+    /// no logind, a session file missing) is logind asked over the bus (`GetSessionByPID`). With
+    /// `askLid`, logind's `LidClosed`, else the ACPI lid button. At most one visit to the bus for both.
     public nonisolated(nonsending) func view(of pid: Int32, uid: UInt32, tty: String?, askLid: Bool) async
         -> CallerSession
     {
         let fromFiles = Self.sessionFromFiles(of: pid)
+        let placed = fromFiles != .unknown
         let asked =
-            fromFiles == nil || askLid
-            ? await logind?.ask(sessionOf: fromFiles == nil ? pid : nil, uid: uid, lid: askLid) : nil
+            !placed || askLid ? await logind?.ask(sessionOf: placed ? nil : pid, uid: uid, lid: askLid) : nil
         let lidClosed = askLid && (asked?.lidClosed ?? LidSwitch.closed())
-        if let fromFiles {
+        switch fromFiles {
+        case .found(let session):
             return CallerSession(
-                key: "session:\(fromFiles.id):tty:\(tty ?? "none")", session: fromFiles, logindPresent: true,
+                key: "session:\(session.id):tty:\(tty ?? "none")", session: session, logindPresent: true,
                 lidClosed: lidClosed)
+        case .none:
+            return CallerSession(
+                key: "tty:\(tty ?? "none"):uid:\(uid)", session: nil, logindPresent: true, lidClosed: lidClosed)
+        case .unknown:
+            break
         }
         switch asked?.session {
         case .found(let session)?:
@@ -77,10 +84,10 @@ public struct LoginSessions: Sendable {
     }
 
     /// Whether `uid` has a local session (one with a seat) — false for a login that would start the
-    /// user's first session: sd-login's files when systemd runs the machine
+    /// user's first session: sd-login's files when systemd runs the machine and logind runs
     /// (`sd_uid_get_seats(uid, 0, …)`), else logind's `ListSessions`; nil when neither can say.
     public nonisolated(nonsending) func hasLocalSession(uid: UInt32) async -> Bool? {
-        if sd_booted() > 0 {
+        if Self.logindRuns() {
             var seats: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
             let n = sd_uid_get_seats(uid_t(uid), 0, &seats)
             if let seats {
@@ -93,7 +100,8 @@ public struct LoginSessions: Sendable {
     }
 
     /// True when `uid` has a local session that is the active one on some seat: sd-login's files
-    /// (`sd_uid_get_seats(uid, 1, …)`), else logind's sessions over the bus.
+    /// (`sd_uid_get_seats(uid, 1, …)`), which are logind's answer when it runs (it writes them);
+    /// else logind's sessions over the bus.
     public nonisolated(nonsending) func isActiveOnASeat(uid: UInt32) async -> Bool {
         var seats: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
         let n = sd_uid_get_seats(uid_t(uid), 1, &seats)
@@ -102,21 +110,45 @@ public struct LoginSessions: Sendable {
             free(seats)
         }
         if n > 0 { return true }
+        if n == 0, Self.logindRuns() { return false }
         return await logind?.hasActiveSeatSession(uid: uid) ?? false
     }
 
-    /// The caller's session from sd-login's files (`/run/systemd/sessions`), or nil.
-    static func sessionFromFiles(of pid: Int32) -> LoginSession? {
+    /// systemd runs the machine and logind runs: `sd_booted()` and logind's `/run/systemd/seats/`
+    /// (systemd's own test, `logind_running()`). Then sd-login's files are logind's answers.
+    static func logindRuns() -> Bool {
+        sd_booted() > 0 && access("/run/systemd/seats/", F_OK) == 0
+    }
+
+    /// What sd-login's files say of a process.
+    enum FilesAnswer: Equatable {
+        /// It is in this session.
+        case found(LoginSession)
+        /// It is in no session's scope, and logind runs: `GetSessionByPID` would say the same
+        /// (`NoSessionForPID`), for logind finds a process's session by its cgroup too.
+        case none
+        /// The files cannot say: systemd does not run the machine or logind does not run, the
+        /// process is gone, or its session's file is missing.
+        case unknown
+    }
+
+    /// The caller's session from sd-login's files (`/proc/PID/cgroup`, `/run/systemd/sessions`).
+    static func sessionFromFiles(of pid: Int32) -> FilesAnswer {
         var name: UnsafeMutablePointer<CChar>?
-        guard sd_pid_get_session(pid_t(pid), &name) >= 0, let name else { return nil }
+        let r = sd_pid_get_session(pid_t(pid), &name)
+        guard r >= 0, let name else {
+            // -ENODATA: the process's cgroup is no session's scope.
+            return r == -ENODATA && logindRuns() ? .none : .unknown
+        }
         defer { free(name) }
         var owner: uid_t = 0
-        guard sd_session_get_uid(name, &owner) >= 0 else { return nil }
-        return LoginSession(
-            id: String(cString: name), ownerUID: owner,
-            sessionClass: takeString { sd_session_get_class(name, &$0) } ?? "",
-            seat: takeString { sd_session_get_seat(name, &$0) }, isActive: sd_session_is_active(name) > 0,
-            isRemote: sd_session_is_remote(name) > 0)
+        guard sd_session_get_uid(name, &owner) >= 0 else { return .unknown }
+        return .found(
+            LoginSession(
+                id: String(cString: name), ownerUID: owner,
+                sessionClass: takeString { sd_session_get_class(name, &$0) } ?? "",
+                seat: takeString { sd_session_get_seat(name, &$0) }, isActive: sd_session_is_active(name) > 0,
+                isRemote: sd_session_is_remote(name) > 0))
     }
 
     /// A string sd-login allocates (freed here), or nil when the call fails or gives none.

@@ -27,6 +27,9 @@
 //                                       trying HEAVY_CONNECTIONS connections that send status back to back
 //                                       until the burst is over; the verifies stay root's (the console user).
 //                                       Must run as root
+//   localauth-bench logind RUNS UID PID...
+//                                       sd-login's files and logind over the bus, each's view of PID and UID,
+//                                       then both timed (LogindViews.swift; the booted tier's journey l)
 //
 // The daemon is found through LOCALAUTHD_SOCKET. Prints one JSON object: samples in nanoseconds
 // (CLOCK_MONOTONIC), request sent to its RESULT read.
@@ -439,5 +442,10 @@ case "concurrent-uids":
     concurrent(
         clients: number(2), rounds: number(3), user: args[4], print: args[5], rate: nil,
         uids: UIDPlan(first: first, heavyConnections: heavyConnections))
+case "logind":
+    guard args.count >= 5, let uid = UInt32(args[3]) else { fail("usage: localauth-bench logind RUNS UID PID...") }
+    let pids = args[4...].map { Int32($0) ?? -1 }
+    guard pids.allSatisfy({ $0 > 0 }) else { fail("usage: localauth-bench logind RUNS UID PID...") }
+    await logindViews(runs: number(2), uid: uid, pids: pids)
 default: fail("usage: localauth-bench can-evaluate RUNS | status RUNS | concurrent CLIENTS ROUNDS USER PRINT [RATE]")
 }

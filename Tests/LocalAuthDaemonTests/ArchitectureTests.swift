@@ -58,7 +58,10 @@ import Testing
             "Observation",
         ],
         "vault": ["LocalAuthentication", "Foundation"],
-        "localauth-bench": ["LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "Foundation", "Glibc"],
+        // The booted tier's two views of a caller (sd-login's files, logind's bus): LocalAuthSystemd's own.
+        "localauth-bench": [
+            "LocalAuthentication", "LocalAuthClient", "LocalAuthProtocol", "LocalAuthSystemd", "Foundation", "Glibc",
+        ],
         // Tests: their subject, what they drive it with, and the toolchain.
         "LocalAuthTesting": ["LocalAuthClient", "LocalAuthProtocol", "Testing", "Foundation", "Glibc"],
         "LocalAuthProtocolTests": ["LocalAuthProtocol", "Testing", "Glibc"],

@@ -27,4 +27,15 @@ import Testing
         #expect(second.bootMs >= first.bootMs && first.bootMs > 0)
         #expect(BootClock.now(wallMs: 5, bootIDPath: "/nonexistent/boot_id") == nil)
     }
+
+    /// Under systemd the boot id is PID 1's view of it (in an nspawn container: the container's, which
+    /// the unit's own procfs hides), then the daemon's own; otherwise (tests, no systemd) its own only,
+    /// so a test's private mount over it stays a new boot. The booted tier checks the recorded id.
+    @Test func bootIDPaths_startedBySystemd_readPID1sViewFirst_elseOnlyTheDaemonsOwn() {
+        #expect(
+            BootClock.bootIDPaths(startedBySystemd: true) == [
+                "/proc/1/root/proc/sys/kernel/random/boot_id", "/proc/sys/kernel/random/boot_id",
+            ])
+        #expect(BootClock.bootIDPaths(startedBySystemd: false) == ["/proc/sys/kernel/random/boot_id"])
+    }
 }
