@@ -13,10 +13,12 @@ Usage (as root, release build):
       [--env NAME=VALUE ...] [--smaps]
 """
 import argparse
+import collections
 import json
 import os
 import re
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,7 @@ sys.dont_write_bytecode = True
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import common as B  # noqa: E402
+import heap_pages  # noqa: E402
 import stacks  # noqa: E402
 
 
@@ -57,7 +60,10 @@ def mappings(pid):
 
 
 MALLINFO = False
+ARENAS = False
+PAGES_OF = None  # the daemon's binary, when --pages
 TRIM_AT_END = False
+KILL_AT_END = False
 
 
 def malloc_info(pid, log):
@@ -74,16 +80,67 @@ def malloc_info(pid, log):
     total = re.findall(r'<total type="(\w+)" count="(\d+)" size="(\d+)"/>', text)
     system = re.findall(r'<system type="(\w+)" size="(\d+)"/>', text)
     heaps = text.count("<heap nr=")
+    # Per arena: what malloc holds from the system and how much of it is free, in kB.
+    per_heap = []
+    for block in re.findall(r'<heap nr="\d+">(.*?)</heap>', text, re.S):
+        hfree = sum(int(sz) for t, c, sz in re.findall(r'<total type="(\w+)" count="(\d+)" size="(\d+)"/>', block)
+                    if t != "mmap")
+        hsys = dict(re.findall(r'<system type="(\w+)" size="(\d+)"/>', block))
+        per_heap.append({"system_kb": int(hsys.get("current", 0)) // 1024, "free_kb": hfree // 1024,
+                         "in_use_kb": (int(hsys.get("current", 0)) - hfree) // 1024})
     # The last <total>/<system> lines are the whole process's (after every heap's own).
     tail = text[text.rfind("</heap>"):] if "</heap>" in text else text
     free = {t: (int(c), int(sz)) for t, c, sz in re.findall(r'<total type="(\w+)" count="(\d+)" size="(\d+)"/>', tail)}
     sysd = {t: int(sz) for t, sz in re.findall(r'<system type="(\w+)" size="(\d+)"/>', tail)}
-    return {"arenas": heaps, "free": free, "system": sysd, "raw_lines": len(total) + len(system)}
+    return {"arenas": heaps, "free": free, "system": sysd, "per_heap": per_heap,
+            "raw_lines": len(total) + len(system)}
+
+
+def resident_kb(pid, start, end):
+    """kB of [start, end) resident (/proc/PID/pagemap)."""
+    page = 4096
+    first, last = start // page, (end + page - 1) // page
+    with open("/proc/%d/pagemap" % pid, "rb") as pm:
+        pm.seek(first * 8)
+        data = pm.read((last - first) * 8)
+    return sum(4 for (e,) in struct.iter_unpack("<Q", data) if e & (1 << 63))
+
+
+def arenas(pid):
+    """glibc's per-thread arenas, read from the daemon's memory (no debugger): for each arena's
+    first heap (a 64 MB aligned anonymous mapping whose heap_info names the malloc_state right
+    after it), the heap's resident kB and its top chunk's size and resident kB. malloc_trim(3)
+    gives back free pages inside binned chunks, never a non-main arena's top chunk: that shrinks
+    only once it exceeds the trim threshold (which glibc raises when a large mmapped block is freed)."""
+    out = []
+    with open("/proc/%d/maps" % pid) as f, open("/proc/%d/mem" % pid, "rb") as mem:
+        def word(addr):
+            mem.seek(addr)
+            return struct.unpack("<Q", mem.read(8))[0]
+        for line in f:
+            m = re.match(r"([0-9a-f]+)-([0-9a-f]+) rw-p \S+ \S+ 0\s*$", line)
+            if not m:
+                continue
+            start, end = int(m.group(1), 16), int(m.group(2), 16)
+            if start % (64 << 20):
+                continue
+            arena = word(start)
+            if not start + 32 <= arena <= start + 64:  # heap_info: 32 bytes, 48 since glibc 2.35
+                continue
+            # malloc_state's `top` follows its mutex, flags, have_fastchunks and ten fastbins.
+            top = word(arena + 96)
+            top_size = word(top + 8) & ~7
+            out.append({"heap_kb": (end - start) // 1024, "resident_kb": resident_kb(pid, start, end),
+                        "top_kb": top_size // 1024,
+                        "top_resident_kb": resident_kb(pid, (top + 16 + 4095) & ~4095, top + top_size)})
+    return out
 
 
 def snapshot(pid, log=None):
     info = malloc_info(pid, log) if MALLINFO and log else None
     return {
+        "arenas": arenas(pid) if ARENAS else None,
+        "pages": heap_pages.walk(pid, PAGES_OF) if PAGES_OF else None,
         "malloc_info": info,
         "rss_kb": B.rss_kb(pid), "pss_kb": B.pss_kb(pid),
         "private_dirty_kb": B.rollup_kb(pid, "Private_Dirty"),
@@ -98,9 +155,10 @@ def snapshot(pid, log=None):
 class Args:
     """What stacks.Ours reads of bench.py's arguments."""
 
-    def __init__(self, bin_dir, module):
+    def __init__(self, bin_dir, module, client=None):
         self.bin = bin_dir
         self.module = module
+        self.client = client
 
 
 class Shim:
@@ -111,17 +169,25 @@ class Shim:
 
 def one_burst(ours, bench_bin, a, extra_env, idle=None, keep=False):
     """A burst on a fresh daemon; with `idle` (the first burst's idle figures), on the one running."""
-    if idle is None:
-        os.environ.update(extra_env)
-        try:
-            ours.start()
-        finally:
-            for k in extra_env:
-                os.environ.pop(k, None)
+    fresh = idle is None
+    if fresh:
+        # The daemon's alone (not the mock logind's seat.env() may start on the way).
+        ours.reader_env = dict(ours.reader_env, **extra_env)
+        ours.start()
         ours.enrol()
         subprocess.run(ours.list_cmd(), env=ours.env(), capture_output=True, check=True)
         time.sleep(1)
         idle = snapshot(ours.pid, ours.log)
+    before = None
+    if a.auths and fresh:
+        # Figure 7's authentications before the burst, as `make bench` runs them: the burst's
+        # "10 s after" is compared with the idle figure taken before them.
+        left = a.auths
+        while left > 0:
+            ours.client(min(left, 250), [(ours.match, B.PRINT_ID)])
+            left -= 250
+        time.sleep(1)
+        before = snapshot(ours.pid, ours.log)
     if a.uids:
         cmd = [bench_bin, "concurrent-uids", str(a.clients), str(a.rounds), B.USER, B.PRINT_ID,
                str(a.uids), str(a.heavy)]
@@ -138,9 +204,13 @@ def one_burst(ours, bench_bin, a, extra_env, idle=None, keep=False):
         later["trimmed_again"] = snapshot(ours.pid)
         later["trimmed_again"].pop("mappings")
     c = json.loads(out)
+    if KILL_AT_END and not keep:
+        # What is live now stays in a heap profile (heaptrack's preload): no shutdown frees it.
+        ours.daemon.kill()
+        ours.daemon.wait()
     if not keep:
         ours.bench.procs.stop(ours.daemon, timeout=120)
-    return {"idle": idle, "after": after, "later": later, "load": load, "burst": {
+    return {"idle": idle, "before": before or idle, "after": after, "later": later, "load": load, "burst": {
         "status_median_ms": B.ms(statistics.median(c["status_ns"])),
         "status_p99_ms": B.ms(B.percentile(c["status_ns"], 0.99)),
         "verify_median_ms": B.ms(statistics.median(c["verify_ns"])) if c["verify_ns"] else None,
@@ -193,6 +263,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(ROOT, ".build", "release"))
     ap.add_argument("--module", default=os.path.join(ROOT, "pam", "build", "pam_localauth.so"))
+    ap.add_argument("--client", default=os.path.join(ROOT, "pam", "build", "tests", "bench_client"))
+    ap.add_argument("--auths", type=int, default=0,
+                    help="PAM authentications (bench_client) between idle and the burst, as figure 7")
     ap.add_argument("--bursts", type=int, default=3)
     ap.add_argument("--clients", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=5)
@@ -205,17 +278,27 @@ def main():
     ap.add_argument("--same", action="store_true", help="every burst on one daemon (idle: before the first)")
     ap.add_argument("--trim-at-end", action="store_true", help="malloc_trim(0) through gdb after 10 s")
     ap.add_argument("--mallinfo", action="store_true", help="malloc_info(3) through gdb at each point")
+    ap.add_argument("--pages", action="store_true",
+                    help="what keeps each resident arena page resident, live chunks by type (heap_pages.py)")
+    ap.add_argument("--arenas", action="store_true",
+                    help="each arena's resident kB and its top chunk's (read from /proc/PID/mem)")
+    ap.add_argument("--kill-at-end", action="store_true",
+                    help="SIGKILL the daemon after the 10 s (a heap profiler then sees what was live)")
     a = ap.parse_args()
-    global MALLINFO, TRIM_AT_END
+    global MALLINFO, TRIM_AT_END, KILL_AT_END, ARENAS
     MALLINFO = a.mallinfo
+    ARENAS = a.arenas
+    global PAGES_OF
+    PAGES_OF = os.path.realpath(os.path.join(a.bin, "localauthd")) if a.pages else None
     TRIM_AT_END = a.trim_at_end
+    KILL_AT_END = a.kill_at_end
     if os.geteuid() != 0:
         sys.exit("run as root")
     extra_env = dict(e.split("=", 1) for e in a.env)
     if a.named_uids:
         a.bin = named_uids_bin(a.bin, a.uids, a.clients)
     os.sync()  # a binary linked a moment before is dirty in the page cache (smaps: private dirty)
-    shim = Shim(Args(a.bin, a.module))
+    shim = Shim(Args(a.bin, a.module, a.client))
     runs = []
     try:
         tmp = ours = None
@@ -238,7 +321,7 @@ def main():
                                       - sum(sz for kind, (_, sz) in r[k]["malloc_info"]["free"].items()
                                             if kind != "mmap")) // 1024
                         if r[k]["malloc_info"] else None}
-                    for k in ("idle", "after", "later")}
+                    for k in ("idle", "before", "after", "later")}
             if "trimmed_again" in r["later"]:
                 t = r["later"]["trimmed_again"]
                 line["trimmed_again"] = {"rss": mb(t["rss_kb"]), "private_dirty": mb(t["private_dirty_kb"]),
@@ -246,11 +329,30 @@ def main():
             print(json.dumps({"burst": i + 1, "load": round(r["load"], 2), **line, **r["burst"]}),
                   flush=True)
             if a.smaps:
-                for k in ("idle", "after", "later"):
+                for k in ("idle", "before", "after", "later"):
                     print("  threads %s: %s" % (k, r[k]["thread_names"]))
                     if r[k]["malloc_info"]:
                         print("  malloc_info %s: %s" % (k, r[k]["malloc_info"]))
-                for label, x, y in (("idle -> right after", "idle", "after"),
+                    if r[k].get("pages"):
+                        pg = r[k]["pages"]
+                        tot = collections.Counter()
+                        for ar in pg["arenas"]:
+                            tot.update(ar["resident_kb"])
+                        print("  pages %s: resident arena kB by what holds them: %s" % (k, dict(tot)))
+                        print("    per arena: %s" % " ".join(
+                            "%s" % ",".join("%s%d" % (c[0], v) for c, v in sorted(ar["resident_kb"].items()))
+                            for ar in pg["arenas"]))
+                        for name, kb in pg["pages_by_type_kb"][:12]:
+                            print("    pages held by live %-60s %5d kB" % (name[:60], kb))
+                    if r[k].get("arenas"):
+                        ar = r[k]["arenas"]
+                        print("  arenas %s: %d, resident %d kB, of it top chunks %d kB: %s" % (
+                            k, len(ar), sum(x["resident_kb"] for x in ar),
+                            sum(x["top_resident_kb"] for x in ar),
+                            " ".join("%d/%d" % (x["resident_kb"], x["top_resident_kb"]) for x in ar)))
+                for label, x, y in (("idle -> before the burst", "idle", "before"),
+                                    ("idle -> right after", "idle", "after"),
+                                    ("before the burst -> 10 s after", "before", "later"),
                                     ("idle -> 10 s after", "idle", "later")):
                     print("  %s:" % label)
                     for name, d in list(diff(r[x]["mappings"], r[y]["mappings"]).items())[:40]:

@@ -191,12 +191,39 @@ final class ReaderLease: Sendable {
         case shareUsed(retryInMs: Int64)
     }
 
+    /// One request's time on the reader, or several of one account's merged (`keptPerAccount`).
     private struct Use {
-        let id: UInt64
+        var id: UInt64
         let account: String
-        let fromMs: Int64
+        /// When the first of its uses began.
+        var fromMs: Int64
+        /// When the last of them began; `toMs` is when it ended.
+        var lastFromMs: Int64
         var toMs: Int64? = nil
+        /// The time on the reader of the uses before the last, all between `fromMs` and `lastFromMs`.
+        var earlierMs: Int64 = 0
+
+        init(id: UInt64, account: String, fromMs: Int64) {
+            self.id = id
+            self.account = account
+            self.fromMs = fromMs
+            self.lastFromMs = fromMs
+        }
+
+        /// Its time on the reader from `start` on, at `nowMs`: exact when it began after `start`;
+        /// for merged uses that `start` cuts, never less than the truth (at most the earlier
+        /// uses' span after `start`), so an account never gets more than its share.
+        func timeMs(since start: Int64, nowMs: Int64) -> Int64 {
+            let last = (toMs ?? nowMs) - max(lastFromMs, start)
+            let earlier = fromMs >= start ? earlierMs : min(earlierMs, max(0, lastFromMs - start))
+            return max(0, last) + earlier
+        }
     }
+
+    /// The finished uses kept per account; past that its two neighbouring ones closest together
+    /// are merged. Without a bound, the list grew by one per evaluation in the window (2 min by
+    /// default): 1000 authentications held a 98 kB array, kept for good (issue 29).
+    static let keptPerAccount = 32
 
     private struct State {
         var holder: Holder?
@@ -225,9 +252,10 @@ final class ReaderLease: Sendable {
             var allowed: Int64?
             if let shareMs {
                 s.uses.removeAll { ($0.toMs ?? nowMs) <= nowMs - 2 * shareMs }
+                if s.uses.capacity > 4 * s.uses.count + 64 { s.uses = Array(s.uses) }  // gives the rest back
                 let mine = s.uses.filter { $0.account == holder.label.account }
                 let used = mine.reduce(Int64(0)) { sum, use in
-                    sum + (use.toMs ?? nowMs) - max(use.fromMs, nowMs - 2 * shareMs)
+                    sum + use.timeMs(since: nowMs - 2 * shareMs, nowMs: nowMs)
                 }
                 guard used < shareMs else {
                     // The oldest use leaves the window first: then the account has room again.
@@ -238,7 +266,10 @@ final class ReaderLease: Sendable {
             }
             s.holder = holder
             // Only what counts toward a share is kept (an enrolment, root's, does not).
-            if shareMs != nil { s.uses.append(Use(id: holder.id, account: holder.label.account, fromMs: nowMs)) }
+            if shareMs != nil {
+                s.uses.append(Use(id: holder.id, account: holder.label.account, fromMs: nowMs))
+                Self.mergeIfMany(&s.uses, account: holder.label.account)
+            }
             return .taken(forMs: allowed)
         }
         if case .taken = grant { queue.readerTaken(by: holder.label, yield: holder.yield) }
@@ -258,6 +289,23 @@ final class ReaderLease: Sendable {
 
     /// Who holds the reader now (for tests).
     var holder: Holder? { state.withLock { $0.holder } }
+
+    /// Uses kept now, of every account (for tests).
+    var usesKept: Int { state.withLock { $0.uses.count } }
+
+    /// Past `keptPerAccount` finished uses of `account`, merges the two neighbouring ones closest
+    /// in time (the later one stands for both), so that a window's start cuts at most a short
+    /// stretch of merged uses.
+    private static func mergeIfMany(_ uses: inout [Use], account: String) {
+        let finished = uses.indices.filter { uses[$0].account == account && uses[$0].toMs != nil }
+        guard finished.count > keptPerAccount else { return }
+        let spans = (1..<finished.count).map { uses[finished[$0]].toMs! - uses[finished[$0 - 1]].fromMs }
+        let best = 1 + spans.indices.min { spans[$0] < spans[$1] }!
+        let (older, newer) = (uses[finished[best - 1]], finished[best])
+        uses[newer].earlierMs += older.earlierMs + older.toMs! - older.lastFromMs
+        uses[newer].fromMs = older.fromMs
+        uses.remove(at: finished[best - 1])
+    }
 }
 
 /// Passcodes are hashed at most once a second per user (issue 13, H3): a person does not type

@@ -46,6 +46,9 @@ public final class NoticeThrottle: Sendable {
 
     public func admit(_ key: Key, at now: ContinuousClock.Instant) -> Admission {
         windows.withLock { all in
+            // A window that ended with nothing left out is as good as none (below): past 1024 they
+            // go, so that every uid that ever caused a line does not stay a record for good.
+            if all.count > 1024 { all = all.filter { now - $0.value.start < window || $0.value.suppressed > 0 } }
             var w = all[key] ?? Window(start: now)
             if now - w.start >= window {
                 // Only a window that left nothing out ends here; one that did waits for its summary.
@@ -64,6 +67,9 @@ public final class NoticeThrottle: Sendable {
             return w.suppressed == 1 ? .suppressedFirst(summaryDue: w.start + window - now) : .suppressed
         }
     }
+
+    /// Windows kept now (for tests).
+    var windowsKept: Int { windows.withLock { $0.count } }
 
     /// One line per key whose window has ended with lines left out, and those windows closed.
     public func summaries(at now: ContinuousClock.Instant) -> [String] {

@@ -11,6 +11,14 @@ final class ConnectionCounter: Sendable {
         var requests = 0
         /// Connections that became watches (WATCH), per uid: counted in `total`, not in `perUID`.
         var watches: [UInt32: Int] = [:]
+        /// `quietAfterBurst`'s waiter, resumed by the close that ends a burst.
+        var burstWaiter: BurstWaiter?
+    }
+    private struct BurstWaiter {
+        let since: Int
+        let burst: Int
+        let openAtMost: Int
+        let continuation: CheckedContinuation<Int?, Never>
     }
     private let counts = Mutex(Counts())
 
@@ -45,11 +53,13 @@ final class ConnectionCounter: Sendable {
 
     /// A watch's connection closed.
     func releaseWatch(uid: UInt32) {
-        counts.withLock { c in
+        let waiter: BurstWaiter? = counts.withLock { c in
             c.watches[uid, default: 1] -= 1
             if c.watches[uid] == 0 { c.watches[uid] = nil }
             c.total -= 1
+            return Self.burstEnded(&c)
         }
+        waiter?.continuation.resume(returning: waiter.map { _ in openAndAccepted.accepted })
     }
 
     /// Connections open now that are not watches: those a stop waits for (a watch is never done).
@@ -64,10 +74,42 @@ final class ConnectionCounter: Sendable {
     func requestEnded() { counts.withLock { $0.requests -= 1 } }
 
     func release(uid: UInt32) {
-        counts.withLock { c in
+        let waiter: BurstWaiter? = counts.withLock { c in
             c.perUID[uid, default: 1] -= 1
             if c.perUID[uid] == 0 { c.perUID[uid] = nil }
             c.total -= 1
+            return Self.burstEnded(&c)
         }
+        waiter?.continuation.resume(returning: waiter.map { _ in openAndAccepted.accepted })
+    }
+
+    /// Waits until at least `burst` connections were accepted after the `since`-th and at most
+    /// `openAtMost` are open: the close that ends a burst. The number accepted then; nil when
+    /// cancelled. One waiter at a time.
+    func quietAfterBurst(since: Int, burst: Int, openAtMost: Int) async -> Int? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Int?, Never>) in
+                let now: Int?? = counts.withLock { c in
+                    if Task.isCancelled { return .some(nil) }
+                    if c.accepted - since >= burst && c.total <= openAtMost { return .some(c.accepted) }
+                    c.burstWaiter = BurstWaiter(
+                        since: since, burst: burst, openAtMost: openAtMost, continuation: continuation)
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiter: BurstWaiter? = counts.withLock { c in
+                defer { c.burstWaiter = nil }
+                return c.burstWaiter
+            }
+            waiter?.continuation.resume(returning: nil)
+        }
+    }
+
+    private static func burstEnded(_ c: inout Counts) -> BurstWaiter? {
+        guard let w = c.burstWaiter, c.accepted - w.since >= w.burst, c.total <= w.openAtMost else { return nil }
+        c.burstWaiter = nil
+        return w
     }
 }

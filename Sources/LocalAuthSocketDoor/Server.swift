@@ -82,6 +82,13 @@ public final class Server: Sendable {
     /// Open connections now, and connections accepted since start.
     public var connectionCounts: (open: Int, accepted: Int) { counter.openAndAccepted }
 
+    /// Returns when at least `burst` connections came after the `since`-th accepted and at most
+    /// `openAtMost` are still open (the close that ends a burst of connections), with the number
+    /// accepted then; nil when cancelled.
+    public func quietAfterBurst(since: Int, burst: Int, openAtMost: Int) async -> Int? {
+        await counter.quietAfterBurst(since: since, burst: burst, openAtMost: openAtMost)
+    }
+
     /// Waits, at most `limit`, until every request started has had its RESULT written: on the way
     /// out, after the daemon ended its evaluations as `systemCancel`, so that a client is told that
     /// rather than finding its connection closed (issue 25).

@@ -60,9 +60,17 @@ public final class EnrollmentStore: Sendable {
     /// state goes through one), with the record as written: the daemon's environment watchers
     /// (`LAEnvironment` observers). Called inside the store's lock: it must not block or use the store.
     public func onRecordWritten(_ body: @escaping @Sendable (_ user: String, _ record: UserAuthState) -> Void) {
-        recordWritten.withLock { $0 = body }
+        recordWritten.withLock { $0.body = body }
     }
-    let recordWritten = Mutex<(@Sendable (String, UserAuthState) -> Void)?>(nil)
+    /// The hook as a field of a struct in the lock, never a `Mutex` of the bare function type:
+    /// reading that with `withLock { $0 }` re-abstracted the function value and wrote it back
+    /// wrapped in two more thunks, so the n-th record written called through 2n frames and left
+    /// two more 32-byte objects behind: 64 bytes an authentication for good, and a stack that
+    /// overflows after enough of them (issue 29; `DeviceHandlerSlots` had the same).
+    struct RecordHook: Sendable {
+        var body: (@Sendable (String, UserAuthState) -> Void)?
+    }
+    let recordWritten = Mutex(RecordHook())
 
     /// How the state directory is sealed; nil when this store does not seal.
     public var sealingMethod: SealingMethod? { sealing.withLock { $0?.method } }

@@ -211,7 +211,7 @@ extension EnrollmentStore {
         try atomicWrite(
             bytes, directory: userDirectory(user), name: Self.stateFileName, syncDirectory: syncDirectory,
             retireReplaced: true)
-        recordWritten.withLock { $0 }?(user, state)
+        recordWritten.withLock { $0.body }?(user, state)
     }
 
     /// The first half of `writeRecord`: the temporary file created and written (space reserved:
@@ -286,7 +286,7 @@ extension EnrollmentStore {
                 Sys.close(record.fd)
                 try Sys.rename(record.tempPath, record.directory + "/" + Self.stateFileName)
                 try writeHook?(.renamed)
-                recordWritten.withLock { $0 }?(user, record.state)
+                recordWritten.withLock { $0.body }?(user, record.state)
             } catch {
                 _ = unlink(record.tempPath)
                 failures.append(

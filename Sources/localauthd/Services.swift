@@ -83,19 +83,36 @@ struct Watchdog: Service {
 
 /// Gives the memory of a burst of connections back to the system once they are gone: malloc
 /// keeps what a thousand simultaneous connections freed for reuse (13.8 MB of private dirty
-/// memory, docs/performance.md) unless asked. Looks every 2 s; trims when at least `burst`
-/// connections came since the last trim and few are open now (an app or a session may hold one
-/// for long: they must not keep a burst's memory held).
+/// memory, docs/performance.md) unless asked. Trims when the connection that ends a burst closes
+/// (at least `burst` came since the last trim, at most 16 are open: an app or a session may hold
+/// one for long, and must not keep a burst's memory held), and once more `settle` later.
+///
+/// It waits for that close and never polls: a periodic wake-up kept one of the cooperative pool's
+/// threads alive for good (libdispatch ends a thread after 5 s without work), and a live pool
+/// thread keeps up to 1024 of libdispatch's 64-byte continuations cached for reuse. A burst's
+/// continuations were allocated amid its connections' objects, one on each page once those were
+/// freed: 2.5 MB that no trim could return (docs/performance.md, "The burst's memory, round
+/// three"). Idle, the pool's threads end; what they cached is freed with them, and the second trim
+/// gives those pages back.
 struct MemoryTrim: Service {
     let server: Server
     var burst = 64
+    /// Longer than libdispatch's 5 s: the pool's threads the burst woke have ended by then.
+    var settle = Duration.seconds(7)
 
     func run() async throws {
-        var trimmedAt = server.connectionCounts.accepted
-        while await sleepUnlessShutDown(for: .seconds(2)) {
-            let (open, accepted) = server.connectionCounts
-            guard open <= 16, accepted - trimmedAt >= burst else { continue }
-            trimmedAt = accepted
+        let server = self.server
+        let burst = self.burst
+        var since = server.connectionCounts.accepted
+        while true {
+            let from = since
+            let ended = await cancelWhenGracefulShutdown {
+                await server.quietAfterBurst(since: from, burst: burst, openAtMost: 16)
+            }
+            guard let accepted = ended ?? nil else { return }
+            since = accepted
+            _ = mallocTrim(0)
+            guard await sleepUnlessShutDown(for: settle) else { return }
             _ = mallocTrim(0)
         }
     }

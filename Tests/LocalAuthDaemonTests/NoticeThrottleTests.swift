@@ -37,4 +37,18 @@ import Testing
         #expect(throttle.admit(refused, at: t0 + .seconds(10)) == .log)
         #expect(throttle.admit(refused, at: t0 + .seconds(10)) == .suppressedFirst(summaryDue: .seconds(10)))
     }
+
+    /// Issue 29: each uid that ever caused a line kept its window for good (a burst of 2000 uids'
+    /// idle closes: 2000 records, never dropped). Past 1024, windows that ended with nothing left
+    /// out go; one still waiting for its summary stays until told.
+    @Test func admit_manyUIDsOnce_keepsNoRecordPastItsWindow_butAWindowOwingASummary() {
+        let throttle = NoticeThrottle(burst: 1, window: .seconds(10))
+        #expect(throttle.admit(refused, at: t0) == .log)
+        #expect(throttle.admit(refused, at: t0) == .suppressedFirst(summaryDue: .seconds(10)))
+        for uid in 0..<2000 { _ = throttle.admit(NoticeThrottle.Key(uid: UInt32(uid), kind: "closed"), at: t0) }
+        #expect(throttle.windowsKept == 2001)
+        #expect(throttle.admit(NoticeThrottle.Key(uid: 5000, kind: "closed"), at: t0 + .seconds(11)) == .log)
+        #expect(throttle.windowsKept == 2, "\(throttle.windowsKept) windows kept")
+        #expect(throttle.summaries(at: t0 + .seconds(11)) == ["uid 1001: 1 more connections refused in the last 11 s"])
+    }
 }
