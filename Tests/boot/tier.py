@@ -643,6 +643,24 @@ def journey_logind(m, args):
           "the daemon records alice's password under the booted system's boot id, not the host kernel's",
           record, fatal=False)
 
+    # DESIGN.md: a boot id mounted over the daemon's own path is the boot id, even under systemd
+    # (a unit's BindReadOnlyPaths=, as tests replace it): PID 1's view must not hide it.
+    dropin = "/etc/systemd/system/localauthd.service.d/tier-boot-id.conf"
+    m.write("/etc/tier-boot-id", "0badc0de-0000-4000-8000-000000000001\n")
+    m.write(dropin, "[Service]\nBindReadOnlyPaths=/etc/tier-boot-id:/proc/sys/kernel/random/boot_id\n")
+    m.sh("systemctl daemon-reload && systemctl restart localauthd.service")
+    r = m.sh("localauthctl status --user %s" % ALICE, check=False)
+    show("localauthctl status --user alice with another boot id bound over the unit's own", r.stdout + r.stderr)
+    check("Password required after restart" in r.stdout,
+          "a boot id bound over the daemon's own /proc path is its boot (\"Password required after restart\")",
+          r.stdout + r.stderr, fatal=False)
+    os.remove(m.root + dropin)
+    os.remove(m.root + "/etc/tier-boot-id")
+    m.sh("systemctl daemon-reload && systemctl restart localauthd.service")
+    r = m.sh("localauthctl status --user %s" % ALICE, check=False)
+    check("Password required after restart" not in r.stdout,
+          "without it, the booted system's boot id again: alice's password stands", r.stdout + r.stderr, fatal=False)
+
 
 def journey_pkexec(m):
     """pkexec through polkit's own text agent, registered for alice's shell from a second
