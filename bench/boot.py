@@ -27,6 +27,12 @@ Figures, the two daemons interleaved (A B A B ...) as in bench.py:
   7   RSS / PSS / private dirty idle after start (a fresh start, one list, 1 s), and by mapping;
       ours 10 s after a burst of 1000 status clients (localauth-bench concurrent, as figure 8a)
   11  what localauthd asks logind per verify in alice's session (dbus-monitor; untimed)
+  1b  what the audit trail costs after the touch: figure 1's prompt -> result with the shipped unit,
+      blocks alternated with the same unit plus a measurement-only drop-in that sends the daemon's
+      records to a file (StandardError=file:, so not to journald) and the client in a mount namespace
+      where /dev/log leads nowhere (pam_localauth's syslog line not to journald either), the unit
+      restarted before each block; and journald's CPU per verify (schedstat) in each. The drop-ins
+      are removed after it (docs/performance.md, "Prompt -> result on the booted system")
   10  pam_fprintd.so through localauthd's D-Bus door (localauth-fprintd-compat replaces fprintd,
       which it conflicts with: this phase comes after the others, fprintd's figure 1 beside it)
 Times are taken inside the machine (bench_client's own clock; bench/boot_timer.c for whole
@@ -76,6 +82,18 @@ def rollup(m, pid):
                 % (pid, pid))
     got = {l.split(":")[0]: int(l.split()[1]) for l in out.splitlines() if ":" in l}
     return {"rss_kb": got["VmRSS"], "pss_kb": got["Pss"], "private_dirty_kb": got["Private_Dirty"]}
+
+
+def cpu_ns(pid):
+    """CPU time (ns) of every thread of a process of this machine, from schedstat."""
+    total = 0
+    try:
+        for t in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                total += int(f.read().split()[0])
+    except OSError:
+        pass
+    return total
 
 
 def host_pid(m, nspid):
@@ -246,11 +264,14 @@ class BootBench:
                 out[s.name].append(fn(s))
         return out
 
-    def pam_runs(self, side, runs, service=None):
-        """bench_client in alice's session: runs pam_authenticate calls, the first left out."""
-        r = self.m.sh(self.in_session("%s/bench_client %s %s %d %s:%s" % (
-            LIB, side.virtual, USER, runs + 1, service or side.service, PRINT_ID)),
-            check=False, timeout=600)
+    def pam_runs(self, side, runs, service=None, no_syslog=False):
+        """bench_client in alice's session: runs pam_authenticate calls, the first left out.
+        no_syslog: in a mount namespace of its own where /dev/log is /dev/null (figure 1b)."""
+        client = "%s/bench_client %s %s %d %s:%s" % (
+            LIB, side.virtual, USER, runs + 1, service or side.service, PRINT_ID)
+        if no_syslog:
+            client = "unshare -m sh -c 'mount --bind /dev/null /dev/log && exec %s'" % client
+        r = self.m.sh(self.in_session(client), check=False, timeout=600)
         rows = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
         if r.returncode != 0 or len(rows) != runs + 1:
             sys.exit("%s: bench_client: %s%s" % (side.name, r.stdout[-2000:], r.stderr[-2000:]))
@@ -271,6 +292,53 @@ class BootBench:
         rows = self.interleaved(a.blocks, lambda s: self.pam_runs(s, a.runs // a.blocks))
         for s in self.sides:
             self.record_pam("1 match ", s.name, sum(rows[s.name], []))
+
+    # Figure 1b's measurement-only drop-ins (never in the other figures): the daemon's records to a
+    # file instead of journald, and no start limit while the unit is restarted before each block.
+    AUDIT_DROPIN = "/etc/systemd/system/localauthd.service.d/zz-bench-audit-to-file.conf"
+    LIMIT_DROPIN = "/etc/systemd/system/localauthd.service.d/zz-bench-no-start-limit.conf"
+
+    def figure_1b(self):
+        """Figure 1's prompt -> result with the audit trail going to journald (the shipped unit) and,
+        alternated block by block, not going there; journald's CPU per verify in each."""
+        a, m = self.args, self.m
+        blocks, runs = a.blocks, max(a.runs // a.blocks, 10)
+        log("boot figure 1b: the audit trail after the touch (%d x %d each) ..." % (blocks, runs))
+        journald = host_pid(m, int(m.out("systemctl show -p MainPID --value systemd-journald").strip() or 0))
+        m.write(self.LIMIT_DROPIN, "[Unit]\nStartLimitIntervalSec=0\n")
+        kinds = (("journal", "1b prompt_to_result, journald"),
+                 ("file", "1b prompt_to_result, no journald"))
+        rows = {k: [] for k, _ in kinds}
+        cpu = {k: [] for k, _ in kinds}
+        try:
+            for i in range(blocks):
+                for kind, _ in (kinds if i % 2 == 0 else kinds[::-1]):
+                    if kind == "file":
+                        m.write(self.AUDIT_DROPIN, "[Service]\nStandardError=file:/run/localauthd-bench-audit.log\n")
+                    elif os.path.exists(m.root + self.AUDIT_DROPIN):
+                        os.unlink(m.root + self.AUDIT_DROPIN)
+                    m.sh("systemctl daemon-reload && systemctl restart localauthd.service")
+                    self.pam_runs(self.ours, 3, no_syslog=kind == "file")
+                    before = cpu_ns(journald) if journald else 0
+                    got = self.pam_runs(self.ours, runs, no_syslog=kind == "file")
+                    if journald:
+                        cpu[kind].append((cpu_ns(journald) - before) / (runs + 1))
+                    rows[kind].append([x["result_ns"] for x in got])
+        finally:
+            for path in (self.AUDIT_DROPIN, self.LIMIT_DROPIN):
+                if os.path.exists(m.root + path):
+                    os.unlink(m.root + path)
+            # The restarts above count against the shipped unit's start limit once it is back.
+            m.sh("systemctl daemon-reload && systemctl reset-failed localauthd.service && "
+                 "systemctl restart localauthd.service")
+        for kind, key in kinds:
+            self.record(key, "localauth", sum(rows[kind], []))
+        diffs = [statistics.median(f) - statistics.median(j) for f, j in zip(rows["file"], rows["journal"])]
+        self.results["1b audit trail after the touch"] = {"localauth": {
+            "paired_difference_ms": statistics.median(diffs) / 1e6, "blocks": len(diffs),
+            "faster_without_journald_in": sum(1 for d in diffs if d < 0),
+            "journald_cpu_us_per_verify": {k: statistics.median(v) / 1e3 if v else None
+                                           for k, v in cpu.items()}}}
 
     def figure_11(self):
         """What localauthd asks logind per pam_authenticate in alice's session, as figure 1 runs it
@@ -412,6 +480,7 @@ class BootBench:
         self.figure_7()
         self.figure_1()
         self.figure_11()
+        self.figure_1b()
         self.figure_6()
         self.figure_5()
         if self.args.clients:
@@ -441,7 +510,8 @@ def print_booted(r, info):
             return "-"
         return "%.3f [%.3f/%.3f/%.3f] (%d)" % (s["median"], s["min"], s["p95"], s["max"], s["n"])
     for key, sides in r.items():
-        if not isinstance(sides, dict) or key in ("rss_kb", "7 floor", "11 logind per verify (booted)"):
+        if not isinstance(sides, dict) or key in ("rss_kb", "7 floor", "11 logind per verify (booted)",
+                                                  "1b audit trail after the touch"):
             continue
         o, t = sides.get("localauth"), sides.get("fprintd")
         ratio = "%.3f" % (o["median"] / t["median"]) if o and t and o.get("n") and t.get("n") else "-"
@@ -465,6 +535,23 @@ def print_logind(r):
               "in alice's session (%d verifies: %s)" % (
                   a["calls"] / a["verifies"], a["verifies"],
                   ", ".join("%s %d" % kv for kv in a["by member"].items()) or "none"))
+
+
+def print_audit_trail(r):
+    """Figure 1b: what journald's share of the audit trail costs after the touch."""
+    a = r.get("1b audit trail after the touch", {}).get("localauth")
+    if not a:
+        return
+    j = a["journald_cpu_us_per_verify"]
+    print("\n1b the audit trail after the touch: prompt -> result %.3f ms with the daemon's record and the "
+          "module's syslog line going to journald (the shipped unit), %.3f ms with neither going there "
+          "(measurement only); paired, %+.3f ms, faster without journald in %d of %d blocks; journald's CPU "
+          "per verify %s and %s us" % (
+              r["1b prompt_to_result, journald"]["localauth"]["median"],
+              r["1b prompt_to_result, no journald"]["localauth"]["median"],
+              a["paired_difference_ms"], a["faster_without_journald_in"], a["blocks"],
+              "%.0f" % j["journal"] if j.get("journal") is not None else "-",
+              "%.0f" % j["file"] if j.get("file") is not None else "-"))
 
 
 def print_side_by_side(booted, by_hand):
@@ -532,6 +619,7 @@ def main():
     info["machine"]["loadavg_after"] = os.getloadavg()
     print_booted(results, info)
     print_logind(results)
+    print_audit_trail(results)
     print_floor(results)
     print_goals(goals(results), "issue 29's goals on the booted system")
     by_hand = None
