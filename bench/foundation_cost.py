@@ -10,9 +10,12 @@ _FoundationCShims are linked into localauthd. This says who brings them and what
   2. the binary: the loader's relative relocations (.relr.dyn: the pages it writes at every
      start) and the records the Swift runtime scans (conformance and type descriptors), by the
      module that owns them (`nm -S`, as figure 7's floor);
-  3. the idle daemon (a first finger enrolled on the virtual reader, one `list`, 1 s, as
-     bench/link_floor.py): RSS / PSS / private dirty, and the executable's resident and written
-     bytes of Foundation's modules (pagemap x nm -S: figures/memory_floor.py), median of --rounds;
+  3. the idle daemon (that link's binary; a first finger enrolled on the virtual reader, one
+     `list`, 1 s, as bench/link_floor.py): RSS / PSS / private dirty, and the executable's resident
+     and written bytes of Foundation's modules, median of --rounds, counted two ways: by the
+     symbols on each page (pagemap x nm -S: figures/memory_floor.py, as figure 7's floor), and by
+     the input section of the link map each byte comes from (every byte the archive member put
+     in: descriptors, GOT entries, unwind tables' share, not only sized symbols);
   4. the same in the smallest program: two static executables linked as the Makefile links
      (--static-swift-stdlib, lld, DT_RELR, no exports), one printing an array, the other making
      the same array through FoundationEssentials' Data (and Data(base64Encoded:), as swift-crypto's
@@ -41,7 +44,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import common  # noqa: E402,F401 (pam/tests on the path)
 import seat  # noqa: E402
-from figures.memory_floor import executable_by_module, mappings, symbols  # noqa: E402
+from figures.memory_floor import (elf_layout, executable_by_module, mappings, resident_pages,  # noqa: E402
+                                  symbols)
 
 FOUNDATION_ARCHIVES = ("libFoundationEssentials.a", "lib_FoundationCollections.a", "lib_FoundationCShims.a",
                        "libFoundationInternationalization.a", "libCoreFoundation.a", "libFoundation.a")
@@ -62,11 +66,14 @@ def link_args():
 
 
 def why_extract(work):
-    """(entry points, objects taken per archive): the release link made again into `work`."""
+    """(binary, link map, entry points, objects taken per archive): the release link made again
+    into `work`."""
     args = link_args()
-    args[args.index("-o") + 1] = os.path.join(work, "localauthd")
-    why = os.path.join(work, "why")
-    r = subprocess.run(args + ["-Xlinker", "--why-extract=" + why], capture_output=True, text=True)
+    binary = os.path.join(work, "localauthd")
+    args[args.index("-o") + 1] = binary
+    why, link_map = os.path.join(work, "why"), os.path.join(work, "map")
+    r = subprocess.run(args + ["-Xlinker", "--why-extract=" + why, "-Xlinker", "-Map=" + link_map],
+                       capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit("link: " + r.stderr[-2000:])
     taken, entries = collections.Counter(), []
@@ -79,7 +86,63 @@ def why_extract(work):
         ref_archive = re.search(r"([^/]+\.a)\(", ref)
         if not ref_archive or ref_archive.group(1) not in FOUNDATION_ARCHIVES:
             entries.append((ref.split("release/")[-1], extracted.split("/")[-1], symbol))
-    return entries, taken
+    os.sync()  # a freshly linked binary's pages are dirty in the page cache until written
+    return binary, link_map, entries, taken
+
+
+def origin(path):
+    """Who put an input section in: one of the toolchain's Foundation archives, swift-crypto's
+    BoringSSL or Swift, or another archive or target."""
+    if "/CCryptoBoringSSL.build/" in path or "/CXKCP.build/" in path:
+        return "swift-crypto: BoringSSL (C)"
+    if re.search(r"/(Crypto|CryptoBoringWrapper|CCryptoBoringSSLShims|CXKCPShims)\.build/", path):
+        return "swift-crypto: Swift"
+    member = re.search(r"([^/]+\.a)\(", path)
+    if member:
+        return ("Foundation: " if member.group(1) in FOUNDATION_ARCHIVES else "") + member.group(1)
+    target = re.search(r"/([^/]+)\.build/", path)
+    return target.group(1) if target else os.path.basename(path)
+
+
+def input_sections(link_map):
+    """[(address, size, origin)] of every allocated input section lld's map lists, by address,
+    none overlapping (merged sections, .eh_frame's among them, are listed at their input sizes:
+    each keeps only the bytes no earlier one took)."""
+    listed = []
+    for line in open(link_map):
+        f = line.split(None, 4)
+        if (len(f) == 5 and line.startswith(" " * 9) and f[4].startswith("/") and ":(" in f[4]
+                and re.match(r"^[0-9a-f]+$", f[0]) and int(f[0], 16) and int(f[2], 16)):
+            listed.append((int(f[0], 16), int(f[2], 16), origin(f[4].split(":(")[0])))
+    out, end = [], 0
+    for a, size, who in sorted(listed):
+        if a + size > end:
+            out.append((max(a, end), a + size - max(a, end), who))
+            end = a + size
+    return out
+
+
+def by_origin(pid, binary, sections):
+    """The executable's resident and written bytes by the origin of the input section they hold."""
+    real = os.path.realpath(binary)
+    maps = [m for m in mappings(pid) if m["path"] == real]
+    _, loads, _ = elf_layout(binary)
+    first = min(maps, key=lambda m: m["start"])
+    bias = first["start"] - loads[0][0] + loads[0][2] - first["offset"]
+    starts = [s[0] for s in sections]
+    resident, written = collections.Counter(), collections.Counter()
+    for m in maps:
+        for page, dirty in resident_pages(pid, m["start"], m["end"]):
+            lo, hi = page - bias, page - bias + PAGE
+            i = max(0, bisect.bisect_right(starts, lo) - 1)
+            while i < len(sections) and sections[i][0] < hi:
+                a, size, who = sections[i]
+                i += 1
+                n = min(a + size, hi) - max(a, lo)
+                if n > 0:
+                    resident[who] += n
+                    written[who] += n if dirty else 0
+    return resident, written
 
 
 def section(binary, name):
@@ -132,8 +195,8 @@ def by_owner(addresses, syms, starts):
             sum(1 for p in pages.values() if p == {True}))
 
 
-def idle(binary, ctl):
-    """The idle daemon's totals (kB) and executable_by_module."""
+def idle(binary, ctl, sections):
+    """The idle daemon's totals (kB), executable_by_module and by_origin."""
     d = tempfile.mkdtemp(prefix="la-foundation-")
     sock = os.path.join(d, "socket")
     p = subprocess.Popen([binary, "--socket", sock, "--state-dir", os.path.join(d, "state"),
@@ -155,7 +218,7 @@ def idle(binary, ctl):
         time.sleep(1)
         maps = mappings(p.pid)
         totals = {k: sum(m.get(k, 0) for m in maps) for k in ("Rss", "Pss", "Private_Dirty")}
-        return totals, executable_by_module(p.pid, binary)
+        return totals, executable_by_module(p.pid, binary), by_origin(p.pid, binary, sections)
     finally:
         p.terminate()
         p.wait(10)
@@ -220,11 +283,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    daemon = os.path.join(ROOT, ".build", "release", "localauthd")
     ctl = os.path.join(ROOT, ".build", "release", "localauthctl")
     work = tempfile.mkdtemp(prefix="la-foundation-")
     try:
-        entries, taken = why_extract(work)
+        daemon, link_map, entries, taken = why_extract(work)
         print("1. the link: objects taken from the toolchain's Foundation archives: %s" % ", ".join(
             "%s %d" % (a, n) for a, n in taken.most_common()))
         print("   asked for first from outside them (object -> archive member: symbol):")
@@ -242,12 +304,13 @@ def main():
             print("   %-30s %6d on %3d pages; %5d (%4.1f %%) on %3d pages, %3d only theirs" % (
                 what, n, pages, theirs, 100.0 * theirs / n, anyp, only))
 
-        samples = [idle(daemon, ctl) for _ in range(args.rounds)]
+        sections = input_sections(link_map)
+        samples = [idle(daemon, ctl, sections) for _ in range(args.rounds)]
         print("3. the idle daemon, median of %d (MB): RSS / PSS / private dirty; the executable "
               "resident / written; Foundation's modules resident / written" % args.rounds)
         print("   %.2f / %.2f / %.2f   exe %.2f / %.2f   Foundation %.3f / %.3f" % summary(samples))
         mods = collections.defaultdict(list)
-        for _, e in samples:
+        for _, e, _ in samples:
             for m, b in e["resident_bytes_by_module"].items():
                 if foundation(m):
                     mods[m].append((b, e["written_bytes_by_module"].get(m, 0)))
@@ -255,6 +318,21 @@ def main():
             print("     %-44s resident %.3f (%.3f-%.3f), written %.3f" % (
                 m, statistics.median(x[0] for x in v) / 2**20, min(x[0] for x in v) / 2**20,
                 max(x[0] for x in v) / 2**20, statistics.median(x[1] for x in v) / 2**20))
+        print("   by the link map's input sections (MB resident / written, median): every origin "
+              "above 0.1 MB, Foundation's archives and swift-crypto")
+        origins = collections.Counter()
+        for _, _, (resident, _) in samples:
+            origins.update(resident)
+
+        def med(who, k):
+            return statistics.median(s[2][k].get(who, 0) for s in samples) / 2**20
+        for who in sorted(origins, key=lambda w: -med(w, 0)):
+            if med(who, 0) >= 0.1 or who.startswith(("Foundation", "swift-crypto")):
+                print("     %-44s %.3f / %.3f" % (who, med(who, 0), med(who, 1)))
+        for group in ("Foundation", "swift-crypto"):
+            print("     %-44s %.3f / %.3f" % (group + ", together", *(statistics.median(
+                sum(b for w, b in s[2][k].items() if w.startswith(group)) for s in samples) / 2**20
+                for k in (0, 1))))
 
         programs = small_programs(work)
         small = {name: [] for name in programs}
