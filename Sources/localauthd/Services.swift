@@ -8,6 +8,7 @@ import Dispatch
 import LocalAuthDaemon
 import LocalAuthFprintdDoor
 import LocalAuthSocketDoor
+import LocalAuthStore
 import LocalAuthSystemd
 import Synchronization
 
@@ -62,6 +63,24 @@ struct FprintdDoor: StoppedAtShutdown {
     let door: FprintdService
 
     func stop() async { door.shutdown() }
+}
+
+/// The `.tmp-` files a crash could leave in the state directory's `users/` itself, removed once the
+/// daemon serves and its reader is up (`EnrollmentStore.removeStaleTemporaryFilesInUsersDirectory`,
+/// safe beside any request): listing `users/` when the store opened made the cold start grow with
+/// the accounts (docs/performance.md). Each account's own directory is swept at its first use.
+/// Runs once and ends.
+struct UsersDirectorySweep: Service {
+    let store: EnrollmentStore
+    let audit: AuditLog
+
+    func run() async throws {
+        do {
+            try store.removeStaleTemporaryFilesInUsersDirectory()
+        } catch {
+            audit.notice("cannot remove the temporary files left in \(store.stateDirectory)/users: \(error)")
+        }
+    }
 }
 
 /// `WATCHDOG=1` every `interval`, each time only after the event loop and the daemon actor have

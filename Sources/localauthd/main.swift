@@ -102,7 +102,9 @@ func serve(_ options: DaemonOptions) async -> Int32 {
 
     // Stopped in the reverse of this order (Services.swift).
     var services: [ServiceGroup.Entry] = [
-        .endsTheRun(sleepWatcher)
+        .endsTheRun(sleepWatcher),
+        // Not before READY: it lists every account's name (docs/performance.md).
+        .mayEnd(UsersDirectorySweep(store: store, audit: audit)),
     ]
     if let fprintd { services.append(.endsTheRun(FprintdDoor(door: fprintd))) }
     services.append(.endsTheRun(SocketDoor(server: server, daemon: daemon)))
