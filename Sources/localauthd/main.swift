@@ -103,7 +103,7 @@ func serve(_ options: DaemonOptions) async -> Int32 {
     // Stopped in the reverse of this order (Services.swift).
     var services: [ServiceGroup.Entry] = [
         .endsTheRun(sleepWatcher),
-        // Not before READY: it lists every account's name (docs/performance.md).
+        // Not before READY, nor beside the first answers: it lists every account's name.
         .mayEnd(UsersDirectorySweep(store: store, audit: audit)),
     ]
     if let fprintd { services.append(.endsTheRun(FprintdDoor(door: fprintd))) }

@@ -77,8 +77,9 @@ struct ColdStartTests {
     /// A temporary file a crash left in `users/` itself is not looked for while the daemon starts
     /// (listing `users/` made the cold start grow with the accounts, docs/performance.md): with
     /// libfprint held, the daemon answers without having listed `users/` (its access time, which
-    /// a listing moves, is untouched) and the file is still there; once the daemon serves with its
-    /// reader up, it removes the file and says so. Until then it is never an account.
+    /// a listing moves, is untouched) and the file is still there; a second after the daemon serves
+    /// with its reader up, it removes the file and says so (or at its stop, when that is sooner).
+    /// Until then it is never an account.
     @Test func start_answersBeforeListingUsers_thenRemovesATemporaryFileACrashLeftThere() async throws {
         let first = try DaemonHarness()
         try await first.enroll(user: "alice", printID: "alice-1")
@@ -114,6 +115,18 @@ struct ColdStartTests {
         #expect(access(leftover, F_OK) != 0, "the daemon did not remove \(leftover)")
         let after = try d.ctl(["list", "--user", "alice"])
         #expect(after.status == 0 && after.out.contains("right-index-finger"), "\(after.out)\(after.err)")
+
+        // A daemon stopped within its first second sweeps at its stop.
+        #expect(d.stop() == 0)
+        try d.start()
+        #expect(releaseHold(fifo))
+        for _ in 0..<1000 where !d.daemonLog.contains("ready on") { usleep(10_000) }
+        let second = users + "/.tmp-state-fedcba9876543210"
+        let fd2 = open(second, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        #expect(fd2 >= 0)
+        close(fd2)
+        #expect(d.stop() == 0)
+        #expect(access(second, F_OK) != 0, "the stop did not remove \(second)")
     }
 
     private static func accessTime(_ path: String) -> Int {
