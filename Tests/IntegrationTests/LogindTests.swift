@@ -41,8 +41,7 @@ struct LogindTests {
         let d = try Self.daemon(logind)
         try logind.waitForInhibitors(["localauthd:sleep:delay"], log: d)
         try await d.enroll(user: "alice", printID: "alice-1")
-        try d.simulate("touch", "alice-1")
-        #expect(try d.perform(.evaluate(Self.biometrics(reuse: 60))).0.isSuccess)
+        #expect(try d.perform(.evaluate(Self.biometrics(reuse: 60)), touching: "alice-1").0.isSuccess)
         let (reused, events) = try d.perform(.evaluate(Self.biometrics(reuse: 60)))
         #expect(reused.isSuccess && !events.contains { $0.kind == .placeFinger }, "\(reused.message)")
 
@@ -78,8 +77,7 @@ struct LogindTests {
         try logind.waitForInhibitors([], log: d)
         try logind.send("wake")
         try logind.waitForInhibitors(["localauthd:sleep:delay"], log: d)
-        try d.simulate("touch", "alice-1")
-        #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
+        #expect(try d.perform(.evaluate(Self.biometrics()), touching: "alice-1").0.isSuccess, "\(d.daemonLog)")
     }
 
     @Test func lid_whenClosed_refusesTheBuiltInReaderAtOnceAndWhenOpenTheFingerWorks() async throws {
@@ -107,15 +105,13 @@ struct LogindTests {
         try logind.send("lid open")
         let open = try d.perform(.canEvaluate(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice")).0
         #expect(open.fields.bool(.sensorInaccessible) == nil)
-        try d.simulate("touch", "alice-1")
-        #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
+        #expect(try d.perform(.evaluate(Self.biometrics()), touching: "alice-1").0.isSuccess, "\(d.daemonLog)")
     }
 
     @Test func lid_whenClosed_leavesAnExternalReaderUsable() async throws {
         let (logind, d) = try await Self.aliceEnrolled(config: "external-reader-drivers = virtual_device\n")
         try logind.send("lid closed")
-        try d.simulate("touch", "alice-1")
-        let (r, _) = try d.perform(.evaluate(Self.biometrics()))
+        let (r, _) = try d.perform(.evaluate(Self.biometrics()), touching: "alice-1")
         #expect(r.isSuccess, "\(r.message)")
     }
 
@@ -133,8 +129,7 @@ struct LogindTests {
 
         try logind.send("session local")
         try await d.enroll(user: "alice", printID: "alice-1")
-        try d.simulate("touch", "alice-1")
-        #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
+        #expect(try d.perform(.evaluate(Self.biometrics()), touching: "alice-1").0.isSuccess, "\(d.daemonLog)")
     }
 
     /// Issue 18: an evaluation asks logind each question once — the caller's session by pid, that
@@ -143,8 +138,7 @@ struct LogindTests {
     /// answer: when the session changes between requests, the next request sees it.
     @Test func evaluation_asksLogindEachQuestionOnce_andTakesNothingFromTheLastRequest() async throws {
         let (logind, d) = try await Self.aliceEnrolled()
-        try d.simulate("touch", "alice-1")
-        #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
+        #expect(try d.perform(.evaluate(Self.biometrics()), touching: "alice-1").0.isSuccess, "\(d.daemonLog)")
 
         // GetSessionByPID answers 100 ms late: questions sent together are all on the bus by then,
         // however slowly the daemon's thread runs; one that waits for an answer comes after it.
@@ -176,8 +170,7 @@ struct LogindTests {
         #expect(none.resultCode == .biometryNotAvailable, "\(none.message)")
         #expect(noEvents.isEmpty)
         try logind.send("session local")
-        try d.simulate("touch", "alice-1")
-        #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
+        #expect(try d.perform(.evaluate(Self.biometrics()), touching: "alice-1").0.isSuccess, "\(d.daemonLog)")
     }
 
     @Test func noInteraction_whenTheCallerCannotShowAPrompt_answersNotInteractiveAtOnce() async throws {
