@@ -80,6 +80,31 @@ struct LogindTests {
         #expect(try d.perform(.evaluate(Self.biometrics()), touching: "alice-1").0.isSuccess, "\(d.daemonLog)")
     }
 
+    /// The reader's linger runs out while the system sleeps (1 ms here; 2 s by default, and a system
+    /// may take longer than that to go to sleep, or resume before it ran out). Before: the reader closed
+    /// while suspended stayed suspended in libfprint, the resume skipped it as closed, and every later
+    /// request failed with "the fingerprint reader is busy" until the daemon restarted.
+    @Test func sleep_longerThanTheReadersLinger_leavesTheReaderWorkingAfterResume() async throws {
+        let logind = try MockLogind()
+        let d = try DaemonHarness(
+            extraArguments: ["--linger-ms", "1"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": logind.address],
+            seat: .given)
+        d.companion = logind
+        try logind.waitForInhibitors(["localauthd:sleep:delay"], log: d)
+        try await d.enroll(user: "alice", printID: "alice-1")
+        // A prompt waits for a finger (a locked screen) as the lid closes: the reader is open.
+        let (c, _) = try d.startEvaluation(user: "alice")
+        try logind.send("sleep")
+        #expect(try c.receiveResult().resultCode == .systemCancel)
+        try logind.waitForInhibitors([], log: d)  // the reader is suspended
+        usleep(300_000)  // the system sleeps, 300 times the linger
+        try logind.send("wake")
+        try logind.waitForInhibitors(["localauthd:sleep:delay"], log: d)
+        let (r, _) = try d.perform(.evaluate(Self.biometrics()), touching: "alice-1")
+        #expect(r.isSuccess, "\(r.message)\n\(d.daemonLog)")
+        #expect(try d.perform(.evaluate(Self.biometrics()), touching: "alice-1").0.isSuccess, "\(d.daemonLog)")
+    }
+
     @Test func lid_whenClosed_refusesTheBuiltInReaderAtOnceAndWhenOpenTheFingerWorks() async throws {
         let (logind, d) = try await Self.aliceEnrolled()
         try logind.send("lid closed")
