@@ -110,14 +110,14 @@ struct RightHolderTests {
         let holder = try RenamedHolder(d, name: "sudo")
 
         let verify = Task.detached { try d.ctl(["verify", "--timeout", "20"], asUser: Self.ownerUID) }
-        // The person, seeing the prompt of the request they made, touches.
-        usleep(500_000)
+        // The right's use is told to yield as the evaluation comes: it ends with nothing released.
+        // Then the person, seeing the prompt of the request they made, touches. (Touched after
+        // half a second instead, the touch could reach the right's scan on a loaded machine.)
+        let frames = try holder.finish()
         try d.simulate("touch", "owner-1")
         let verified = try await verify.value
         #expect(verified.status == 0, "\(verified.out) \(verified.err)")
 
-        // The right's use was told to yield as the evaluation came: it ended with nothing released.
-        let frames = try holder.finish()
         let result = try RequestResult(frame: try #require(frames.last))
         #expect(result.resultCode == .systemCancel, "\(result.message)")
         #expect(result.fields.bytes(.data) == nil)
@@ -158,7 +158,8 @@ struct RightHolderTests {
         pam.standardError = output
         pam.standardInput = FileHandle.nullDevice
         try pam.run()
-        usleep(500_000)
+        // The right's use yields to the stack's evaluation (its RESULT), then the touch comes.
+        let frames = try holder.finish()
         try d.simulate("touch", "owner-1")
         let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         pam.waitUntilExit()
@@ -166,7 +167,6 @@ struct RightHolderTests {
         #expect(said.contains("(/usr/bin/pamtester for nobody)"), "\(said)")
         #expect(!said.contains("in use by"), "\(said)")
 
-        let frames = try holder.finish()
         let result = try RequestResult(frame: try #require(frames.last))
         #expect(result.resultCode == .systemCancel, "\(result.message)")
         #expect(result.fields.bytes(.data) == nil)
