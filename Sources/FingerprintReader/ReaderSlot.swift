@@ -39,6 +39,10 @@ final class ReaderSlot: Sendable {
     /// Open, and not being closed (a close sets it false as it starts).
     var isOpen: Bool { state.withLock { $0.isOpen } }
 
+    /// libfprint reported the device removed (`notify::removed`, before its operation ends); it waits
+    /// to be closed and dropped.
+    var isRemoved: Bool { device.isGone || state.withLock { $0.removed } }
+
     /// Opens the device without queueing behind a running operation: that operation holds the
     /// device open, or is opening it, so waiting for it to finish would wait for nothing (and
     /// deadlock a caller that must feed it, like the simulator). Bounded to 2 s.
