@@ -121,6 +121,15 @@ struct MemoryTrim: Service {
 /// Socket-activated: ends the run once no client has been connected for `seconds` and the
 /// listening socket is closed with every accepted connection served; a client that connects after
 /// that waits in systemd's backlog for the next start, so no request is lost.
+///
+/// It never polls. It waits for the close that leaves no connection open, then sleeps until `seconds`
+/// after that close, once; a connection that came and went meanwhile moves the deadline, and the
+/// sleep is armed again for the new one. A look every second (as before) kept one of the cooperative
+/// pool's threads alive for good, with the continuations libdispatch caches per thread: after a
+/// burst, memory no trim could give back (as `MemoryTrim`'s look every 2 s did; docs/performance.md,
+/// "The idle exit's timer"). So the `STATUS=` line counts the clients connected when a deadline
+/// passes with one open, and is the plain line again at the close that leaves none (it was
+/// refreshed every second).
 struct IdleExit: Service {
     let seconds: Int
     let server: Server
@@ -137,24 +146,28 @@ struct IdleExit: Service {
     }
 
     static func waitUntilIdle(_ seconds: Int, _ server: Server, _ serving: String) async -> Bool {
-        let tick = Duration.milliseconds(min(1000, max(50, seconds * 250)))
-        let clock = ContinuousClock()
-        var idleSince = clock.now
-        var lastCount = -1
+        var said = serving
+        func say(_ status: String) {
+            if status != said { Notify.status(status) }
+            said = status
+        }
         while !Task.isCancelled {
-            try? await Task.sleep(for: tick)
-            let count = server.openConnections
-            if count != lastCount {
-                Notify.status(count == 0 ? serving : "\(serving); \(count) client(s) connected")
-                lastCount = count
+            guard var since = await server.idleSince() else { return false }
+            say(serving)
+            // One sleep to the deadline; a connection meanwhile moved it (or is still open).
+            while !Task.isCancelled {
+                try? await Task.sleep(until: since + .seconds(seconds), clock: .continuous)
+                guard let now = server.idleSinceNow else {
+                    say("\(serving); \(server.openConnections) client(s) connected")
+                    break
+                }
+                guard now == since else {
+                    since = now
+                    continue
+                }
+                await server.stopAcceptingAndServeTheAccepted()
+                return true
             }
-            if count > 0 {
-                idleSince = clock.now
-                continue
-            }
-            guard clock.now - idleSince >= .seconds(seconds) else { continue }
-            await server.stopAcceptingAndServeTheAccepted()
-            return true
         }
         return false
     }

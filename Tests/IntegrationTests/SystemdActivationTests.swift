@@ -176,6 +176,42 @@ struct SystemdActivationTests {
         #expect(supervisor.starts == 2)
     }
 
+    /// Waiting for its idle exit, the daemon wakes for nothing before the deadline, so the threads
+    /// of libdispatch's pool end 5 s after the last connection, as in a daemon that never exits.
+    /// Before, it looked every second: one or two pool threads never ended, and with them stayed
+    /// the continuations libdispatch caches per thread, after a burst memory no trim gave back
+    /// (docs/performance.md, "The idle exit's timer").
+    @Test func idleExitConfigured_whileIdle_keepsNoPoolThreadAwake() throws {
+        let env = try ActivationEnvironment(config: "idle-exit-seconds = 60\n")
+        let notify = try NotifyListener(path: env.directory + "/notify")
+        let activator = try env.spawn(listenOn: env.socketPath, notifySocket: notify.path)
+        defer { activator.terminateAndWait() }
+        do {
+            let connection = try DaemonConnection(socketPath: env.socketPath, clientName: "idle", timeoutMs: 15_000)
+            let result = try connection.perform(.devices, timeoutMs: 15_000) { _ in nil }
+            #expect(result.isSuccess, "\(result.message)")
+        }  // closed
+        let deadline = Date().addingTimeInterval(15)
+        var pool = Self.poolThreads(activator.pid)
+        while !pool.isEmpty && Date() < deadline {
+            usleep(250_000)
+            pool = Self.poolThreads(activator.pid)
+        }
+        #expect(pool.isEmpty, "pool threads still alive 15 s after the last connection: \(pool)")
+        #expect(kill(activator.pid, 0) == 0 && notify.messages().contains { $0.contains("READY=1") })
+    }
+
+    /// Threads of libdispatch's global concurrent queues (the cooperative pool) in `pid`, by name
+    /// (`com.apple.root.default-qos`, cut to 15 characters); not the overcommit queues' threads.
+    static func poolThreads(_ pid: pid_t) -> [String] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.compactMap { tid in
+            let comm = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8)) ?? ""
+            let name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+            return name.hasSuffix("-qos") && !name.contains("overcommit") ? "\(tid) \(name)" : nil
+        }
+    }
+
     @Test func idleExitZero_neverExits() throws {
         let env = try ActivationEnvironment(config: "idle-exit-seconds = 0\n")
         let notify = try NotifyListener(path: env.directory + "/notify")
