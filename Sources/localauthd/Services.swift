@@ -202,7 +202,7 @@ struct IdleExit: Service {
     }
 }
 
-/// SIGTERM, SIGINT or SIGHUP ends the run. The signals are taken over before anything can answer
+/// SIGTERM, SIGINT or SIGHUP (unless started ignoring it, by `nohup`) ends the run. The signals are taken over before anything can answer
 /// (`install`), by a handler of the daemon's own that writes the signal's number into a pipe: from
 /// the moment `install` returns a stop signal is never ignored and never lost, whichever thread
 /// the kernel gives it to and however late the pipe's reader starts (the byte waits in the pipe).
@@ -243,7 +243,17 @@ struct StopSignals: Service {
         action.__sigaction_handler.sa_handler = stopSignalHandler
         sigfillset(&action.sa_mask)
         action.sa_flags = SA_RESTART
-        for sig in stopping { sigaction(sig, &action, nil) }
+        for sig in stopping {
+            // `nohup` ignores SIGHUP for the program it starts: kept so (the terminal may close).
+            var inherited = sigaction()
+            if sig == SIGHUP, sigaction(sig, nil, &inherited) == 0,
+                unsafeBitCast(inherited.__sigaction_handler.sa_handler, to: Int.self)
+                    == unsafeBitCast(SIG_IGN, to: Int.self)
+            {
+                continue
+            }
+            sigaction(sig, &action, nil)
+        }
         #if DEBUG
             // The reliability tests' window: the signals taken over, their reader not yet started.
             if let ms = getenv("LOCALAUTHD_DEBUG_STOP_SIGNAL_READER_DELAY_MS").flatMap({ Int(String(cString: $0)) }) {

@@ -149,6 +149,28 @@ struct StopSignalTests {
         print("stop signals at stepped moments of \(starts) starts: \(outcomes)")
     }
 
+    /// Started ignoring SIGHUP (`nohup`, here a shell's `trap '' HUP`), the daemon leaves it
+    /// ignored: a terminal that closes does not stop it. SIGTERM still does.
+    @Test func sighup_whenStartedIgnoringIt_staysIgnored_andSIGTERMStillStops() throws {
+        let directory = try TemporaryDirectory.make("la-stop")
+        defer { TemporaryDirectory.remove(directory) }
+        let log = directory + "/daemon.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let daemon = try SpawnedProcess(
+            [
+                "/bin/sh", "-c", "trap '' HUP; exec \"$@\"", "sh", DaemonHarness.binDirectory + "/localauthd",
+                "--socket", directory + "/socket", "--state-dir", directory + "/state",
+            ], stderrPath: log, fd3: nil,
+            environment: ["PATH=/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/localauth-no-bus"])
+        defer { daemon.terminateAndWait() }
+        #expect(Self.waitUntilTakenOver(SIGTERM, in: daemon.pid, program: "localauthd") == .caught)
+        #expect(Self.disposition(of: SIGHUP, in: daemon.pid) == .ignored)
+        kill(daemon.pid, SIGHUP)
+        #expect(Self.exitStatus(daemon, within: 0.5) == nil, "SIGHUP stopped it")
+        kill(daemon.pid, SIGTERM)
+        #expect(Self.exitStatus(daemon, within: 5) == 0)
+    }
+
     /// Socket-activated (`LISTEN_FDS`, systemd's own `systemd-socket-activate`): the first
     /// connection starts the daemon; SIGTERM the moment it has taken it over stops it cleanly.
     @Test func sigterm_rightAfterSocketActivation_stopsTheDaemonCleanly() throws {
