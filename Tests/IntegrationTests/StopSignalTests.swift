@@ -13,6 +13,10 @@ import Testing
 @Suite(.onOwnThreads, .serialized, .timeLimit(.minutes(3)))
 struct StopSignalTests {
     static let names: [Int32: String] = [SIGTERM: "SIGTERM", SIGINT: "SIGINT", SIGHUP: "SIGHUP"]
+    /// Each loop of starts ends after this long (at least `leastStarts` done): on a loaded machine a
+    /// debug start takes several times as long, and the suite stays within about 30 s.
+    static let budgetSeconds = 8.0
+    static let leastStarts = 10
 
     /// How the kernel disposes of `sig` in `pid`: ignored (`SigIgn`), caught (`SigCgt`), or neither
     /// (its default action); nil once the process is gone.
@@ -106,7 +110,9 @@ struct StopSignalTests {
     /// these 40 starts at load 5–10); now it shows as caught from the first look.
     @Test func sigterm_theMomentTheDaemonTakesItOver_stopsIt_everyTime() throws {
         var seen: [Disposition: Int] = [:]
+        let budget = Date().addingTimeInterval(Self.budgetSeconds)
         for i in 0..<40 {
+            guard i < Self.leastStarts || Date() < budget else { break }
             let directory = try TemporaryDirectory.make("la-stop")
             defer { TemporaryDirectory.remove(directory) }
             let daemon = try Self.spawnDaemon(in: directory)
@@ -123,20 +129,25 @@ struct StopSignalTests {
         print("SIGTERM at the takeover: \(seen)")
     }
 
-    /// SIGTERM, SIGINT and SIGHUP in turn, at stepped moments 0–30 ms after the start (the
-    /// libraries loading, the state directory, libfprint starting, the socket): each ends the
+    /// SIGTERM, SIGINT and SIGHUP in turn, at stepped moments 0–60 ms after the start (the
+    /// libraries loading, the state directory, libfprint starting, the socket; from a Python spawn
+    /// a debug daemon took the signals over after 20 ms, median of 30, 12–88 ms, at load 8): each ends the
     /// daemon within 5 s, cleanly once the daemon has taken the signal over, by its default action
     /// before.
     @Test func stopSignal_atSteppedMomentsOfTheStart_alwaysEndsTheDaemon() throws {
         var outcomes: [String: Int] = [:]
         let starts = 150
+        var done = 0
+        let budget = Date().addingTimeInterval(Self.budgetSeconds)
         for i in 0..<starts {
+            guard i < Self.leastStarts || Date() < budget else { break }
+            done += 1
             let sig = [SIGTERM, SIGINT, SIGHUP][i % 3]
             let directory = try TemporaryDirectory.make("la-stop")
             defer { TemporaryDirectory.remove(directory) }
             let daemon = try Self.spawnDaemon(in: directory)
             defer { daemon.terminateAndWait() }
-            usleep(UInt32(i * 1000 * 31 / starts) + UInt32(i % 5) * 200)
+            usleep(UInt32(i * 1000 * 60 / starts) + UInt32(i % 5) * 200)
             kill(daemon.pid, sig)
             let status = Self.exitStatus(daemon, within: 5)
             let outcome =
@@ -146,7 +157,7 @@ struct StopSignalTests {
                 status == 0 || status == 128 + sig,
                 "start \(i): \(Self.names[sig]!): exit \(String(describing: status))")
         }
-        print("stop signals at stepped moments of \(starts) starts: \(outcomes)")
+        print("stop signals at stepped moments of \(done) starts: \(outcomes)")
     }
 
     /// Started ignoring SIGHUP (`nohup`, here a shell's `trap '' HUP`), the daemon leaves it
@@ -174,7 +185,9 @@ struct StopSignalTests {
     /// Socket-activated (`LISTEN_FDS`, systemd's own `systemd-socket-activate`): the first
     /// connection starts the daemon; SIGTERM the moment it has taken it over stops it cleanly.
     @Test func sigterm_rightAfterSocketActivation_stopsTheDaemonCleanly() throws {
+        let budget = Date().addingTimeInterval(Self.budgetSeconds)
         for i in 0..<12 {
+            guard i < Self.leastStarts || Date() < budget else { break }
             let env = try ActivationEnvironment()
             let notify = try NotifyListener(path: env.directory + "/notify")
             let activator = try env.spawn(listenOn: env.socketPath, notifySocket: notify.path)
