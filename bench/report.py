@@ -66,6 +66,10 @@ def goals(r):
         top = list(e["resident_bytes_by_module"].items())[:4]
         out.append(("  floor: exe's resident pages by module (MB)", ", ".join(
             "%s %.1f" % (short(n), b / 2**20) for n, b in top), None))
+    if e.get("written_bytes_by_module"):
+        top = list(e["written_bytes_by_module"].items())[:4]
+        out.append(("  floor: exe's written pages by module (MB)", ", ".join(
+            "%s %.2f" % (short(n), b / 2**20) for n, b in top), None))
     return out
 
 

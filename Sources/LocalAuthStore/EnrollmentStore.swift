@@ -84,7 +84,8 @@ public final class EnrollmentStore: Sendable {
     static let maximumPrintFileSize = StoredPrint.maximumDataSize + 4096
 
     /// Opens (creating with mode 0700 if missing) and checks the state directory, then removes
-    /// temporary files a crash left behind.
+    /// the temporary files a crash left in it (in an account's directory: at the account's first
+    /// use; in `users/`: `removeStaleTemporaryFilesInUsersDirectory()`, once the daemon serves).
     ///
     /// Refuses (`unsafeStateDirectory`), and leaves as it is, a state directory that is a symbolic
     /// link or not a directory, is not owned by the effective user (root for the daemon), gives
@@ -291,6 +292,24 @@ public final class EnrollmentStore: Sendable {
             }
             return names
         }
+    }
+
+    /// Removes the `.tmp-*` files left in `users/` itself; the number removed. Not at open: listing
+    /// `users/` grows with the accounts (3.5 ms at 10,000, docs/performance.md), so the daemon calls
+    /// this once it serves.
+    ///
+    /// Safe at any time, beside any request or write. No write of the store makes its temporary
+    /// file in `users/`: each is made beside its target, in the state directory, the key's
+    /// directory or an account's directory, never `users/`. So a `.tmp-` name there is a leftover
+    /// of something else (a file copied in by hand, a version to come), never a write in progress.
+    /// Until it is removed it is never taken for an account: a name starting with `.` is none
+    /// (`Validation.isSafeName`). The listing is made without the store's lock, so that no request
+    /// waits for it; what it found is removed under the lock.
+    @discardableResult
+    public func removeStaleTemporaryFilesInUsersDirectory() throws(StoreError) -> Int {
+        let found = try Sys.listDirectory(usersDirectory).filter { $0.hasPrefix(Self.tempPrefix) }
+        guard !found.isEmpty else { return 0 }
+        return try lock.withLock { _ throws(StoreError) in try removeTemporaryFiles(found, in: usersDirectory) }
     }
 
     // MARK: - Prints

@@ -123,23 +123,36 @@ extension EnrollmentStore {
         if try Sys.makeDirectory(userDirectory(user)) { try Sys.syncDirectory(usersDirectory) }
     }
 
-    /// Removes `.tmp-*` files left by a crash in the state and users directories (each account's
-    /// own at its first use: `checkUserDirectory`). They were never renamed into place, so
-    /// nothing refers to them.
+    /// Removes `.tmp-*` files left by a crash in the state directory (a handful of names), at open.
+    /// They were never renamed into place, so nothing refers to them. Each account's directory is
+    /// swept at its first use (`checkUserDirectory`); `users/` itself once the daemon serves
+    /// (`removeStaleTemporaryFilesInUsersDirectory`): its listing grows with the accounts.
     func removeStaleTemporaryFiles() throws(StoreError) {
-        for directory in [stateDirectory, usersDirectory] { try removeTemporaryFiles(in: directory) }
+        try removeTemporaryFiles(in: stateDirectory)
     }
 
     private func removeTemporaryFiles(in directory: String) throws(StoreError) {
-        var removed = false
-        for name in try Sys.listDirectory(directory) where name.hasPrefix(Self.tempPrefix) {
-            try Sys.unlink(directory + "/" + name)
-            removed = true
+        let names = try Sys.listDirectory(directory).filter { $0.hasPrefix(Self.tempPrefix) }
+        try removeTemporaryFiles(names, in: directory)
+    }
+
+    /// Unlinks `names` (found by a listing) in `directory`, skipping one already gone; then, when
+    /// any was removed, syncs the directory and gives a notice. The number removed.
+    @discardableResult
+    func removeTemporaryFiles(_ names: [String], in directory: String) throws(StoreError) -> Int {
+        var removed = 0
+        for name in names {
+            if Glibc.unlink(directory + "/" + name) == 0 {
+                removed += 1
+            } else if errno != ENOENT {
+                throw .io("unlink \(directory)/\(name)", errno: errno)
+            }
         }
-        if removed {
+        if removed > 0 {
             try Sys.syncDirectory(directory)
             notice("removed temporary files left in \(directory) by an interrupted write")
         }
+        return removed
     }
 
     func load(user: String) throws(StoreError) -> StateLoad {

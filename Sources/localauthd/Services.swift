@@ -9,6 +9,7 @@ import FingerprintReader
 import LocalAuthDaemon
 import LocalAuthFprintdDoor
 import LocalAuthSocketDoor
+import LocalAuthStore
 import LocalAuthSystemd
 import Synchronization
 
@@ -63,6 +64,28 @@ struct FprintdDoor: StoppedAtShutdown {
     let door: FprintdService
 
     func stop() async { door.shutdown() }
+}
+
+/// The `.tmp-` files a crash could leave in the state directory's `users/` itself, removed
+/// (`EnrollmentStore.removeStaleTemporaryFilesInUsersDirectory`, safe beside any request) a second
+/// after the daemon serves with its reader up, or at its stop if that comes first. Not when the
+/// store opens: listing `users/` there made the cold start grow with the accounts; nor at once: at
+/// 10,000 accounts the listing beside a cold start's first request made its answer 5.9 ms later
+/// on two busy cores (docs/performance.md). Each account's own directory is swept at its first use.
+/// Runs once and ends.
+struct UsersDirectorySweep: Service {
+    let store: EnrollmentStore
+    let audit: AuditLog
+    var after = Duration.seconds(1)
+
+    func run() async throws {
+        _ = await sleepUnlessShutDown(for: after)
+        do {
+            try store.removeStaleTemporaryFilesInUsersDirectory()
+        } catch {
+            audit.notice("cannot remove the temporary files left in \(store.stateDirectory)/users: \(error)")
+        }
+    }
 }
 
 /// `WATCHDOG=1` every `interval`, each time only after the event loop and the daemon actor have

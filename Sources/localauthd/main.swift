@@ -101,7 +101,9 @@ func serve(_ options: DaemonOptions) async -> Int32 {
 
     // Stopped in the reverse of this order (Services.swift).
     var services: [ServiceGroup.Entry] = [
-        .endsTheRun(sleepWatcher)
+        .endsTheRun(sleepWatcher),
+        // Not before READY, nor beside the first answers: it lists every account's name.
+        .mayEnd(UsersDirectorySweep(store: store, audit: audit)),
     ]
     if let fprintd { services.append(.endsTheRun(FprintdDoor(door: fprintd))) }
     services.append(.endsTheRun(SocketDoor(server: server, daemon: daemon)))

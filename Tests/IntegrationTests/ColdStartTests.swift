@@ -74,6 +74,66 @@ struct ColdStartTests {
         #expect(result?.isSuccess == true, "\(result?.message ?? "")")
     }
 
+    /// A temporary file a crash left in `users/` itself is not looked for while the daemon starts
+    /// (listing `users/` made the cold start grow with the accounts, docs/performance.md): with
+    /// libfprint held, the daemon answers without having listed `users/` (its access time, which
+    /// a listing moves, is untouched) and the file is still there; a second after the daemon serves
+    /// with its reader up, it removes the file and says so (or at its stop, when that is sooner).
+    /// Until then it is never an account.
+    @Test func start_answersBeforeListingUsers_thenRemovesATemporaryFileACrashLeftThere() async throws {
+        let first = try DaemonHarness()
+        try await first.enroll(user: "alice", printID: "alice-1")
+        first.stop()
+        let users = first.stateDirectory + "/users"
+        let leftover = users + "/.tmp-state-0123456789abcdef"
+        let fd = open(leftover, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        #expect(fd >= 0 && write(fd, "torn", 4) == 4)
+        close(fd)
+        // An access time older than the modification time: the next listing moves it (relatime).
+        let omit = (1 << 30) - 2  // UTIME_OMIT, a macro Swift does not import
+        let times = [timespec(tv_sec: 1, tv_nsec: 0), timespec(tv_sec: 0, tv_nsec: omit)]
+        #expect(utimensat(AT_FDCWD, users, times, 0) == 0)
+        let fifo = first.directory + "/hold"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let d = try DaemonHarness(
+            stateDirectory: first.stateDirectory, environment: ["LOCALAUTHD_DEBUG_HOLD_LIBFPRINT_FIFO": fifo])
+        var released = false
+        defer { if !released { releaseHold(fifo) } }
+
+        let list = try d.ctl(["list", "--user", "alice"])
+        #expect(list.status == 0 && list.out.contains("right-index-finger"), "\(list.out)\(list.err)")
+        // Before the change the store's open removed it, listing users/.
+        #expect(access(leftover, F_OK) == 0, "removed before the daemon served")
+        #expect(Self.accessTime(users) == 1, "users/ was listed before the daemon served")
+
+        released = releaseHold(fifo)
+        #expect(released)
+        // Removed, then users/ synced, then said: waited for until said.
+        let said = "removed temporary files left in \(users) by an interrupted write"
+        for _ in 0..<1000 where !d.daemonLog.contains(said) { usleep(10_000) }
+        #expect(d.daemonLog.contains(said), "\(d.daemonLog)")
+        #expect(access(leftover, F_OK) != 0, "the daemon did not remove \(leftover)")
+        let after = try d.ctl(["list", "--user", "alice"])
+        #expect(after.status == 0 && after.out.contains("right-index-finger"), "\(after.out)\(after.err)")
+
+        // A daemon stopped within its first second sweeps at its stop.
+        #expect(d.stop() == 0)
+        try d.start()
+        #expect(releaseHold(fifo))
+        for _ in 0..<1000 where !d.daemonLog.contains("ready on") { usleep(10_000) }
+        let second = users + "/.tmp-state-fedcba9876543210"
+        let fd2 = open(second, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        #expect(fd2 >= 0)
+        close(fd2)
+        #expect(d.stop() == 0)
+        #expect(access(second, F_OK) != 0, "the stop did not remove \(second)")
+    }
+
+    private static func accessTime(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? info.st_atim.tv_sec : -1
+    }
+
     /// Lets the held libfprint start: a byte for the daemon waiting on the FIFO (within 5 s).
     @discardableResult
     private func releaseHold(_ fifo: String) -> Bool {

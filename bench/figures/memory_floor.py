@@ -5,8 +5,10 @@ memory goals it misses can be argued with numbers.
 Two readings of the idle daemon (after figure 7's "idle after start"), and fprintd's beside it:
   - /proc/PID/smaps per mapping, summed by what is mapped (our executable, each library,
     the heap, anonymous memory, stacks): RSS, PSS, private dirty, private clean, shared.
-  - Our static executable page by page: /proc/PID/pagemap says which of its pages are resident;
-    each resident page's bytes go to the symbols that lie on it (`nm -S` of the same binary)
+  - Our static executable page by page: /proc/PID/pagemap says which of its pages are resident,
+    and which of those are the process's own copy (written: the loader's relocations, the runtime's
+    state; bit 61 clear in a file mapping); each resident page's bytes go to the symbols that lie
+    on it (`nm -S` of the same binary)
     grouped by the module their mangled name names (Swift: `$s<len><module>`; C++:
     `_ZN<len><namespace>`; C: the library's prefix, CCryptoBoringSSL_, swift_, c_nio_ ...), and
     what no symbol covers to the ELF section it lies in (.eh_frame, .rela.dyn, swift5 metadata).
@@ -22,6 +24,8 @@ from common import log
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 PRESENT = 1 << 63
+# Set for a page of the file (or shared anonymous memory); clear for a private copy a write made.
+FILE_PAGE = 1 << 61
 
 # C symbols by the prefix their library gives them, first match wins (checked in order).
 C_PREFIXES = (
@@ -33,6 +37,9 @@ C_PREFIXES = (
     ("_Unwind", "libgcc"), ("__gcc", "libgcc"), ("_ZN4llvm", "Swift runtime (LLVM support)"),
     ("_ZN6icu_", "ICU"), ("u_", "ICU"), ("ucol_", "ICU"), ("ubrk_", "ICU"), ("uloc_", "ICU"),
     ("udat_", "ICU"), ("ures_", "ICU"), ("utext_", "ICU"), ("unum_", "ICU"), ("icudt", "ICU data"),
+    # FoundationEssentials' Unicode tables (BuiltInUnicodeScalarSet, from _FoundationCShims'
+    # headers) keep CoreFoundation's names; CoreFoundation itself comes only with full Foundation.
+    ("__CFUniChar", "FoundationEssentials (__CFUniChar tables)"),
     ("_CF", "CoreFoundation"), ("CF", "CoreFoundation"), ("__CF", "CoreFoundation"),
     ("_dispatch", "libdispatch"), ("dispatch_", "libdispatch"), ("_ZN8_Block", "BlocksRuntime"),
     ("_Block", "BlocksRuntime"), ("la_", "ours (C shims)"), ("shim_", "ours (C shims)"),
@@ -158,20 +165,24 @@ def symbols(binary):
 
 
 def resident_pages(pid, start, end):
-    """The page-aligned addresses in [start, end) that are in the process's page table."""
+    """(address, written) of each page in [start, end) that is in the process's page table;
+    written: the page is the process's own copy, no longer the file's."""
     n = (end - start) // PAGE
     with open("/proc/%d/pagemap" % pid, "rb") as f:
         f.seek(start // PAGE * 8)
         data = f.read(n * 8)
-    return [start + i * PAGE for i, (e,) in enumerate(struct.iter_unpack("<Q", data)) if e & PRESENT]
+    return [(start + i * PAGE, not e & FILE_PAGE)
+            for i, (e,) in enumerate(struct.iter_unpack("<Q", data)) if e & PRESENT]
 
 
-def gap(resident, sections, sec_starts, lo, hi):
+def gap(resident, sections, sec_starts, lo, hi, written=None):
     """Bytes [lo, hi) that no symbol covers: to the ELF section lo lies in."""
     j = bisect.bisect_right(sec_starts, lo) - 1
     sec = sections[j] if j >= 0 and sections[j][0] + sections[j][1] > lo else None
     name = "[section %s, no symbol]" % sec[2] if sec else "[between sections]"
     resident[name] = resident.get(name, 0) + hi - lo
+    if written is not None:
+        written[name] = written.get(name, 0) + hi - lo
 
 
 def same_layout(a, b):
@@ -197,12 +208,13 @@ def executable_by_module(pid, binary, mapped_as=None):
     syms = symbols(binary)
     starts = [s[0] for s in syms]
     sec_starts = [s[0] for s in sections]
-    resident, by_perms = {}, {}
+    resident, written, by_perms = {}, {}, {}
     for m in maps:
         pages = resident_pages(pid, m["start"], m["end"])
         by_perms[m["perms"]] = by_perms.get(m["perms"], 0) + len(pages) * PAGE
-        for page in pages:
+        for page, dirty in pages:
             lo, hi = page - bias, page - bias + PAGE  # in the binary's addresses
+            w = written if dirty else None
             pos = lo  # bytes below pos are counted
             # Symbols that start before the page may reach into it: look back a little.
             i = max(0, bisect.bisect_right(starts, lo) - 64)
@@ -213,16 +225,19 @@ def executable_by_module(pid, binary, mapped_as=None):
                 if end <= pos:
                     continue
                 if a > pos:
-                    gap(resident, sections, sec_starts, pos, a)
+                    gap(resident, sections, sec_starts, pos, a, w)
                     pos = a
                 resident[module] = resident.get(module, 0) + end - pos
+                if dirty:
+                    written[module] = written.get(module, 0) + end - pos
                 pos = end
             if pos < hi:
-                gap(resident, sections, sec_starts, pos, hi)
+                gap(resident, sections, sec_starts, pos, hi, w)
     on_disk = {}
     for _, size, module in syms:
         on_disk[module] = on_disk.get(module, 0) + size
     return {"resident_bytes_by_module": dict(sorted(resident.items(), key=lambda kv: -kv[1])),
+            "written_bytes_by_module": dict(sorted(written.items(), key=lambda kv: -kv[1])),
             "resident_bytes_by_perms": by_perms,
             "symbol_bytes_by_module": dict(sorted(on_disk.items(), key=lambda kv: -kv[1])),
             "binary_bytes": os.path.getsize(binary)}
@@ -266,14 +281,20 @@ def print_floor(r, top=12):
         print("  our executable by module: %s" % ((e or {}).get("error", "not found")))
         return
     total = sum(e["resident_bytes_by_module"].values())
-    print("  our executable (%.1f MB on disk), resident %.2f MB by module (pagemap x nm -S; "
-          "on disk: the module's symbol bytes)" % (e["binary_bytes"] / 2**20, total / 2**20))
+    written = e.get("written_bytes_by_module", {})
+    print("  our executable (%.1f MB on disk), resident %.2f MB by module, %.2f MB of it written "
+          "(pagemap x nm -S; on disk: the module's symbol bytes)" % (
+              e["binary_bytes"] / 2**20, total / 2**20, sum(written.values()) / 2**20))
     for i, (name, b) in enumerate(e["resident_bytes_by_module"].items()):
         if i >= top + 6:
             rest = sum(list(e["resident_bytes_by_module"].values())[top + 6:])
             print("    %-52s %6.2f MB" % ("the rest", rest / 2**20))
             break
-        print("    %-52s %6.2f MB   (on disk %6.2f MB)" % (
-            name[:52], b / 2**20, e["symbol_bytes_by_module"].get(name, 0) / 2**20))
+        print("    %-52s %6.2f MB   (written %4.2f, on disk %6.2f MB)" % (
+            name[:52], b / 2**20, written.get(name, 0) / 2**20,
+            e["symbol_bytes_by_module"].get(name, 0) / 2**20))
+    if written:
+        print("    written, by module: %s" % ", ".join(
+            "%s %.2f" % (n[:30], b / 2**20) for n, b in list(written.items())[:8]))
     print("    by mapping permission: %s" % ", ".join(
         "%s %.2f MB" % (p, b / 2**20) for p, b in sorted(e["resident_bytes_by_perms"].items())))
