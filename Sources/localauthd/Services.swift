@@ -72,13 +72,16 @@ struct FprintdDoor: StoppedAtShutdown {
 /// store opens: listing `users/` there made the cold start grow with the accounts; nor at once: at
 /// 10,000 accounts the listing beside a cold start's first request made its answer 5.9 ms later
 /// on two busy cores (docs/performance.md). Each account's own directory is swept at its first use.
-/// Runs once and ends.
+/// Runs once and ends. The services run while libfprint enumerates: the second is counted once
+/// the reader is up.
 struct UsersDirectorySweep: Service {
     let store: EnrollmentStore
     let audit: AuditLog
+    let reader: FingerprintReader?
     var after = Duration.seconds(1)
 
     func run() async throws {
+        if let reader { _ = await leftAtGracefulShutdown({ await reader.enumerated() }) }
         _ = await sleepUnlessShutDown(for: after)
         do {
             try store.removeStaleTemporaryFilesInUsersDirectory()

@@ -103,7 +103,7 @@ func serve(_ options: DaemonOptions) async -> Int32 {
     var services: [ServiceGroup.Entry] = [
         .endsTheRun(sleepWatcher),
         // Not before READY, nor beside the first answers: it lists every account's name.
-        .mayEnd(UsersDirectorySweep(store: store, audit: audit)),
+        .mayEnd(UsersDirectorySweep(store: store, audit: audit, reader: reader)),
     ]
     if let fprintd { services.append(.endsTheRun(FprintdDoor(door: fprintd))) }
     services.append(.endsTheRun(SocketDoor(server: server, daemon: daemon)))
