@@ -93,7 +93,10 @@ private final class ReaderRegistry: Sendable {
 
     var allSlots: [ReaderSlot] { state.withLock { state in state.order.compactMap { state.slots[$0] } } }
 
-    var devices: [ReaderDeviceInfo] { allSlots.map(\.info) }
+    /// The readers present: not one libfprint reported removed, which stays a slot until its close
+    /// lets the context drop it. Listed meanwhile, it made a status say "reader present" just
+    /// after an unplug, and the request that followed found no reader.
+    var devices: [ReaderDeviceInfo] { allSlots.filter { !$0.isRemoved }.map(\.info) }
 
     func subscribe() -> AsyncStream<HotplugEvent> { subscribe(to: \.subscribers) }
 
@@ -237,7 +240,7 @@ public final class FingerprintReader: Sendable {
     /// reader that appears without a hotplug event (libfprint's virtual devices, a missed udev
     /// event) is found only this way. Returns at once; `devices()` lists what was found.
     public func lookForReadersIfNone(minimumIntervalMs: Int64 = 2000) {
-        guard registry.devices.isEmpty, !isShutDown.load(ordering: .acquiring) else { return }
+        guard registry.allSlots.isEmpty, !isShutDown.load(ordering: .acquiring) else { return }
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         let now = Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000

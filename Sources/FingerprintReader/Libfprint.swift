@@ -371,6 +371,10 @@ final class LibfprintDevice: @unchecked Sendable {
     private var cancelling = false
     private var fingerNeeded = false
     private var fingerPresent = false
+    /// `notify::removed` came (the device is gone), readable from any thread: a removed reader is no
+    /// longer listed, though its slot stays until its operation ends and the context drops it.
+    private let gone = Atomic<Bool>(false)
+    var isGone: Bool { gone.load(ordering: .acquiring) }
     /// What libfprint's signals call on the GLib thread (`DeviceHandlerSlots`).
     private let handlers = DeviceHandlerSlots()
 
@@ -430,6 +434,7 @@ final class LibfprintDevice: @unchecked Sendable {
     /// A removed device's current operation would otherwise wait for a finger forever (virtual readers never fail a
     /// pending scan): cancel it; `perform` reports that cancellation as `.removed`.
     private func deviceWentAway() {
+        gone.store(true, ordering: .releasing)
         unplugged = true
         current?.cancelledByRemoval = true
         current?.cancel()

@@ -23,6 +23,10 @@ final class ReaderSlot: Sendable {
         var linger: DeadlineTimer?
         /// Holders that keep the device open between operations (a claim of fprintd's D-Bus API).
         var holds = 0
+        /// `fp_device_suspend` was called and `fp_device_resume` not yet: the device is not closed
+        /// meanwhile. One whose linger closed it during sleep stayed suspended in libfprint (the resume
+        /// skipped a closed reader), which refused every later operation: "the reader is busy".
+        var suspended = false
     }
     private let state = Mutex(State())
 
@@ -34,6 +38,10 @@ final class ReaderSlot: Sendable {
 
     /// Open, and not being closed (a close sets it false as it starts).
     var isOpen: Bool { state.withLock { $0.isOpen } }
+
+    /// libfprint reported the device removed (`notify::removed`, before its operation ends); it waits
+    /// to be closed and dropped.
+    var isRemoved: Bool { device.isGone || state.withLock { $0.removed } }
 
     /// Opens the device without queueing behind a running operation: that operation holds the
     /// device open, or is opening it, so waiting for it to finish would wait for nothing (and
@@ -82,7 +90,7 @@ final class ReaderSlot: Sendable {
         }
         defer { queue.release() }
         let closes: Bool = state.withLock { state in
-            guard state.isOpen && !state.closing && state.holds == 0 else { return false }
+            guard state.isOpen && !state.closing && state.holds == 0 && !state.suspended else { return false }
             state.isOpen = false  // as the close starts (`closeIfIdle`)
             return true
         }
@@ -144,8 +152,11 @@ final class ReaderSlot: Sendable {
         }
         defer { queue.release() }
         let idle = state.withLock { state in
-            guard state.generation == generation && state.isOpen && !state.closing && state.holds == 0 else {
-                return false
+            guard
+                state.generation == generation && state.isOpen && !state.closing && state.holds == 0
+                    && !state.suspended
+            else {
+                return false  // suspended: the resume lets it linger again
             }
             // Not open from the moment the close starts, not from when it reports: the driver stops
             // taking work (libfprint's virtual drivers stop listening) before its answer reaches
@@ -196,15 +207,27 @@ final class ReaderSlot: Sendable {
     }
 
     /// Best-effort `fp_device_suspend` of an open reader, outside the queue: libfprint suspends a running
-    /// operation itself.
+    /// operation itself. The reader stays open until `resume` (its linger may run out during sleep).
     func suspend() async {
-        guard isOpen else { return }
+        let open = state.withLock { state in
+            guard state.isOpen else { return false }
+            state.suspended = true
+            return true
+        }
+        guard open else { return }
         _ = await device.suspend()
     }
 
-    /// Best-effort `fp_device_resume` of an open reader.
+    /// Best-effort `fp_device_resume` of the reader `suspend` suspended, which is still open; then it
+    /// lingers as after an operation.
     func resume() async {
-        guard isOpen else { return }
+        let generation: UInt64? = state.withLock { state in
+            guard state.suspended else { return nil }
+            state.suspended = false
+            return state.generation
+        }
+        guard let generation else { return }
         _ = await device.resume()
+        scheduleLinger(after: generation)
     }
 }

@@ -51,6 +51,9 @@ struct LifecycleTests {
             try sendCommand("UNPLUG", to: sockets.device)
             let outcome = await verifying.value
             require(outcome == .failure(.removed), 11, "\(outcome)")
+            // Not listed from the removal on, before libfprint drops it (a status said "present").
+            let listed = await reader.devices()
+            require(listed.isEmpty, 17, "listed after its removal: \(listed)")
 
             var events = hotplug.makeAsyncIterator()
             let event = await events.next()

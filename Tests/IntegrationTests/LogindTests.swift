@@ -41,8 +41,7 @@ struct LogindTests {
         let d = try Self.daemon(logind)
         try logind.waitForInhibitors(["localauthd:sleep:delay"], log: d)
         try await d.enroll(user: "alice", printID: "alice-1")
-        try d.simulate("touch", "alice-1")
-        #expect(try d.perform(.evaluate(Self.biometrics(reuse: 60))).0.isSuccess)
+        #expect(try d.perform(.evaluate(Self.biometrics(reuse: 60)), touching: "alice-1").0.isSuccess)
         let (reused, events) = try d.perform(.evaluate(Self.biometrics(reuse: 60)))
         #expect(reused.isSuccess && !events.contains { $0.kind == .placeFinger }, "\(reused.message)")
 
@@ -78,8 +77,32 @@ struct LogindTests {
         try logind.waitForInhibitors([], log: d)
         try logind.send("wake")
         try logind.waitForInhibitors(["localauthd:sleep:delay"], log: d)
-        try d.simulate("touch", "alice-1")
-        #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
+        #expect(try d.perform(.evaluate(Self.biometrics()), touching: "alice-1").0.isSuccess, "\(d.daemonLog)")
+    }
+
+    /// The reader's linger runs out while the system sleeps (1 ms here; 2 s by default, and a system
+    /// may take longer than that to go to sleep, or resume before it ran out). Before: the reader closed
+    /// while suspended stayed suspended in libfprint, the resume skipped it as closed, and every later
+    /// request failed with "the fingerprint reader is busy" until the daemon restarted.
+    @Test func sleep_longerThanTheReadersLinger_leavesTheReaderWorkingAfterResume() async throws {
+        let logind = try MockLogind()
+        let d = try DaemonHarness(
+            extraArguments: ["--linger-ms", "1"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": logind.address],
+            seat: .given)
+        d.companion = logind
+        try logind.waitForInhibitors(["localauthd:sleep:delay"], log: d)
+        try await d.enroll(user: "alice", printID: "alice-1")
+        // A prompt waits for a finger (a locked screen) as the lid closes: the reader is open.
+        let (c, _) = try d.startEvaluation(user: "alice")
+        try logind.send("sleep")
+        #expect(try c.receiveResult().resultCode == .systemCancel)
+        try logind.waitForInhibitors([], log: d)  // the reader is suspended
+        usleep(300_000)  // the system sleeps, 300 times the linger
+        try logind.send("wake")
+        try logind.waitForInhibitors(["localauthd:sleep:delay"], log: d)
+        let (r, _) = try d.perform(.evaluate(Self.biometrics()), touching: "alice-1")
+        #expect(r.isSuccess, "\(r.message)\n\(d.daemonLog)")
+        #expect(try d.perform(.evaluate(Self.biometrics()), touching: "alice-1").0.isSuccess, "\(d.daemonLog)")
     }
 
     @Test func lid_whenClosed_refusesTheBuiltInReaderAtOnceAndWhenOpenTheFingerWorks() async throws {
@@ -107,15 +130,13 @@ struct LogindTests {
         try logind.send("lid open")
         let open = try d.perform(.canEvaluate(policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice")).0
         #expect(open.fields.bool(.sensorInaccessible) == nil)
-        try d.simulate("touch", "alice-1")
-        #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
+        #expect(try d.perform(.evaluate(Self.biometrics()), touching: "alice-1").0.isSuccess, "\(d.daemonLog)")
     }
 
     @Test func lid_whenClosed_leavesAnExternalReaderUsable() async throws {
         let (logind, d) = try await Self.aliceEnrolled(config: "external-reader-drivers = virtual_device\n")
         try logind.send("lid closed")
-        try d.simulate("touch", "alice-1")
-        let (r, _) = try d.perform(.evaluate(Self.biometrics()))
+        let (r, _) = try d.perform(.evaluate(Self.biometrics()), touching: "alice-1")
         #expect(r.isSuccess, "\(r.message)")
     }
 
@@ -133,8 +154,7 @@ struct LogindTests {
 
         try logind.send("session local")
         try await d.enroll(user: "alice", printID: "alice-1")
-        try d.simulate("touch", "alice-1")
-        #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
+        #expect(try d.perform(.evaluate(Self.biometrics()), touching: "alice-1").0.isSuccess, "\(d.daemonLog)")
     }
 
     /// Issue 18: an evaluation asks logind each question once — the caller's session by pid, that
@@ -143,8 +163,7 @@ struct LogindTests {
     /// answer: when the session changes between requests, the next request sees it.
     @Test func evaluation_asksLogindEachQuestionOnce_andTakesNothingFromTheLastRequest() async throws {
         let (logind, d) = try await Self.aliceEnrolled()
-        try d.simulate("touch", "alice-1")
-        #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
+        #expect(try d.perform(.evaluate(Self.biometrics()), touching: "alice-1").0.isSuccess, "\(d.daemonLog)")
 
         // GetSessionByPID answers 100 ms late: questions sent together are all on the bus by then,
         // however slowly the daemon's thread runs; one that waits for an answer comes after it.
@@ -176,8 +195,7 @@ struct LogindTests {
         #expect(none.resultCode == .biometryNotAvailable, "\(none.message)")
         #expect(noEvents.isEmpty)
         try logind.send("session local")
-        try d.simulate("touch", "alice-1")
-        #expect(try d.perform(.evaluate(Self.biometrics())).0.isSuccess, "\(d.daemonLog)")
+        #expect(try d.perform(.evaluate(Self.biometrics()), touching: "alice-1").0.isSuccess, "\(d.daemonLog)")
     }
 
     @Test func noInteraction_whenTheCallerCannotShowAPrompt_answersNotInteractiveAtOnce() async throws {

@@ -101,11 +101,10 @@ struct ReaderFaultTests {
         Issue.record("the reader did not come back")
     }
 
-    /// The next request works: alice's finger matches at once.
+    /// The next request works: alice's finger, touched once it is asked for, matches at once.
     static func fingerMatches(_ d: DaemonHarness) throws {
-        try d.simulate("touch", "alice-1")
         let start = DaemonConnection.now()
-        let (r, _) = try d.perform(.evaluate(biometrics()))
+        let (r, _) = try d.perform(.evaluate(biometrics()), touching: "alice-1")
         #expect(r.isSuccess, "\(r.message)\n\(d.daemonLog)")
         #expect(DaemonConnection.now() - start < 5000, "the reader was still claimed")
     }
@@ -166,11 +165,17 @@ struct ReaderFaultTests {
         // answer nor the next request's.
         let d = try DaemonHarness(extraArguments: ["--linger-ms", "-1"])
         try await d.enroll(user: "alice", printID: "alice-1")
-        let verify = Pending(d, .evaluate(Self.biometrics()))
-        #expect(await verify.waitFor(.placeFinger))
-        for command in ["SLEEP 50", "SCAN alice-1", "SLEEP 0", "ERROR 4"] {  // 4: FP_DEVICE_ERROR_BUSY
+        // The reader stays open from the enrolment on: the device queues the commands, in order,
+        // and the verify takes them all (the match, then SLEEP 0 keeps the operation going, then
+        // its error). Sent during the verify behind a SLEEP 50 instead, they raced it: a test slower
+        // than 50 ms between SLEEP and SCAN (load) let the verify end at the match, and the error
+        // waited in the queue for the next request ("the fingerprint reader is busy"; 300 ms
+        // between them failed every time).
+        for command in ["SCAN alice-1", "SLEEP 0", "ERROR 4"] {  // 4: FP_DEVICE_ERROR_BUSY
             try Self.virtualDevice(d, command)
         }
+        let verify = Pending(d, .evaluate(Self.biometrics()))
+        #expect(await verify.waitFor(.placeFinger))
         let r = try await verify.result()
         #expect(r.isSuccess, "\(r.message)")
         try Self.fingerMatches(d)

@@ -176,6 +176,21 @@ package final class DaemonHarness: @unchecked Sendable {
         return (result, events)
     }
 
+    /// One request on a fresh connection, answered by a touch of `printID` given once the daemon asks
+    /// for the finger (its first placeFinger), as a person would. A touch given before the request
+    /// waits in the virtual device only while the reader stays open: on a loaded machine the reader's
+    /// linger (2 s) ran out between such a touch and the request's scan, and the scan then waited for
+    /// a finger until its timeout.
+    package func perform(_ request: Request, touching printID: String) throws -> (RequestResult, [Event]) {
+        var touched: Result<Void, Error>?
+        let outcome = try perform(request) { [self] e in
+            if e.kind == .placeFinger, touched == nil { touched = Result { try simulate("touch", printID) } }
+            return nil
+        }
+        try touched?.get()
+        return outcome
+    }
+
     /// Sends a biometrics EVALUATE and returns once the daemon has prompted: the scan is waiting.
     package func startEvaluation(user: String) throws -> (DaemonConnection, Event) {
         let c = try connect()

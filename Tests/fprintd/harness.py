@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -208,7 +209,21 @@ class Agent:
             while self.output.count(b"Password:") > self.prompts:
                 self.prompts += 1
                 if self.typed:
-                    os.write(self.fd, self.typed.pop(0).encode() + b"\n")
+                    self.type_once_it_reads(self.typed.pop(0))
+
+    def type_once_it_reads(self, text):
+        """Types `text` once the agent reads the password. pkttyagent prints the prompt, then turns
+        echo off with tcsetattr(TCSAFLUSH), which throws away whatever was typed in between: a
+        password typed as soon as the prompt showed was lost now and then under load, and the
+        agent waited for it until the call's 60 s ran out. Echo off (the pty's settings, which
+        the master reads) comes after that flush."""
+        deadline = time.monotonic() + 30
+        while termios.tcgetattr(self.fd)[3] & termios.ECHO:
+            if time.monotonic() > deadline:
+                raise AssertionError("the agent never turned echo off for the password; it printed %r"
+                                     % self.output)
+            time.sleep(0.002)
+        os.write(self.fd, text.encode() + b"\n")
 
     def close(self):
         try:
