@@ -306,8 +306,20 @@ final class SpawnedProcess: @unchecked Sendable {
         let cArgs = argv.map { strdup($0) } + [nil]
         let cEnv = environment.map { strdup($0) } + [nil]
         defer { for p in cArgs + cEnv { free(p) } }
+        // As systemd starts a service: no signal blocked, none ignored (the test's thread may block
+        // them, and a shell may have left SIGINT or SIGHUP ignored).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        for sig in [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE] { sigaddset(&defaults, sig) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, cEnv)
+        let rc = posix_spawn(&pid, argv[0], &actions, &attributes, cArgs, cEnv)
         guard rc == 0 else { throw HarnessError.setup("posix_spawn failed: \(rc)") }
         self.pid = pid
     }
