@@ -13,6 +13,10 @@ final class ConnectionCounter: Sendable {
         var watches: [UInt32: Int] = [:]
         /// `quietAfterBurst`'s waiter, resumed by the close that ends a burst.
         var burstWaiter: BurstWaiter?
+        /// Since when no connection has been open (the last close, or the start); nil while one is.
+        var idleSince: ContinuousClock.Instant? = ContinuousClock.now
+        /// `idleSince()`'s waiter, resumed by the close that leaves none open.
+        var idleWaiter: CheckedContinuation<ContinuousClock.Instant?, Never>?
     }
     private struct BurstWaiter {
         let since: Int
@@ -34,6 +38,7 @@ final class ConnectionCounter: Sendable {
             c.perUID[uid, default: 0] += 1
             c.total += 1
             c.accepted += 1
+            c.idleSince = nil
             return true
         }
     }
@@ -53,13 +58,12 @@ final class ConnectionCounter: Sendable {
 
     /// A watch's connection closed.
     func releaseWatch(uid: UInt32) {
-        let waiter: BurstWaiter? = counts.withLock { c in
+        let waiters = counts.withLock { c in
             c.watches[uid, default: 1] -= 1
             if c.watches[uid] == 0 { c.watches[uid] = nil }
-            c.total -= 1
-            return Self.burstEnded(&c)
+            return Self.closed(&c)
         }
-        waiter?.continuation.resume(returning: waiter.map { _ in openAndAccepted.accepted })
+        Self.resume(waiters)
     }
 
     /// Connections open now that are not watches: those a stop waits for (a watch is never done).
@@ -74,14 +78,61 @@ final class ConnectionCounter: Sendable {
     func requestEnded() { counts.withLock { $0.requests -= 1 } }
 
     func release(uid: UInt32) {
-        let waiter: BurstWaiter? = counts.withLock { c in
+        let waiters = counts.withLock { c in
             c.perUID[uid, default: 1] -= 1
             if c.perUID[uid] == 0 { c.perUID[uid] = nil }
-            c.total -= 1
-            return Self.burstEnded(&c)
+            return Self.closed(&c)
         }
-        waiter?.continuation.resume(returning: waiter.map { _ in openAndAccepted.accepted })
+        Self.resume(waiters)
     }
+
+    /// A connection closed: the waiters its close resumes, taken out of `c`.
+    private static func closed(_ c: inout Counts) -> (BurstWaiter?, accepted: Int, idle: IdleWaiter?) {
+        c.total -= 1
+        var idle: IdleWaiter? = nil
+        if c.total == 0 {
+            let now = ContinuousClock.now
+            c.idleSince = now
+            if let waiter = c.idleWaiter { idle = IdleWaiter(continuation: waiter, since: now) }
+            c.idleWaiter = nil
+        }
+        return (burstEnded(&c), c.accepted, idle)
+    }
+
+    private struct IdleWaiter {
+        let continuation: CheckedContinuation<ContinuousClock.Instant?, Never>
+        let since: ContinuousClock.Instant
+    }
+
+    private static func resume(_ waiters: (BurstWaiter?, accepted: Int, idle: IdleWaiter?)) {
+        waiters.0?.continuation.resume(returning: waiters.accepted)
+        waiters.idle?.continuation.resume(returning: waiters.idle?.since)
+    }
+
+    /// Since when no connection has been open: at once when none is, else once the close that leaves
+    /// none open comes (no timer, no polling: `IdleExit`). nil when cancelled. One waiter at a time.
+    func idleSince() async -> ContinuousClock.Instant? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<ContinuousClock.Instant?, Never>) in
+                let now: ContinuousClock.Instant?? = counts.withLock { c in
+                    if Task.isCancelled { return .some(nil) }
+                    if let since = c.idleSince { return .some(since) }
+                    c.idleWaiter = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiter = counts.withLock { c in
+                defer { c.idleWaiter = nil }
+                return c.idleWaiter
+            }
+            waiter?.resume(returning: nil)
+        }
+    }
+
+    /// Since when no connection has been open now; nil while one is.
+    var idleSinceNow: ContinuousClock.Instant? { counts.withLock { $0.idleSince } }
 
     /// Waits until at least `burst` connections were accepted after the `since`-th and at most
     /// `openAtMost` are open: the close that ends a burst. The number accepted then; nil when

@@ -89,6 +89,15 @@ public final class Server: Sendable {
         await counter.quietAfterBurst(since: since, burst: burst, openAtMost: openAtMost)
     }
 
+    /// Since when no connection has been open: at once when none is, else at the close that leaves
+    /// none open; nil when cancelled. It waits on that close, never on a timer.
+    public func idleSince() async -> ContinuousClock.Instant? {
+        await counter.idleSince()
+    }
+
+    /// Since when no connection has been open, now; nil while one is.
+    public var idleSinceNow: ContinuousClock.Instant? { counter.idleSinceNow }
+
     /// Waits, at most `limit`, until every request started has had its RESULT written: on the way
     /// out, after the daemon ended its evaluations as `systemCancel`, so that a client is told that
     /// rather than finding its connection closed (issue 25).

@@ -175,7 +175,9 @@ extension EnrollmentStore {
             switch StateRecord.decode(bytes) {
             case .success(let state): return .ok(state)
             case .failure(let error):
-                try setAsideCopy(bytes, user: user)
+                // A newer localauthd's record is not damage: it stays as that version wrote it, and
+                // no copy named corrupt is written beside it (the upgrade again reads the original).
+                if StateRecord.newerVersion(bytes) == nil { try setAsideCopy(bytes, user: user) }
                 return .corrupt("\(path): \(error.reason)")
             }
         }
@@ -191,7 +193,8 @@ extension EnrollmentStore {
     }
 
     /// Copies a corrupt record's bytes to `state.corrupt-<ms>` for the administrator, unless an
-    /// identical copy exists (the daemon loads often; the disk must not fill with copies).
+    /// identical copy exists (the daemon loads often; the disk must not fill with copies). Never for
+    /// a record a newer version wrote (`StateRecord.newerVersion`): that is kept, not damaged.
     func setAsideCopy(_ bytes: [UInt8], user: String) throws(StoreError) {
         let directory = userDirectory(user)
         let prefix = Self.stateFileName + Self.corruptInfix

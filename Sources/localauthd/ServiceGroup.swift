@@ -76,6 +76,25 @@ func cancelWhenGracefulShutdown<T: Sendable>(_ operation: @Sendable @escaping ()
     }
 }
 
+/// Runs `operation` in a task of its own: its result, or nil once the current service is told to
+/// shut down first. Then the operation runs on, cancelled, and its result is dropped: for a wait
+/// that cannot be cancelled (libfprint's enumeration), which `cancelWhenGracefulShutdown` would
+/// wait for, since a task group waits for every child.
+func leftAtGracefulShutdown<T: Sendable>(_ operation: @Sendable @escaping () async -> T) async -> T? {
+    let (outcome, report) = AsyncStream.makeStream(of: Optional<T>.self)
+    let work = Task { report.yield(.some(await operation())) }
+    // Task-local values are inherited: the shutdown waited for is the current service's.
+    let shutdown = Task {
+        await gracefulShutdown()
+        report.yield(.none)
+    }
+    var first = outcome.makeAsyncIterator()
+    let result = await first.next() ?? nil
+    work.cancel()
+    shutdown.cancel()
+    return result
+}
+
 /// Sleeps `duration`; false when the current service was told to shut down first.
 func sleepUnlessShutDown(for duration: Duration) async -> Bool {
     await cancelWhenGracefulShutdown { (try? await Task.sleep(for: duration)) != nil } ?? false

@@ -5,6 +5,7 @@
 // (the socket's drains the running evaluations), then the sleep watcher.
 
 import Dispatch
+import FingerprintReader
 import LocalAuthDaemon
 import LocalAuthFprintdDoor
 import LocalAuthSocketDoor
@@ -71,13 +72,16 @@ struct FprintdDoor: StoppedAtShutdown {
 /// store opens: listing `users/` there made the cold start grow with the accounts; nor at once: at
 /// 10,000 accounts the listing beside a cold start's first request made its answer 5.9 ms later
 /// on two busy cores (docs/performance.md). Each account's own directory is swept at its first use.
-/// Runs once and ends.
+/// Runs once and ends. The services run while libfprint enumerates: the second is counted once
+/// the reader is up.
 struct UsersDirectorySweep: Service {
     let store: EnrollmentStore
     let audit: AuditLog
+    let reader: FingerprintReader?
     var after = Duration.seconds(1)
 
     func run() async throws {
+        if let reader { _ = await leftAtGracefulShutdown({ await reader.enumerated() }) }
         _ = await sleepUnlessShutDown(for: after)
         do {
             try store.removeStaleTemporaryFilesInUsersDirectory()
@@ -88,14 +92,17 @@ struct UsersDirectorySweep: Service {
 }
 
 /// `WATCHDOG=1` every `interval`, each time only after the event loop and the daemon actor have
-/// answered, so a wedged daemon stops pinging and systemd restarts it.
+/// answered, so a wedged daemon stops pinging and systemd restarts it. The first once libfprint
+/// has enumerated: a start stuck there is restarted too.
 struct Watchdog: Service {
     let interval: Duration
     let daemon: Daemon
     let server: Server
+    let reader: FingerprintReader?
 
     func run() async throws {
         let interval = self.interval
+        if let reader { guard await leftAtGracefulShutdown({ await reader.enumerated() }) != nil else { return } }
         while await sleepUnlessShutDown(for: interval) {
             await daemon.ping()
             guard await server.eventLoopAnswers() else { return }
@@ -141,14 +148,61 @@ struct MemoryTrim: Service {
     }
 }
 
+/// The `STATUS=` line while serving: the readers are named in it once libfprint has enumerated.
+/// Told to systemd under its lock, so that an older line never follows a newer one.
+final class ServingStatus: Sendable {
+    private let line: Mutex<String>
+    init(_ line: String) { self.line = Mutex(line) }
+
+    /// The line from now on, told at once.
+    func change(to newLine: String) {
+        line.withLock {
+            $0 = newLine
+            Notify.status(newLine)
+        }
+    }
+
+    /// The line, with how many clients are connected when some are.
+    func tell(clients: Int) {
+        line.withLock { Notify.status(clients == 0 ? $0 : "\($0); \(clients) client(s) connected") }
+    }
+}
+
+/// Once libfprint has enumerated: the readers named to systemd (`STATUS=`) and in the log
+/// ("ready on …"). A service, so that the run, and with it the stop signals, does not wait for it.
+struct ReadersNamed: Service {
+    let reader: FingerprintReader?
+    let status: ServingStatus
+    let audit: AuditLog
+    let place: String
+    let serving: @Sendable (String) -> String
+
+    func run() async throws {
+        let reader = self.reader
+        guard let devices = await leftAtGracefulShutdown({ await reader?.devices() ?? [] }) else { return }
+        let readers = devices.isEmpty ? "no reader" : devices.map(\.name).joined(separator: ", ")
+        status.change(to: serving(readers))
+        audit.info("ready on \(place); readers: \(readers)")
+    }
+}
+
 /// Socket-activated: ends the run once no client has been connected for `seconds` and the
 /// listening socket is closed with every accepted connection served; a client that connects after
 /// that waits in systemd's backlog for the next start, so no request is lost.
+///
+/// It never polls. It waits for the close that leaves no connection open, then sleeps until `seconds`
+/// after that close, once; a connection that came and went meanwhile moves the deadline, and the
+/// sleep is armed again for the new one. A look every second (as before) kept one of the cooperative
+/// pool's threads alive for good, with the continuations libdispatch caches per thread: after a
+/// burst, memory no trim could give back (as `MemoryTrim`'s look every 2 s did; docs/performance.md,
+/// "The idle exit's timer"). So the `STATUS=` line counts the clients connected when a deadline
+/// passes with one open, and is the plain line again at the close that leaves none (it was
+/// refreshed every second).
 struct IdleExit: Service {
     let seconds: Int
     let server: Server
     /// The `STATUS=` line while serving.
-    let serving: String
+    let serving: ServingStatus
     let audit: AuditLog
 
     func run() async throws {
@@ -159,56 +213,101 @@ struct IdleExit: Service {
         Stop.idle(seconds).announce(audit)
     }
 
-    static func waitUntilIdle(_ seconds: Int, _ server: Server, _ serving: String) async -> Bool {
-        let tick = Duration.milliseconds(min(1000, max(50, seconds * 250)))
-        let clock = ContinuousClock()
-        var idleSince = clock.now
-        var lastCount = -1
+    static func waitUntilIdle(_ seconds: Int, _ server: Server, _ status: ServingStatus) async -> Bool {
+        var told = 0
+        func tell(clients: Int) {
+            if clients != told { status.tell(clients: clients) }
+            told = clients
+        }
         while !Task.isCancelled {
-            try? await Task.sleep(for: tick)
-            let count = server.openConnections
-            if count != lastCount {
-                Notify.status(count == 0 ? serving : "\(serving); \(count) client(s) connected")
-                lastCount = count
+            guard var since = await server.idleSince() else { return false }
+            tell(clients: 0)
+            // One sleep to the deadline; a connection meanwhile moved it (or is still open).
+            while !Task.isCancelled {
+                try? await Task.sleep(until: since + .seconds(seconds), clock: .continuous)
+                guard let now = server.idleSinceNow else {
+                    tell(clients: server.openConnections)
+                    break
+                }
+                guard now == since else {
+                    since = now
+                    continue
+                }
+                await server.stopAcceptingAndServeTheAccepted()
+                return true
             }
-            if count > 0 {
-                idleSince = clock.now
-                continue
-            }
-            guard clock.now - idleSince >= .seconds(seconds) else { continue }
-            await server.stopAcceptingAndServeTheAccepted()
-            return true
         }
         return false
     }
 }
 
-/// SIGTERM or SIGINT ends the run. The signals are taken over before anything can answer
-/// (`install`): one that arrives once a client has been served must stop the daemon, never fall
-/// between ignoring the default action and the source.
+/// SIGTERM, SIGINT or SIGHUP (unless started ignoring it, by `nohup`) ends the run. The signals are taken over before anything can answer
+/// (`install`), by a handler of the daemon's own that writes the signal's number into a pipe: from
+/// the moment `install` returns a stop signal is never ignored and never lost, whichever thread
+/// the kernel gives it to and however late the pipe's reader starts (the byte waits in the pipe).
+///
+/// Not libdispatch's signal source: on Linux it takes a signal over only once its manager thread
+/// has registered the source, some time after `resume()` returns (milliseconds on a loaded
+/// machine), and the signal had to be ignored until then, else its default action ended the
+/// process; the kernel discarded a SIGTERM that came in between, and the daemon ran on
+/// (docs/reliability.md, "A stop signal at any moment of the start").
 struct StopSignals: Service {
     let received: AsyncStream<Int32>
     /// Where the stop is recorded: the first start's log until the configuration names its level.
     var audit: AuditLog
-    /// The signals' sources, kept for as long as they are to be heard.
-    let sources: Sources
+    /// The pipe's read source, kept for as long as the signals are to be heard.
+    let reader: Reader
 
-    final class Sources: @unchecked Sendable {  // set once, never changed
-        let sources: [DispatchSourceSignal]
-        init(_ sources: [DispatchSourceSignal]) { self.sources = sources }
+    final class Reader: @unchecked Sendable {  // set once, never changed
+        let source: any DispatchSourceRead
+        init(_ source: any DispatchSourceRead) { self.source = source }
     }
+
+    static let stopping: [Int32] = [SIGTERM, SIGINT, SIGHUP]
 
     static func install(audit: AuditLog) -> StopSignals {
         let (received, yield) = AsyncStream.makeStream(of: Int32.self)
-        var sources: [DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)  // first: libdispatch's source then takes the signal over
-            let source = DispatchSource.makeSignalSource(signal: sig)
-            source.setEventHandler { yield.yield(sig) }
-            source.resume()
-            sources.append(source)
+        // pipe() then FD_CLOEXEC (Glibc has no pipe2): no other thread spawns anything yet. Both ends
+        // non-blocking: the handler never waits (a full pipe already holds a stop), nor does the reader.
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { fatalError("localauthd: cannot make the stop signals' pipe: errno \(errno)") }
+        for fd in ends {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         }
-        return StopSignals(received: received, audit: audit, sources: Sources(sources))
+        let readEnd = ends[0]
+        // Stored (and the global thereby initialised) before the handler can run.
+        stopSignalPipe.store(ends[1], ordering: .releasing)
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = stopSignalHandler
+        sigfillset(&action.sa_mask)
+        action.sa_flags = SA_RESTART
+        for sig in stopping {
+            // `nohup` ignores SIGHUP for the program it starts: kept so (the terminal may close).
+            var inherited = sigaction()
+            if sig == SIGHUP, sigaction(sig, nil, &inherited) == 0,
+                unsafeBitCast(inherited.__sigaction_handler.sa_handler, to: Int.self)
+                    == unsafeBitCast(SIG_IGN, to: Int.self)
+            {
+                continue
+            }
+            sigaction(sig, &action, nil)
+        }
+        #if DEBUG
+            // The reliability tests' window: the signals taken over, their reader not yet started.
+            if let ms = getenv("LOCALAUTHD_DEBUG_STOP_SIGNAL_READER_DELAY_MS").flatMap({ Int(String(cString: $0)) }) {
+                usleep(UInt32(ms) * 1000)
+            }
+        #endif
+        let source = DispatchSource.makeReadSource(
+            fileDescriptor: readEnd, queue: DispatchQueue(label: "localauthd.stop"))
+        source.setEventHandler {
+            var bytes = [UInt8](repeating: 0, count: 16)
+            let count = read(readEnd, &bytes, bytes.count)
+            for byte in bytes.prefix(max(count, 0)) { yield.yield(Int32(byte)) }
+        }
+        source.resume()
+        return StopSignals(received: received, audit: audit, reader: Reader(source))
     }
 
     func run() async throws {
@@ -222,6 +321,19 @@ struct StopSignals: Service {
     }
 }
 
+/// The stop pipe's write end (`StopSignals.install`), read by the handler: an atomic load, with no
+/// lock once the global is initialised, which `install` does before it installs the handler.
+private let stopSignalPipe = Atomic<Int32>(-1)
+
+/// Runs on whichever thread the kernel picked, with every signal blocked (`sa_mask`): one
+/// write(2), which is async-signal-safe, and errno as it was.
+private func stopSignalHandler(_ sig: Int32) {
+    let saved = errno
+    var byte = UInt8(truncatingIfNeeded: sig)
+    _ = write(stopSignalPipe.load(ordering: .acquiring), &byte, 1)
+    errno = saved
+}
+
 /// Why the daemon stops, told to systemd (`STOPPING=1`) and the journal.
 enum Stop {
     case signal(Int32)
@@ -230,8 +342,9 @@ enum Stop {
     func announce(_ audit: AuditLog) {
         switch self {
         case .signal(let sig):
-            Notify.send("STOPPING=1\nSTATUS=Stopping on signal \(sig)")
-            audit.info("stopping on signal \(sig)")
+            let name = [SIGTERM: "SIGTERM", SIGINT: "SIGINT", SIGHUP: "SIGHUP"][sig].map { " (\($0))" } ?? ""
+            Notify.send("STOPPING=1\nSTATUS=Stopping on signal \(sig)\(name)")
+            audit.info("stopping on signal \(sig)\(name)")
         case .idle(let seconds):
             Notify.send("STOPPING=1\nSTATUS=Exiting: no connection for \(seconds) s; the socket starts it again")
             audit.info(

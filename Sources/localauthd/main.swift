@@ -67,7 +67,7 @@ func serve(_ options: DaemonOptions) async -> Int32 {
     // daemon stays, as fprintd -t does.
     let fprintdCompat = options.fprintdCompat || config.fprintdCompat
     let idleExit = adopted != nil && !fprintdCompat ? config.idleExitSeconds : 0
-    func serving(_ readers: String) -> String {
+    @Sendable func serving(_ readers: String) -> String {
         "Serving on \(place); reader: \(readers)"
             + (idleExit > 0 ? "; exits after \(idleExit) s without a connection" : "")
     }
@@ -95,26 +95,26 @@ func serve(_ options: DaemonOptions) async -> Int32 {
         }
     }
     if adopted == nil { Notify.send("READY=1\nSTATUS=\(serving(starting))") }
-    let devices = await reader?.devices() ?? []
-    let readers = devices.isEmpty ? "no reader" : devices.map(\.name).joined(separator: ", ")
-    Notify.status(serving(readers))
-    audit.info("ready on \(place); readers: \(readers)")
+    // The readers are named once libfprint has enumerated (`ReadersNamed`), while the services
+    // already run: a stop signal during a long or stuck enumeration stops the daemon.
+    let status = ServingStatus(serving(starting))
 
     // Stopped in the reverse of this order (Services.swift).
     var services: [ServiceGroup.Entry] = [
         .endsTheRun(sleepWatcher),
         // Not before READY, nor beside the first answers: it lists every account's name.
-        .mayEnd(UsersDirectorySweep(store: store, audit: audit)),
+        .mayEnd(UsersDirectorySweep(store: store, audit: audit, reader: reader)),
     ]
     if let fprintd { services.append(.endsTheRun(FprintdDoor(door: fprintd))) }
     services.append(.endsTheRun(SocketDoor(server: server, daemon: daemon)))
     if let interval = Notify.watchdogInterval() {
-        services.append(.mayEnd(Watchdog(interval: interval, daemon: daemon, server: server)))
+        services.append(.mayEnd(Watchdog(interval: interval, daemon: daemon, server: server, reader: reader)))
     }
     services.append(.mayEnd(MemoryTrim(server: server)))
+    services.append(
+        .mayEnd(ReadersNamed(reader: reader, status: status, audit: audit, place: place, serving: serving)))
     if idleExit > 0 {
-        services.append(
-            .endsTheRun(IdleExit(seconds: idleExit, server: server, serving: serving(readers), audit: audit)))
+        services.append(.endsTheRun(IdleExit(seconds: idleExit, server: server, serving: status, audit: audit)))
     }
     services.append(.endsTheRun(signals))
     await ServiceGroup(entries: services).run()

@@ -111,7 +111,8 @@ struct CorruptStateTests {
     /// A record written by a newer localauthd (a downgrade, to be undone by the upgrade again): said
     /// as such, never advised to be reset, and `lockout reset` refuses to write over it (before: the
     /// journal said "unreadable … until `localauthctl lockout reset`", and the reset replaced the
-    /// newer record — its lockout lifted, its passcode cleared). Refused meanwhile, fail closed.
+    /// newer record — its lockout lifted, its passcode cleared), nor copied aside as corrupt.
+    /// Refused meanwhile, fail closed.
     @Test func stateOfANewerVersion_isSaidAsSuch_andLockoutResetKeepsIt() async throws {
         let d = try await DaemonHarness.withAlicesFinger()
         #expect(try d.perform(.passcodeSet(user: "alice", passcode: "alice passcode", oldPasscode: nil)).0.isSuccess)
@@ -150,6 +151,11 @@ struct CorruptStateTests {
                 && d.daemonLog.contains("/users/alice/state: record version 2, newer than this localauthd's 1)"),
             "\(d.daemonLog)")
         #expect(!d.daemonLog.contains("lockout reset"), "\(d.daemonLog)")
+        // Nor is it copied aside as damage (before: `state.corrupt-<ms>` beside it, and "corrupt record
+        // copied" in the journal): the record stays alone, as the newer version wrote it.
+        let beside = try FileManager.default.contentsOfDirectory(atPath: d.stateDirectory + "/users/alice")
+        #expect(!beside.contains { $0.hasPrefix("state.") }, "\(beside)")
+        #expect(!d.daemonLog.contains("corrupt record copied"), "\(d.daemonLog)")
 
         // The administrator's reset refuses, says why, and leaves the record as the newer version wrote it.
         let reset = try d.ctl(["lockout", "reset", "--user", "alice"])

@@ -157,12 +157,61 @@ struct SystemdActivationTests {
         #expect(env.log.components(separatedBy: "refusing to start").count == 2, "\(env.log)")
 
         // Idle: it exits cleanly (no restart by systemd, the socket stays); fixed, the next request works.
-        let deadline = Date().addingTimeInterval(10)
+        // The idle time is 2 s in a debug build (LOCALAUTHD_DEBUG_START_FAILURE_IDLE_SECONDS) and the
+        // shipped 30 s in a release build, which reads no debug variable (before, against a release
+        // build this waited 10 s and failed); the journal's line says which it was.
+        let lastAnswered = Date()
+        let deadline = Date().addingTimeInterval(45)
         while supervisor.exits.isEmpty && Date() < deadline { usleep(20_000) }
+        let idle = Date().timeIntervalSince(lastAnswered)
         #expect(supervisor.exits == [0], "\(env.log)")
+        let told = [2, 30].filter { env.log.contains("exiting after \($0) s without a connection") }
+        #expect(told.count == 1, "\(env.log)")
+        if let seconds = told.first.map(Double.init) {
+            #expect(
+                idle > seconds - 0.5 && idle < seconds + 10, "exited \(idle) s after the last answer, not \(seconds)")
+        }
         try FileManager.default.removeItem(atPath: state)
         #expect(try ask(.status(user: nil)).isSuccess, "\(env.log)")
         #expect(supervisor.starts == 2)
+    }
+
+    /// Waiting for its idle exit, the daemon wakes for nothing before the deadline, so the threads
+    /// of libdispatch's pool end 5 s after the last connection, as in a daemon that never exits.
+    /// Before, it looked every second: one or two pool threads never ended, and with them stayed
+    /// the continuations libdispatch caches per thread, after a burst memory no trim gave back
+    /// (docs/performance.md, "The idle exit's timer").
+    @Test func idleExitConfigured_whileIdle_keepsNoPoolThreadAwake() throws {
+        let env = try ActivationEnvironment(config: "idle-exit-seconds = 60\n")
+        let notify = try NotifyListener(path: env.directory + "/notify")
+        let activator = try env.spawn(listenOn: env.socketPath, notifySocket: notify.path)
+        defer { activator.terminateAndWait() }
+        do {
+            let connection = try DaemonConnection(socketPath: env.socketPath, clientName: "idle", timeoutMs: 15_000)
+            let result = try connection.perform(.devices, timeoutMs: 15_000) { _ in nil }
+            #expect(result.isSuccess, "\(result.message)")
+        }  // closed
+        // 5 s after their last work; the start's last (libfprint's enumeration) can come seconds
+        // after the answer on a loaded machine. Before, they never ended.
+        let deadline = Date().addingTimeInterval(30)
+        var pool = Self.poolThreads(activator.pid)
+        while !pool.isEmpty && Date() < deadline {
+            usleep(250_000)
+            pool = Self.poolThreads(activator.pid)
+        }
+        #expect(pool.isEmpty, "pool threads still alive 30 s after the last connection: \(pool)")
+        #expect(kill(activator.pid, 0) == 0 && notify.messages().contains { $0.contains("READY=1") })
+    }
+
+    /// Threads of libdispatch's global concurrent queues (the cooperative pool) in `pid`, by name
+    /// (`com.apple.root.default-qos`, cut to 15 characters); not the overcommit queues' threads.
+    static func poolThreads(_ pid: pid_t) -> [String] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.compactMap { tid in
+            let comm = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8)) ?? ""
+            let name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+            return name.hasSuffix("-qos") && !name.contains("overcommit") ? "\(tid) \(name)" : nil
+        }
     }
 
     @Test func idleExitZero_neverExits() throws {
@@ -257,8 +306,20 @@ final class SpawnedProcess: @unchecked Sendable {
         let cArgs = argv.map { strdup($0) } + [nil]
         let cEnv = environment.map { strdup($0) } + [nil]
         defer { for p in cArgs + cEnv { free(p) } }
+        // As systemd starts a service: no signal blocked, none ignored (the test's thread may block
+        // them, and a shell may have left SIGINT or SIGHUP ignored).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        for sig in [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE] { sigaddset(&defaults, sig) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, cEnv)
+        let rc = posix_spawn(&pid, argv[0], &actions, &attributes, cArgs, cEnv)
         guard rc == 0 else { throw HarnessError.setup("posix_spawn failed: \(rc)") }
         self.pid = pid
     }
