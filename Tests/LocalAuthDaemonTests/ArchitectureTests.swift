@@ -72,9 +72,10 @@ import Testing
         ],
         // Crypto: each key algorithm checked against swift-crypto's own operations.
         "LocalAuthCryptoTests": ["LocalAuthCrypto", "Crypto", "Testing"],
+        // Dispatch: AtomicityTests holds writes in progress on other threads while users/ is swept.
         "LocalAuthStoreTests": [
             "LocalAuthStore", "LocalAuthCore", "LocalAuthProtocol", "LocalAuthCrypto", "LocalAuthTesting", "Testing",
-            "Glibc", "Synchronization",
+            "Glibc", "Synchronization", "Dispatch",
         ],
         "LocalAuthDaemonTests": [
             "LocalAuthDaemon", "LocalAuthSocketDoor", "LocalAuthFprintdDoor", "LocalAuthDoorLimits", "LocalAuthSystemd",
