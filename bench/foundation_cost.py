@@ -43,8 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import common  # noqa: E402,F401 (pam/tests on the path)
-import seat  # noqa: E402
-from figures.memory_floor import (elf_layout, executable_by_module, mappings, resident_pages,  # noqa: E402
+from figures.memory_floor import (elf_layout, idle_daemon, executable_by_module, mappings, resident_pages,  # noqa: E402
                                   symbols)
 
 FOUNDATION_ARCHIVES = ("libFoundationEssentials.a", "lib_FoundationCollections.a", "lib_FoundationCShims.a",
@@ -197,32 +196,10 @@ def by_owner(addresses, syms, starts):
 
 def idle(binary, ctl, sections):
     """The idle daemon's totals (kB), executable_by_module and by_origin."""
-    d = tempfile.mkdtemp(prefix="la-foundation-")
-    sock = os.path.join(d, "socket")
-    p = subprocess.Popen([binary, "--socket", sock, "--state-dir", os.path.join(d, "state"),
-                          "--virtual-reader"], stdout=subprocess.DEVNULL,
-                         stderr=open(os.path.join(d, "log"), "w"), env=seat.env())
-    env = dict(os.environ, LOCALAUTHD_SOCKET=sock)
-    try:
-        for _ in range(200):
-            if subprocess.run([ctl, "status"], env=env, capture_output=True).returncode == 0:
-                break
-            time.sleep(0.05)
-        enrol = subprocess.Popen([ctl, "enroll", "--user", "root", "--finger", "right-index-finger"],
-                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(5):
-            subprocess.run([ctl, "simulate", "touch", "f1", "--quiet"], env=env, capture_output=True)
-        if enrol.wait(30) != 0:
-            sys.exit("%s: the enrolment failed" % binary)
-        subprocess.run([ctl, "list", "--user", "root"], env=env, capture_output=True, check=True)
-        time.sleep(1)
-        maps = mappings(p.pid)
+    with idle_daemon(binary, ctl, "la-foundation-") as pid:
+        maps = mappings(pid)
         totals = {k: sum(m.get(k, 0) for m in maps) for k in ("Rss", "Pss", "Private_Dirty")}
-        return totals, executable_by_module(p.pid, binary), by_origin(p.pid, binary, sections)
-    finally:
-        p.terminate()
-        p.wait(10)
-        shutil.rmtree(d, ignore_errors=True)
+        return totals, executable_by_module(pid, binary), by_origin(pid, binary, sections)
 
 
 SMALL = {

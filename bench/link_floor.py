@@ -20,15 +20,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import common  # noqa: E402,F401 (pam/tests on the path)
-import seat  # noqa: E402
-from figures.memory_floor import mappings  # noqa: E402
+from figures.memory_floor import idle_daemon, mappings  # noqa: E402
 
 VARIANTS = (("PIE, -export-dynamic (the toolchain's)", []),
             ("PIE, --no-export-dynamic", ["-Xlinker", "--no-export-dynamic"]),
@@ -60,34 +58,12 @@ def link_args():
 
 
 def idle(binary, ctl):
-    d = tempfile.mkdtemp(prefix="la-link-floor-")
-    sock = os.path.join(d, "socket")
-    p = subprocess.Popen([binary, "--socket", sock, "--state-dir", os.path.join(d, "state"),
-                          "--virtual-reader"], stdout=subprocess.DEVNULL,
-                         stderr=open(os.path.join(d, "log"), "w"), env=seat.env())
-    env = dict(os.environ, LOCALAUTHD_SOCKET=sock)
-    try:
-        for _ in range(200):
-            if subprocess.run([ctl, "status"], env=env, capture_output=True).returncode == 0:
-                break
-            time.sleep(0.05)
-        enrol = subprocess.Popen([ctl, "enroll", "--user", "root", "--finger", "right-index-finger"],
-                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(5):
-            subprocess.run([ctl, "simulate", "touch", "f1", "--quiet"], env=env, capture_output=True)
-        if enrol.wait(30) != 0:
-            sys.exit("%s: the enrolment failed" % binary)
-        subprocess.run([ctl, "list", "--user", "root"], env=env, capture_output=True, check=True)
-        time.sleep(1)
-        maps = mappings(p.pid)
+    with idle_daemon(binary, ctl, "la-link-floor-") as pid:
+        maps = mappings(pid)
         got = {k: sum(m.get(k, 0) for m in maps) for k in ("Rss", "Pss", "Private_Dirty")}
         got["exe Rss"] = sum(m.get("Rss", 0) for m in maps if m["path"] == binary)
         got["exe Private_Dirty"] = sum(m.get("Private_Dirty", 0) for m in maps if m["path"] == binary)
         return got
-    finally:
-        p.terminate()
-        p.wait(10)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def main():

@@ -15,10 +15,15 @@ Two readings of the idle daemon (after figure 7's "idle after start"), and fprin
     The same symbol sizes summed over the whole binary say what each dependency weighs on disk.
 """
 import bisect
+import contextlib
 import os
+import shutil
 import re
 import struct
 import subprocess
+import sys
+import tempfile
+import time
 
 from common import log
 
@@ -68,6 +73,38 @@ def module_of(name):
         return "C++: " + name[start:start + n]
     return "C (other)"
 
+
+
+@contextlib.contextmanager
+def idle_daemon(binary, ctl, prefix):
+    """A daemon started by hand on a temporary socket and state directory with the virtual reader,
+    one finger enrolled and one `list` answered, then idle 1 s: its pid (bench/foundation_cost.py,
+    bench/link_floor.py). Stopped and its directory removed afterwards."""
+    import seat
+    d = tempfile.mkdtemp(prefix=prefix)
+    sock = os.path.join(d, "socket")
+    p = subprocess.Popen([binary, "--socket", sock, "--state-dir", os.path.join(d, "state"),
+                          "--virtual-reader"], stdout=subprocess.DEVNULL,
+                         stderr=open(os.path.join(d, "log"), "w"), env=seat.env())
+    env = dict(os.environ, LOCALAUTHD_SOCKET=sock)
+    try:
+        for _ in range(200):
+            if subprocess.run([ctl, "status"], env=env, capture_output=True).returncode == 0:
+                break
+            time.sleep(0.05)
+        enrol = subprocess.Popen([ctl, "enroll", "--user", "root", "--finger", "right-index-finger"],
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(5):
+            subprocess.run([ctl, "simulate", "touch", "f1", "--quiet"], env=env, capture_output=True)
+        if enrol.wait(30) != 0:
+            sys.exit("%s: the enrolment failed" % binary)
+        subprocess.run([ctl, "list", "--user", "root"], env=env, capture_output=True, check=True)
+        time.sleep(1)
+        yield p.pid
+    finally:
+        p.terminate()
+        p.wait(10)
+        shutil.rmtree(d, ignore_errors=True)
 
 def mappings(pid):
     """/proc/PID/smaps as a list of dicts: start, end, perms, offset, path and the kB fields."""
