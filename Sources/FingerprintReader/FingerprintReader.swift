@@ -302,7 +302,7 @@ public final class FingerprintReader: Sendable {
         await enumerated()
         let slot = try registry.slot(deviceID)
         guard slot.info.hasStorage else { throw .notSupported }
-        return try await slot.withOpenDevice { device in await device.listPrints() }.get()
+        return try await slot.withOpenDevice(takingInput: false) { device in await device.listPrints() }.get()
     }
 
     /// Deletes a print from the reader's own storage (`fp_device_delete_print`).
@@ -311,7 +311,7 @@ public final class FingerprintReader: Sendable {
         await enumerated()
         let slot = try registry.slot(deviceID)
         guard slot.info.hasStorage else { throw .notSupported }
-        try await slot.withOpenDevice { device in await device.deletePrint(print) }.get()
+        try await slot.withOpenDevice(takingInput: false) { device in await device.deletePrint(print) }.get()
     }
 
     /// Opens the reader now if it is closed (`fp_device_open`) and keeps it open for the linger period; for the
@@ -320,6 +320,16 @@ public final class FingerprintReader: Sendable {
     public func ensureOpen(deviceID: String) async throws(ReaderFailure) {
         await enumerated()
         try await registry.slot(deviceID).ensureOpen().get()
+    }
+
+    /// Keeps the reader open until a scanning operation (enroll, verify, identify) ends, not cancelled, however
+    /// long the linger time: for the simulator, whose input waits in libfprint's virtual driver for a scan and is
+    /// dropped when the driver closes. Opens the reader first when it is closed (as `ensureOpen`). Call before
+    /// sending the input.
+    public func keepOpenForInput(deviceID: String) async throws(ReaderFailure) {
+        await enumerated()
+        let slot = try registry.slot(deviceID)
+        if !slot.keepOpenForInput() { try await slot.ensureOpen().get() }
     }
 
     /// What a serialised print says about itself (`fp_print_deserialize`): its driver, device id, finger

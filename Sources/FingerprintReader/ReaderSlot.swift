@@ -27,6 +27,11 @@ final class ReaderSlot: Sendable {
         /// meanwhile. One whose linger closed it during sleep stayed suspended in libfprint (the resume
         /// skipped a closed reader), which refused every later operation: "the reader is busy".
         var suspended = false
+        /// Simulated input (a virtual driver's SCAN, RETRY, ERROR) waits in the driver for a scan, and
+        /// the driver drops it when it closes: the reader is not closed until an operation has ended
+        /// since (`keepOpenForInput`). A touch given before its request waited only as long as the
+        /// linger, which a loaded machine outran, and the request's scan then waited for nothing.
+        var awaitsInput = false
     }
     private let state = Mutex(State())
 
@@ -48,7 +53,7 @@ final class ReaderSlot: Sendable {
     /// deadlock a caller that must feed it, like the simulator). Bounded to 2 s.
     func ensureOpen() async -> Result<Void, ReaderFailure> {
         for _ in 0..<200 {
-            if !queue.isBusy { return await withOpenDevice { _ in .success(()) } }
+            if !queue.isBusy { return await withOpenDevice(takingInput: false) { _ in .success(()) } }
             if isOpen { return .success(()) }
             try? await Task.sleep(for: .milliseconds(10))
         }
@@ -98,10 +103,22 @@ final class ReaderSlot: Sendable {
         return await device.close()
     }
 
-    /// Runs `body` with the device open, after every operation queued before it.
-    func withOpenDevice<T: Sendable>(_ body: (LibfprintDevice) async -> Result<T, ReaderFailure>) async -> Result<
-        T, ReaderFailure
-    > {
+    /// Keeps the device from its linger close until an operation ends (not cancelled): simulated input
+    /// sent to a virtual driver waits there for the scan that takes it. Call before sending.
+    /// - Returns: whether the device is open (no linger close can start from now on); if not, open it
+    ///   with `ensureOpen` before sending.
+    func keepOpenForInput() -> Bool {
+        state.withLock { state in
+            state.awaitsInput = true
+            return state.isOpen
+        }
+    }
+
+    /// Runs `body` with the device open, after every operation queued before it. `takingInput`: the
+    /// operation scans (it ends `keepOpenForInput`); opening the device alone does not.
+    func withOpenDevice<T: Sendable>(
+        takingInput: Bool = true, _ body: (LibfprintDevice) async -> Result<T, ReaderFailure>
+    ) async -> Result<T, ReaderFailure> {
         do {
             try await queue.acquire()
         } catch {
@@ -115,6 +132,11 @@ final class ReaderSlot: Sendable {
             return state.generation
         }
         let result = await runOpen(body)
+        // An operation that ran to its end took the simulated input waiting for it (or never will);
+        // a cancelled one may have stopped before its scan.
+        var cancelled = false
+        if case .failure(.cancelled) = result { cancelled = true }
+        if takingInput && !cancelled { state.withLock { $0.awaitsInput = false } }
         scheduleLinger(after: generation)
         return result
     }
@@ -154,9 +176,9 @@ final class ReaderSlot: Sendable {
         let idle = state.withLock { state in
             guard
                 state.generation == generation && state.isOpen && !state.closing && state.holds == 0
-                    && !state.suspended
+                    && !state.suspended && !state.awaitsInput
             else {
-                return false  // suspended: the resume lets it linger again
+                return false  // suspended: the resume lets it linger again; input: its operation does
             }
             // Not open from the moment the close starts, not from when it reports: the driver stops
             // taking work (libfprint's virtual drivers stop listening) before its answer reaches

@@ -38,6 +38,12 @@ struct Simulator {
             }
             .value
         }
+        // All but UNPLUG wait in the driver for a scan, and the driver drops them when it closes: a
+        // touch given before its request waited only while the reader's linger lasted, which a loaded
+        // machine outran. So the reader stays open until a scan has ended (opened first if closed).
+        if command != "UNPLUG", let reader = parts.reader, let device = await parts.currentDevice() {
+            try? await reader.keepOpenForInput(deviceID: device.id)
+        }
         var outcome = await send()
         if case .failure(.unreachable) = outcome, let reader = parts.reader, let device = await parts.currentDevice() {
             try? await reader.ensureOpen(deviceID: device.id)

@@ -32,6 +32,39 @@ struct DaemonIntegrationTests {
         #expect(events.contains { $0.kind == .placeFinger })
     }
 
+    /// A touch given before its request waits in libfprint's virtual driver, which drops it when the
+    /// reader closes. Before, it waited only as long as the reader's linger (2 s): a loaded machine
+    /// outran that between the touch and the request, and the scan waited for a finger until its
+    /// timeout (the flake of every test that touches first). Here the linger is 50 ms and the request
+    /// comes 500 ms after the touch, which also had to open the reader the linger had closed.
+    @Test func touch_beforeTheRequestLongerThanTheLinger_waitsForTheRequestsScan() async throws {
+        let d = try DaemonHarness(extraArguments: ["--linger-ms", "50"])
+        try await d.enroll(user: "alice", printID: "alice-1")
+        try d.simulate("touch", "alice-1")
+        usleep(500_000)  // ten times the linger
+        let options = EvaluateOptions(
+            policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", service: "test", tries: 1, timeoutMs: 5000)
+        let (result, _) = try d.perform(.evaluate(options))
+        #expect(result.resultCode == .success, "\(result.message)\n\(d.daemonLog)")
+    }
+
+    /// The touch keeps the virtual reader open only until a scan has taken it: then its linger closes
+    /// it (the driver stops listening on its socket).
+    @Test func touch_onceItsScanEnded_letsTheLingerCloseTheReader() async throws {
+        let d = try DaemonHarness(extraArguments: ["--linger-ms", "50"])
+        try await d.enroll(user: "alice", printID: "alice-1")
+        try d.simulate("touch", "alice-1")
+        let (result, _) = try d.perform(.evaluate(biometrics))
+        #expect(result.isSuccess, "\(result.message)")
+        let socket = d.stateDirectory + "/virtual-reader.socket"
+        var listening = true
+        for _ in 0..<500 where listening {  // bounded: 5 s, a hundred times the linger
+            usleep(10_000)
+            if let fd = UnixSocket.connect(socket) { close(fd) } else { listening = false }
+        }
+        #expect(!listening, "the reader was still open 5 s after its scan\n\(d.daemonLog)")
+    }
+
     @Test func evaluate_whenOtherFingerTouches_failsWithAuthenticationFailed() async throws {
         let d = try await DaemonHarness.withAlicesFinger()
         try d.simulate("touch", "mallory")

@@ -177,10 +177,9 @@ package final class DaemonHarness: @unchecked Sendable {
     }
 
     /// One request on a fresh connection, answered by a touch of `printID` given once the daemon asks
-    /// for the finger (its first placeFinger), as a person would. A touch given before the request
-    /// waits in the virtual device only while the reader stays open: on a loaded machine the reader's
-    /// linger (2 s) ran out between such a touch and the request's scan, and the scan then waited for
-    /// a finger until its timeout.
+    /// for the finger (its first placeFinger), as a person would. (A touch given before the request
+    /// waits too: the daemon keeps the virtual reader open until a scan has taken it. Before it did,
+    /// a loaded machine outran the reader's linger between such a touch and the request's scan.)
     package func perform(_ request: Request, touching printID: String) throws -> (RequestResult, [Event]) {
         var touched: Result<Void, Error>?
         let outcome = try perform(request) { [self] e in
