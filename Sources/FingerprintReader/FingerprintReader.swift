@@ -265,8 +265,19 @@ public final class FingerprintReader: Sendable {
     ) async throws(ReaderFailure) -> [UInt8] {
         guard (1...10).contains(finger) else { throw .dataInvalid }
         await enumerated()
-        return try await registry.slot(deviceID).withOpenDevice { device in
-            await device.enroll(finger: finger, username: username, progress: progress)
+        let slot = try registry.slot(deviceID)
+        // Each stage and retry took one simulated input (`keepOpenForInput`), a failure one more.
+        let counting: @Sendable (ReaderProgress) -> Void = { event in
+            switch event {
+            case .enrollStage, .retry: slot.inputTaken()
+            default: break
+            }
+            progress(event)
+        }
+        return try await slot.withOpenDevice { device in
+            let result = await device.enroll(finger: finger, username: username, progress: counting)
+            if case .failure = result { _ = slot.scanEnded(result) }
+            return result
         }.get()
     }
 
@@ -276,8 +287,9 @@ public final class FingerprintReader: Sendable {
         async throws(ReaderFailure) -> VerifyOutcome
     {
         await enumerated()
-        let matched = try await registry.slot(deviceID).withOpenDevice { device in
-            await untilNotRetry { await device.verify(print: print, progress: progress) }
+        let slot = try registry.slot(deviceID)
+        let matched = try await slot.withOpenDevice { device in
+            await untilNotRetry { slot.scanEnded(await device.verify(print: print, progress: progress)) }
         }.get()
         return matched ? .match : .noMatch
     }
@@ -292,7 +304,7 @@ public final class FingerprintReader: Sendable {
         let slot = try registry.slot(deviceID)
         guard slot.info.supportsIdentify else { throw .notSupported }
         return try await slot.withOpenDevice { device in
-            await untilNotRetry { await device.identify(prints: prints, progress: progress) }
+            await untilNotRetry { slot.scanEnded(await device.identify(prints: prints, progress: progress)) }
         }.get()
     }
 
@@ -302,7 +314,7 @@ public final class FingerprintReader: Sendable {
         await enumerated()
         let slot = try registry.slot(deviceID)
         guard slot.info.hasStorage else { throw .notSupported }
-        return try await slot.withOpenDevice(takingInput: false) { device in await device.listPrints() }.get()
+        return try await slot.withOpenDevice { device in await device.listPrints() }.get()
     }
 
     /// Deletes a print from the reader's own storage (`fp_device_delete_print`).
@@ -311,7 +323,7 @@ public final class FingerprintReader: Sendable {
         await enumerated()
         let slot = try registry.slot(deviceID)
         guard slot.info.hasStorage else { throw .notSupported }
-        try await slot.withOpenDevice(takingInput: false) { device in await device.deletePrint(print) }.get()
+        try await slot.withOpenDevice { device in await device.deletePrint(print) }.get()
     }
 
     /// Opens the reader now if it is closed (`fp_device_open`) and keeps it open for the linger period; for the
@@ -322,14 +334,20 @@ public final class FingerprintReader: Sendable {
         try await registry.slot(deviceID).ensureOpen().get()
     }
 
-    /// Keeps the reader open until a scanning operation (enroll, verify, identify) ends, not cancelled, however
-    /// long the linger time: for the simulator, whose input waits in libfprint's virtual driver for a scan and is
-    /// dropped when the driver closes. Opens the reader first when it is closed (as `ensureOpen`). Call before
-    /// sending the input.
+    /// Keeps the reader open, however long the linger time, until a scan has taken one more input: for the
+    /// simulator, whose SCAN, RETRY or ERROR waits in libfprint's virtual driver for a scan and is dropped when
+    /// the driver closes. Inputs are counted; a scan takes one (a verify's or identify's answer, retry or error;
+    /// an enrolment's stage, retry or error), a cancelled one none. Opens the reader first when it is closed (as
+    /// `ensureOpen`). Call before sending the input, and `inputNotSent` if it was not sent.
     public func keepOpenForInput(deviceID: String) async throws(ReaderFailure) {
         await enumerated()
         let slot = try registry.slot(deviceID)
         if !slot.keepOpenForInput() { try await slot.ensureOpen().get() }
+    }
+
+    /// Takes back one `keepOpenForInput` whose input was not sent; the reader lingers again once none waits.
+    public func inputNotSent(deviceID: String) {
+        try? registry.slot(deviceID).inputNotSent()
     }
 
     /// What a serialised print says about itself (`fp_print_deserialize`): its driver, device id, finger

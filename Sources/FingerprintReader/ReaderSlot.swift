@@ -27,11 +27,12 @@ final class ReaderSlot: Sendable {
         /// meanwhile. One whose linger closed it during sleep stayed suspended in libfprint (the resume
         /// skipped a closed reader), which refused every later operation: "the reader is busy".
         var suspended = false
-        /// Simulated input (a virtual driver's SCAN, RETRY, ERROR) waits in the driver for a scan, and
-        /// the driver drops it when it closes: the reader is not closed until an operation has ended
-        /// since (`keepOpenForInput`). A touch given before its request waited only as long as the
-        /// linger, which a loaded machine outran, and the request's scan then waited for nothing.
-        var awaitsInput = false
+        /// Simulated inputs (a virtual driver's SCAN, RETRY, ERROR) sent and not yet taken by a scan:
+        /// they wait in the driver, which drops them when it closes, so the linger does not close the
+        /// device while any waits (`keepOpenForInput`). A touch given before its request waited only
+        /// as long as the linger, which a loaded machine outran, and the request's scan then waited
+        /// for nothing.
+        var inputsWaiting = 0
     }
     private let state = Mutex(State())
 
@@ -53,7 +54,7 @@ final class ReaderSlot: Sendable {
     /// deadlock a caller that must feed it, like the simulator). Bounded to 2 s.
     func ensureOpen() async -> Result<Void, ReaderFailure> {
         for _ in 0..<200 {
-            if !queue.isBusy { return await withOpenDevice(takingInput: false) { _ in .success(()) } }
+            if !queue.isBusy { return await withOpenDevice { _ in .success(()) } }
             if isOpen { return .success(()) }
             try? await Task.sleep(for: .milliseconds(10))
         }
@@ -103,22 +104,46 @@ final class ReaderSlot: Sendable {
         return await device.close()
     }
 
-    /// Keeps the device from its linger close until an operation ends (not cancelled): simulated input
-    /// sent to a virtual driver waits there for the scan that takes it. Call before sending.
+    /// Counts one simulated input about to be sent to a virtual driver, where it waits for the scan
+    /// that takes it (`inputTaken`): the linger does not close the device meanwhile.
     /// - Returns: whether the device is open (no linger close can start from now on); if not, open it
     ///   with `ensureOpen` before sending.
     func keepOpenForInput() -> Bool {
         state.withLock { state in
-            state.awaitsInput = true
+            state.inputsWaiting += 1
             return state.isOpen
         }
     }
 
-    /// Runs `body` with the device open, after every operation queued before it. `takingInput`: the
-    /// operation scans (it ends `keepOpenForInput`); opening the device alone does not.
-    func withOpenDevice<T: Sendable>(
-        takingInput: Bool = true, _ body: (LibfprintDevice) async -> Result<T, ReaderFailure>
-    ) async -> Result<T, ReaderFailure> {
+    /// A scan took one input (a SCAN, RETRY or ERROR command, for the virtual driver); its operation
+    /// lingers when it ends. Never below zero: real readers' scans count too, and nothing waits for them.
+    func inputTaken() {
+        state.withLock { $0.inputsWaiting = max(0, $0.inputsWaiting - 1) }
+    }
+
+    /// An input counted by `keepOpenForInput` was not sent after all.
+    func inputNotSent() {
+        let generation: UInt64? = state.withLock { state in
+            guard state.inputsWaiting > 0 else { return nil }
+            state.inputsWaiting -= 1
+            return state.inputsWaiting == 0 ? state.generation : nil
+        }
+        // A linger that ran out while input waited closed nothing; it starts again now.
+        if let generation { scheduleLinger(after: generation) }
+    }
+
+    /// One scan's end (a verify's or identify's answer, retry or error): it took one input, unless it
+    /// was cancelled, which may have stopped it before it took any.
+    func scanEnded<T>(_ result: Result<T, ReaderFailure>) -> Result<T, ReaderFailure> {
+        if case .failure(.cancelled) = result { return result }
+        inputTaken()
+        return result
+    }
+
+    /// Runs `body` with the device open, after every operation queued before it.
+    func withOpenDevice<T: Sendable>(_ body: (LibfprintDevice) async -> Result<T, ReaderFailure>) async -> Result<
+        T, ReaderFailure
+    > {
         do {
             try await queue.acquire()
         } catch {
@@ -132,11 +157,6 @@ final class ReaderSlot: Sendable {
             return state.generation
         }
         let result = await runOpen(body)
-        // An operation that ran to its end took the simulated input waiting for it (or never will);
-        // a cancelled one may have stopped before its scan.
-        var cancelled = false
-        if case .failure(.cancelled) = result { cancelled = true }
-        if takingInput && !cancelled { state.withLock { $0.awaitsInput = false } }
         scheduleLinger(after: generation)
         return result
     }
@@ -176,9 +196,9 @@ final class ReaderSlot: Sendable {
         let idle = state.withLock { state in
             guard
                 state.generation == generation && state.isOpen && !state.closing && state.holds == 0
-                    && !state.suspended && !state.awaitsInput
+                    && !state.suspended && state.inputsWaiting == 0
             else {
-                return false  // suspended: the resume lets it linger again; input: its operation does
+                return false  // suspended: the resume lets it linger again; input: its scan does
             }
             // Not open from the moment the close starts, not from when it reports: the driver stops
             // taking work (libfprint's virtual drivers stop listening) before its answer reaches

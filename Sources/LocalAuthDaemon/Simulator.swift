@@ -38,18 +38,20 @@ struct Simulator {
             }
             .value
         }
-        // All but UNPLUG wait in the driver for a scan, and the driver drops them when it closes: a
-        // touch given before its request waited only while the reader's linger lasted, which a loaded
-        // machine outran. So the reader stays open until a scan has ended (opened first if closed).
-        if command != "UNPLUG", let reader = parts.reader, let device = await parts.currentDevice() {
-            try? await reader.keepOpenForInput(deviceID: device.id)
-        }
+        // A touch, retry or error waits in the driver for a scan, and the driver drops it when it
+        // closes: given before its request, it waited only while the reader's linger lasted, which a
+        // loaded machine outran. So the reader stays open until a scan has taken it (opened first if
+        // closed). (FINGER is taken by a running scan only; UNPLUG at once.)
+        let waits = action == "touch" || action == "retry" || action == "error"
+        let kept = waits ? await parts.currentDevice().map(\.id) : nil
+        if let kept, let reader = parts.reader { try? await reader.keepOpenForInput(deviceID: kept) }
         var outcome = await send()
         if case .failure(.unreachable) = outcome, let reader = parts.reader, let device = await parts.currentDevice() {
             try? await reader.ensureOpen(deviceID: device.id)
             outcome = await send()
         }
         if case .failure(let error) = outcome {
+            if let kept { parts.reader?.inputNotSent(deviceID: kept) }
             // English: the virtual driver's protocol
             return Answer(.biometryNotAvailable, english: "The simulated reader did not take '\(command)': \(error)")
         }

@@ -189,27 +189,34 @@ struct LifecycleTests {
         reportChildErrors(result)
     }
 
-    /// Input for the next scan keeps the reader open past its linger until a scan has ended; then it
-    /// lingers and closes. libfprint's virtual driver drops a SCAN still waiting when it closes, so a
-    /// simulated touch given before its request waited only as long as the linger.
-    @Test func keepOpenForInput_keepsTheReaderOpenUntilAScanEndedThenLingers() async {
+    /// Inputs for the coming scans keep the reader open past its linger until scans have taken them
+    /// all, one each; then it lingers and closes. libfprint's virtual driver drops a SCAN still waiting
+    /// when it closes, so a simulated touch given before its request waited only as long as the linger
+    /// (and the second of two touches for two tries, once the first scan had ended).
+    @Test func keepOpenForInput_keepsTheReaderOpenUntilScansTookEveryInputThenLingers() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let (sockets, reader, device) = try await readerWithOneDevice(lingerMs: 50)
             try await reader.hold(deviceID: device.id)  // no linger close while enrolling
             let print = try await enrollVirtual(reader, device, socket: sockets.device, scanID: "waits")
             reader.releaseHold(deviceID: device.id)
-            try await reader.keepOpenForInput(deviceID: device.id)
-            try sendCommand("SCAN waits", to: sockets.device)
-            usleep(300_000)  // six times the linger
-            // Bounded: a verify whose SCAN was dropped waits for a finger that never comes.
-            let verify = startTask { try await reader.verify(deviceID: device.id, print: print, progress: { _ in }) }
-            let watchdog = Task {
-                try await Task.sleep(for: .seconds(5))
-                verify.cancel()
+            for scan in ["other", "waits"] {
+                try await reader.keepOpenForInput(deviceID: device.id)
+                try sendCommand("SCAN \(scan)", to: sockets.device)
             }
-            let outcome = await verify.value
-            watchdog.cancel()
-            require(outcome == .success(.match), 50, "\(outcome)")
+            for expected in [VerifyOutcome.noMatch, .match] {
+                usleep(300_000)  // six times the linger
+                // Bounded: a verify whose SCAN was dropped waits for a finger that never comes.
+                let verify = startTask {
+                    try await reader.verify(deviceID: device.id, print: print, progress: { _ in })
+                }
+                let watchdog = Task {
+                    try await Task.sleep(for: .seconds(5))
+                    verify.cancel()
+                }
+                let outcome = await verify.value
+                watchdog.cancel()
+                require(outcome == .success(expected), 50, "\(outcome), expected \(expected)")
+            }
             var closed = false
             var polls = 0
             while !closed && polls < 1000 {  // 5 s, a hundred times the linger
@@ -217,7 +224,7 @@ struct LifecycleTests {
                 polls += 1
                 if let fd = try? connectUnixSocket(sockets.device, timeoutMs: 0) { close(fd) } else { closed = true }
             }
-            require(closed, 51, "the reader was still open 5 s after the scan")
+            require(closed, 51, "the reader was still open 5 s after the scans")
             await finish(reader)
         }
         reportChildErrors(result)

@@ -48,6 +48,21 @@ struct DaemonIntegrationTests {
         #expect(result.resultCode == .success, "\(result.message)\n\(d.daemonLog)")
     }
 
+    /// Two touches before a request of two tries: the second waits for the second scan, however long
+    /// after the first scan's end the reader's linger ran out.
+    @Test func touch_twiceBeforeARequestOfTwoTries_eachWaitsForItsScan() async throws {
+        let d = try DaemonHarness(extraArguments: ["--linger-ms", "1"])
+        try await d.enroll(user: "alice", printID: "alice-1")
+        try d.simulate("touch", "mallory")
+        try d.simulate("touch", "alice-1")
+        usleep(500_000)
+        let options = EvaluateOptions(
+            policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", service: "test", tries: 2, timeoutMs: 5000)
+        let (result, events) = try d.perform(.evaluate(options))
+        #expect(result.resultCode == .success, "\(result.message)\n\(d.daemonLog)")
+        #expect(events.contains { $0.kind == .noMatch }, "\(events.map(\.kind))")
+    }
+
     /// The touch keeps the virtual reader open only until a scan has taken it: then its linger closes
     /// it (the driver stops listening on its socket).
     @Test func touch_onceItsScanEnded_letsTheLingerCloseTheReader() async throws {
