@@ -259,6 +259,25 @@ package final class DaemonHarness: @unchecked Sendable {
     ) throws -> (
         status: Int32, out: String, err: String
     ) {
+        try ctlProcess(arguments, asUser: asUser, setuidBy: setuidBy, environment: environment, program: program)
+            .runToEnd(stdin: stdin)
+    }
+
+    /// `localauthctl` as `ctl` runs it, started with its standard output on a pseudo-terminal (so
+    /// each line shows as it is printed), returned once it has printed `marker` — by default the
+    /// finger prompt, which comes once the daemon holds the reader for its request. `finish()` waits
+    /// for it as `ctl` does.
+    package func ctlStarted(
+        _ arguments: [String], asUser: String? = nil, setuidBy: String? = nil, program: String? = nil,
+        until marker: String = " on the reader"
+    ) throws -> StartedCtl {
+        let p = try ctlProcess(arguments, asUser: asUser, setuidBy: setuidBy, environment: [:], program: program)
+        return try StartedCtl(p, until: marker)
+    }
+
+    private func ctlProcess(
+        _ arguments: [String], asUser: String?, setuidBy: String?, environment: [String: String], program: String?
+    ) throws -> Process {
         let p = Process()
         let ctl = program ?? Self.binDirectory + "/localauthctl"
         if let setuidBy {
@@ -273,7 +292,7 @@ package final class DaemonHarness: @unchecked Sendable {
             p.arguments = arguments
         }
         p.environment = ["LOCALAUTHD_SOCKET": socketPath, "PATH": "/usr/bin:/bin"].merging(environment) { $1 }
-        return try p.runToEnd(stdin: stdin)
+        return p
     }
 
     /// Raw bytes on a fresh socket; returns what the daemon sent until it closed (or 2 s passed).
@@ -291,6 +310,42 @@ package final class DaemonHarness: @unchecked Sendable {
             reply += buffer[0..<n]
         }
         return reply
+    }
+}
+
+/// A `localauthctl` started by `DaemonHarness.ctlStarted`, its standard output a pseudo-terminal.
+package final class StartedCtl: @unchecked Sendable {
+    private let process: Process
+    private let terminal: PseudoTerminal
+    private let errors = Pipe()
+    /// What it printed up to the marker.
+    package let printed: String
+
+    init(_ p: Process, until marker: String) throws {
+        process = p
+        terminal = try PseudoTerminal()
+        let side = FileHandle(fileDescriptor: terminal.secondary, closeOnDealloc: false)
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = side
+        p.standardError = errors
+        try p.run()
+        terminal.closeSecondary()
+        do {
+            printed = try terminal.read(until: marker)
+        } catch {
+            if p.isRunning { p.terminate() }
+            p.waitUntilExit()
+            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            throw HarnessError.setup("\(error); it said on standard error: \(said)")
+        }
+    }
+
+    /// Waits for it to exit: its status, all it printed, and its standard error.
+    package func finish() throws -> (status: Int32, out: String, err: String) {
+        let rest = try terminal.readToEnd()
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, printed + rest, said)
     }
 }
 
