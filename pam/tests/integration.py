@@ -161,16 +161,19 @@ class RealDaemon:
         self.ctl("simulate", "touch", print_id)
 
     def enroll(self, user, print_id="finger-1"):
+        """Five touches once the daemon has asked for the finger (its prompt, the first line), and
+        not one more: a touch left queued in the virtual reader would answer the next verify.
+        (Before, a touch every 0.3 s until it ended: early ones could queue up on a slow machine.)"""
         env = dict(os.environ, LOCALAUTHD_SOCKET=self.sock)
-        p = subprocess.Popen([os.path.join(self.bin, "localauthctl"), "enroll", "--user", user,
+        p = subprocess.Popen(["stdbuf", "-oL", os.path.join(self.bin, "localauthctl"), "enroll", "--user", user,
                               "--finger", "right-index-finger"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        for _ in range(20):
-            time.sleep(0.3)
-            if p.poll() is not None:
-                break
+        self.ctx.children.append(p)
+        first = p.stdout.readline()
+        check("finger" in first.lower(), "enroll %s: no prompt: %r" % (user, first))
+        for _ in range(5):
             self.touch(print_id)
-        out = p.communicate(timeout=10)[0]
+        out = first + p.communicate(timeout=60)[0]
         check(p.returncode == 0, "enroll %s: %s" % (user, out))
 
     def set_passcode(self, user, passcode):
@@ -857,7 +860,9 @@ def timeout_is_honoured_when_the_daemon_stalls(ctx):
                       PAM_AUTHINFO_UNAVAIL)
         took = res["end"] - res["start"]
         expect_code(res, PAM_AUTHINFO_UNAVAIL)
-        check(1.9 <= took < 2.8, "%s: returned after %.2f s, timeout=2" % (where, took))
+        # At its timeout, not at the stalled daemon's 30 s; under 3.5 s (was 2.8): the module's and
+        # pam_wrapper's start on a slow machine is inside the measured time too.
+        check(1.9 <= took < 3.5, "%s: returned after %.2f s, timeout=2" % (where, took))
 
 
 @case()
@@ -1313,7 +1318,9 @@ def real_timeout_honoured(ctx):
     res = ctx.pam(ctx.service("socket=%s timeout=2" % d.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
     took = res["end"] - res["start"]
-    check(1.5 <= took < 2.8, "returned after %.2f s with timeout=2" % took)
+    # At its timeout, not the daemon's 30 s wait for a finger; under 3.5 s (was 2.8): the module's
+    # and pam_wrapper's start on a slow machine is inside the measured time too.
+    check(1.5 <= took < 3.5, "returned after %.2f s with timeout=2" % took)
 
 
 @case(needs_daemon=True)
