@@ -55,7 +55,7 @@ struct LogindTests {
         // The window from before sleep is gone: a finger is asked for, and the resumed reader reads it.
         let c = try d.connect()
         try c.send(Request.evaluate(Self.biometrics(reuse: 60)).frame)
-        guard case .event(let prompt) = try c.receive(deadline: DaemonConnection.now() + 5000) else {
+        guard case .event(let prompt) = try c.receive(deadline: DaemonConnection.now() + 30_000) else {
             Issue.record("the reuse window outlived sleep")
             return
         }

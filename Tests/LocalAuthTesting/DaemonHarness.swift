@@ -296,7 +296,8 @@ package final class DaemonHarness: @unchecked Sendable {
         return p
     }
 
-    /// Raw bytes on a fresh socket; returns what the daemon sent until it closed (or 2 s passed).
+    /// Raw bytes on a fresh socket; returns what the daemon sent until it closed (or 30 s passed
+    /// without a byte: a hang's bound, not a wait the daemon is expected to use).
     package func raw(_ bytes: [UInt8]) throws -> [UInt8] {
         guard let fd = UnixSocket.connect(socketPath) else { throw HarnessError.setup("connect failed") }
         defer { close(fd) }
@@ -305,7 +306,7 @@ package final class DaemonHarness: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pfd, 1, 2000) > 0 else { break }
+            guard poll(&pfd, 1, 30_000) > 0 else { break }
             let n = recv(fd, &buffer, buffer.count, 0)
             if n <= 0 { break }
             reply += buffer[0..<n]
