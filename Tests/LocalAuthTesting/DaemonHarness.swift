@@ -103,9 +103,14 @@ package final class DaemonHarness: @unchecked Sendable {
         if let extraArguments { self.extraArguments = extraArguments }
         let p = Process()
         let daemon = Self.binDirectory + "/localauthd"
+        // The reader stays open between requests unless the test says otherwise (`--linger-ms`): a
+        // touch given before a request then waits in the virtual device for it, however long a
+        // loaded machine takes to send the request. With the default 2 s linger the reader could
+        // close first and the touch was lost (the request then timed out waiting for a finger).
+        let linger = self.extraArguments.contains("--linger-ms") ? [] : ["--linger-ms", "-1"]
         let arguments =
             ["--socket", socketPath, "--state-dir", stateDirectory] + (virtualReader ? ["--virtual-reader"] : [])
-            + self.extraArguments
+            + linger + self.extraArguments
         p.executableURL = URL(fileURLWithPath: launcher.first ?? daemon)
         p.arguments = launcher.isEmpty ? arguments : Array(launcher.dropFirst()) + [daemon] + arguments
         // A clean environment: the test process may carry other FP_VIRTUAL_* variables.
@@ -180,7 +185,8 @@ package final class DaemonHarness: @unchecked Sendable {
     /// for the finger (its first placeFinger), as a person would. A touch given before the request
     /// waits in the virtual device only while the reader stays open: on a loaded machine the reader's
     /// linger (2 s) ran out between such a touch and the request's scan, and the scan then waited for
-    /// a finger until its timeout.
+    /// a finger until its timeout. (The harness keeps the reader open unless a test sets
+    /// `--linger-ms`; this way needs neither.)
     package func perform(_ request: Request, touching printID: String) throws -> (RequestResult, [Event]) {
         var touched: Result<Void, Error>?
         let outcome = try perform(request) { [self] e in
