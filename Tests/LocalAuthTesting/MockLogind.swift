@@ -44,7 +44,7 @@ package final class MockLogind: @unchecked Sendable {
     @discardableResult
     package func send(_ command: String) throws -> String {
         try input.fileHandleForWriting.write(contentsOf: Data((command + "\n").utf8))
-        let answer = try line(timeout: 10)
+        let answer = try line(timeout: 30)  // a hang's bound: dbusmock answers in its own time
         guard answer == "ok" || answer.hasPrefix(command.split(separator: " ")[0] + " ") || answer == command else {
             throw HarnessError.setup("logind mock answered \(answer) to \(command)")
         }
@@ -106,7 +106,7 @@ package final class MockLogind: @unchecked Sendable {
 
     /// Waits until logind's inhibitors are exactly `expected` (`who:what:mode`).
     package func waitForInhibitors(_ expected: [String], log d: DaemonHarness) throws {
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(30)  // a hang's bound only
         var last = ""
         while Date() < deadline {
             last = try send("inhibitors")
