@@ -46,6 +46,10 @@ WRAPPER_MODULES = "/usr/lib/x86_64-linux-gnu/pam_wrapper"
 PAM_MODULES = os.path.join(os.path.dirname(WRAPPER_MODULES), "security")
 
 PAM_SUCCESS, PAM_CONV_ERR, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL = 0, 19, 7, 9
+# "At once": no wait for a finger, which the services here give 30 s (the module's default). The
+# bound leaves a loaded machine's start-up room: with pamtester (the ASan run) the measured time
+# begins before the process starts. (Was 0.5 or 1 s: a loaded ASan run took 0.86 s for one.)
+AT_ONCE_S = 3.0
 PAM_USER_UNKNOWN, PAM_MAXTRIES, PAM_SILENT, PAM_INCOMPLETE = 10, 11, 0x8000, 31
 # What the module shows a caller without a terminal to find out whether it can show messages.
 PROBE = "Checking for a fingerprint"
@@ -479,7 +483,7 @@ def no_daemon_is_authinfo_unavail_at_once(ctx):
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
     check(res["info"] == [PROBE, "Fingerprint not used: localauthd is not running"]
           and res["errors"] == [], "the person is told why: %s" % res)
-    check(res["end"] - res["start"] < 0.5, "fast: %.3f s" % (res["end"] - res["start"]))
+    check(res["end"] - res["start"] < AT_ONCE_S, "fast: %.3f s" % (res["end"] - res["start"]))
 
 
 @case()
@@ -878,7 +882,7 @@ def evaluate_goes_out_behind_hello_without_waiting_for_welcome(ctx):
                       handshake=False)
     res = ctx.pam(ctx.service("socket=%s timeout=3" % fake.sock), "nobody")
     expect_code(res, PAM_SUCCESS)
-    check(res["end"] - res["start"] < 1, "took %.2f s" % (res["end"] - res["start"]))
+    check(res["end"] - res["start"] < 2, "took %.2f s" % (res["end"] - res["start"]))
     check([f["frame"] for f in fake.frames()] == [lawire.HELLO, lawire.EVALUATE],
           str(fake.frames()))
     # A daemon that refuses the HELLO is still not believed, whatever it sends after.
@@ -945,7 +949,7 @@ def user_name_too_long_is_said_at_once_without_connecting(ctx):
     # Not "localauthd does not answer" (issue 13, L5).
     check(res["info"] == ["Fingerprint not used: the user name is too long "
                           "(2000 bytes, at most 1024)"], "told why: %s" % res)
-    check(fake.connections() == 0 and res["end"] - res["start"] < 0.5, str(res))
+    check(fake.connections() == 0 and res["end"] - res["start"] < AT_ONCE_S, str(res))
 
 
 @case()
@@ -1005,7 +1009,7 @@ def password_first_typed_password_becomes_authtok_without_asking_the_daemon(ctx)
     res = ctx.conv(ctx.service("socket=%s password_first" % fake.sock, name="alone"), "nobody",
                    answers=["correct horse"])
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
-    check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
+    check(res["end"] - res["start"] < AT_ONCE_S, "at once: %.3f s" % (res["end"] - res["start"]))
 
 
 @case()
@@ -1037,7 +1041,7 @@ def password_first_failed_conversation_is_conv_err_without_the_daemon(ctx):
     svc = ctx.service("socket=%s password_first" % fake.sock)
     res = ctx.conv(svc, "nobody", fail=["echo_off"])
     expect_code(res, PAM_CONV_ERR)
-    check(fake.connections() == 0 and res["end"] - res["start"] < 0.5, str(res))
+    check(fake.connections() == 0 and res["end"] - res["start"] < AT_ONCE_S, str(res))
     # Without password_first the same application is not asked a question at all.
     expect_code(ctx.conv(ctx.service("socket=%s" % fake.sock, name="plain"), "nobody",
                          fail=["echo_off"]), PAM_SUCCESS)
@@ -1059,7 +1063,7 @@ def no_terminal_and_a_conversation_that_cannot_show_messages_is_not_interactive(
         res = ctx.conv(svc, "nobody", fail=["info", "error"], items=items)
         expect_code(res, PAM_AUTHINFO_UNAVAIL)
         check(flags_sent(fake) & FLAG_INTERACTION_NOT_ALLOWED, "tty %r: flag sent" % tty)
-        check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
+        check(res["end"] - res["start"] < AT_ONCE_S, "at once: %.3f s" % (res["end"] - res["start"]))
 
 
 @case()
@@ -1273,7 +1277,7 @@ def real_lockout_after_five_misses(ctx):
     res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL)
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
     check("Too many attempts: use your password" in res["errors"], "lockout said: %s" % res)
-    check(res["end"] - res["start"] < 1, "no waiting for a finger when locked")
+    check(res["end"] - res["start"] < AT_ONCE_S, "no waiting for a finger when locked")
 
 
 @case(needs_daemon=True)
@@ -1298,7 +1302,7 @@ def real_nothing_enrolled(ctx):
     d = RealDaemon(ctx)
     res = ctx.pam(ctx.service("socket=%s" % d.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
-    check(res["errors"] == [] and res["end"] - res["start"] < 1, str(res))
+    check(res["errors"] == [] and res["end"] - res["start"] < AT_ONCE_S, str(res))
 
 
 @case(needs_daemon=True)
@@ -1343,7 +1347,7 @@ def real_password_first_enter_alone_then_finger(ctx):
     expect_code(res, PAM_SUCCESS)
     res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL, answers=["a typed password"])
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
-    check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
+    check(res["end"] - res["start"] < AT_ONCE_S, "at once: %.3f s" % (res["end"] - res["start"]))
 
 
 @case(needs_daemon=True)
@@ -1351,7 +1355,7 @@ def real_not_interactive_is_refused_at_once(ctx):
     d, svc = nobody_with_a_finger(ctx)
     res = ctx.conv(svc, "nobody", fail=["info", "error"])
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
-    check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
+    check(res["end"] - res["start"] < AT_ONCE_S, "at once: %.3f s" % (res["end"] - res["start"]))
     audit = open(ctx.path("localauthd.log")).read()
     check("result=notInteractive" in audit, "the daemon decided and audited it: %s" % audit[-500:])
     # The finger still works for the same account when the caller can show messages.
