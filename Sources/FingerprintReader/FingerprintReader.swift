@@ -328,21 +328,23 @@ public final class FingerprintReader: Sendable {
 
     /// Opens the reader now if it is closed (`fp_device_open`) and keeps it open for the linger period; for the
     /// simulator, because libfprint's virtual drivers bind their socket only at open. Never waits behind a running
-    /// operation (which holds the reader open): it returns once the reader is open, or `.busy` after 2 s.
-    public func ensureOpen(deviceID: String) async throws(ReaderFailure) {
+    /// operation (which holds the reader open): it returns once the reader is open, or `.busy` after
+    /// `patienceMs` (2 s unless said) while an operation opens or closes it.
+    public func ensureOpen(deviceID: String, patienceMs: Int = 2000) async throws(ReaderFailure) {
         await enumerated()
-        try await registry.slot(deviceID).ensureOpen().get()
+        try await registry.slot(deviceID).ensureOpen(patienceMs: patienceMs).get()
     }
 
     /// Keeps the reader open, however long the linger time, until a scan has taken one more input: for the
     /// simulator, whose SCAN, RETRY or ERROR waits in libfprint's virtual driver for a scan and is dropped when
     /// the driver closes. Inputs are counted; a scan takes one (a verify's or identify's answer, retry or error;
     /// an enrolment's stage, retry or error), a cancelled one none. Opens the reader first when it is closed (as
-    /// `ensureOpen`). Call before sending the input, and `inputNotSent` if it was not sent.
-    public func keepOpenForInput(deviceID: String) async throws(ReaderFailure) {
+    /// `ensureOpen`, waiting at most `patienceMs`). Call before sending the input, and `inputNotSent` if it was
+    /// not sent.
+    public func keepOpenForInput(deviceID: String, patienceMs: Int = 2000) async throws(ReaderFailure) {
         await enumerated()
         let slot = try registry.slot(deviceID)
-        if !slot.keepOpenForInput() { try await slot.ensureOpen().get() }
+        if !slot.keepOpenForInput() { try await slot.ensureOpen(patienceMs: patienceMs).get() }
     }
 
     /// Takes back one `keepOpenForInput` whose input was not sent; the reader lingers again once none waits.

@@ -34,7 +34,8 @@ struct Simulator {
         let control = VirtualReaderControl(socketPath: socket)
         let send = { @Sendable () async in
             await Task.detached {
-                Result { () throws(VirtualReaderControl.Failure) in try control.send(command) }
+                // 30 s: a bound on a driver that never reads its command, not on a slow one.
+                Result { () throws(VirtualReaderControl.Failure) in try control.send(command, timeoutMs: 30_000) }
             }
             .value
         }
@@ -44,10 +45,14 @@ struct Simulator {
         // closed). (FINGER is taken by a running scan only; UNPLUG at once.)
         let waits = action == "touch" || action == "retry" || action == "error"
         let kept = waits ? await parts.currentDevice().map(\.id) : nil
-        if let kept, let reader = parts.reader { try? await reader.keepOpenForInput(deviceID: kept) }
+        if let kept, let reader = parts.reader {
+            try? await reader.keepOpenForInput(deviceID: kept, patienceMs: 30_000)  // a hang bound, as below
+        }
         var outcome = await send()
         if case .failure(.unreachable) = outcome, let reader = parts.reader, let device = await parts.currentDevice() {
-            try? await reader.ensureOpen(deviceID: device.id)
+            // 30 s: this only bounds a hang (an open or close that never ends); a loaded machine's
+            // slow open must not fail a test's touch (the 2 s default did, as "did not take").
+            try? await reader.ensureOpen(deviceID: device.id, patienceMs: 30_000)
             outcome = await send()
         }
         if case .failure(let error) = outcome {
