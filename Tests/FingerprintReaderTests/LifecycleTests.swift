@@ -228,7 +228,7 @@ struct LifecycleTests {
                     try await reader.verify(deviceID: device.id, print: print, progress: { _ in })
                 }
                 let watchdog = Task {
-                    try await Task.sleep(for: .seconds(5))
+                    try await Task.sleep(for: .seconds(15))
                     verify.cancel()
                 }
                 let outcome = await verify.value
@@ -237,12 +237,12 @@ struct LifecycleTests {
             }
             var closed = false
             var polls = 0
-            while !closed && polls < 1000 {  // 5 s, a hundred times the linger
+            while !closed && polls < 3000 {  // a hang bound: 15 s, 300 times the linger
                 usleep(5000)
                 polls += 1
                 if let fd = try? connectUnixSocket(sockets.device, timeoutMs: 0) { close(fd) } else { closed = true }
             }
-            require(closed, 51, "the reader was still open 5 s after the scans")
+            require(closed, 51, "the reader was still open 15 s after the scans")
             await finish(reader)
         }
         reportChildErrors(result)

@@ -43,7 +43,8 @@ struct DaemonIntegrationTests {
         try d.simulate("touch", "alice-1")
         usleep(500_000)  // ten times the linger
         let options = EvaluateOptions(
-            policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", service: "test", tries: 1, timeoutMs: 5000)
+            policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", service: "test", tries: 1,
+            timeoutMs: 15_000)
         let (result, _) = try d.perform(.evaluate(options))
         #expect(result.resultCode == .success, "\(result.message)\n\(d.daemonLog)")
     }
@@ -57,7 +58,8 @@ struct DaemonIntegrationTests {
         try d.simulate("touch", "alice-1")
         usleep(500_000)
         let options = EvaluateOptions(
-            policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", service: "test", tries: 2, timeoutMs: 5000)
+            policy: .deviceOwnerAuthenticationWithBiometrics, user: "alice", service: "test", tries: 2,
+            timeoutMs: 15_000)
         let (result, events) = try d.perform(.evaluate(options))
         #expect(result.resultCode == .success, "\(result.message)\n\(d.daemonLog)")
         #expect(events.contains { $0.kind == .noMatch }, "\(events.map(\.kind))")
@@ -73,11 +75,11 @@ struct DaemonIntegrationTests {
         #expect(result.isSuccess, "\(result.message)")
         let socket = d.stateDirectory + "/virtual-reader.socket"
         var listening = true
-        for _ in 0..<500 where listening {  // bounded: 5 s, a hundred times the linger
+        for _ in 0..<1500 where listening {  // a hang bound: 15 s, 300 times the linger
             usleep(10_000)
             if let fd = UnixSocket.connect(socket) { close(fd) } else { listening = false }
         }
-        #expect(!listening, "the reader was still open 5 s after its scan\n\(d.daemonLog)")
+        #expect(!listening, "the reader was still open 15 s after its scan\n\(d.daemonLog)")
     }
 
     @Test func evaluate_whenOtherFingerTouches_failsWithAuthenticationFailed() async throws {
