@@ -777,12 +777,17 @@ final class FprintContext: @unchecked Sendable {
             context, "device-removed",
             { _, device, data in Unmanaged<FprintContext>.fromOpaque(data!).takeUnretainedValue().removed(device!) },
             me)
-        thread.exclusively { fp_context_enumerate(context) }
-        // Devices libfprint already knew before our handler was connected (none today; cheap to be sure).
-        let known = fp_context_get_devices(context)!
-        for index in 0..<known.pointee.len {
-            let device = clibfprint_ptr_array_index(known, index)!.assumingMemoryBound(to: FpDevice.self)
-            added(device)
+        // Work posted meanwhile (a `close()` at a stop, which releases `context`) runs when this block
+        // returns, so the block is the last use of `context` here: a close that ran between the
+        // enumeration and the listing below left `fp_context_get_devices` a released context.
+        thread.exclusively {
+            fp_context_enumerate(context)
+            // Devices libfprint already knew before our handler was connected (none today; cheap to be sure).
+            guard let known = fp_context_get_devices(context) else { return }
+            for index in 0..<known.pointee.len {
+                guard let device = clibfprint_ptr_array_index(known, index) else { continue }
+                added(device.assumingMemoryBound(to: FpDevice.self))
+            }
         }
     }
 

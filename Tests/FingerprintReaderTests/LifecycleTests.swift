@@ -105,6 +105,24 @@ struct LifecycleTests {
         reportChildErrors(result)
     }
 
+    /// A stop while libfprint enumerates again (a reader-less daemon looks again at each request that
+    /// wants a reader): the close waited for the enumeration, then ran before the enumeration's own last
+    /// use of its `FpContext`, which it had just released — the daemon died of SIGILL at
+    /// `fp_context_get_devices` on its way out (4 of 17 runs of the LocalAuthentication suites, 2026-11-28).
+    @Test func shutdown_whileLookingForReadersAgain_endsCleanly() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            for round in 0..<40 {
+                let reader = try await FingerprintReader(lingerMs: nil)
+                require(await reader.devices().isEmpty, 40, "a reader on a machine without one")
+                reader.lookForReadersIfNone(minimumIntervalMs: 0)
+                usleep(UInt32(round % 20) * 250)  // the stop lands at a different moment of the enumeration each round
+                await reader.shutdown()
+            }
+            exit(0)
+        }
+        reportChildErrors(result)
+    }
+
     @Test func post_whileTheGLibThreadIteratesTheMainContextItself_runsOnlyAfterThatCallReturns() async {
         // What fp_context_enumerate does: it iterates the global main context inside our posted work. Work
         // posted meanwhile (a close(), a verify) must not run nested inside it.

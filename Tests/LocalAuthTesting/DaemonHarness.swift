@@ -100,6 +100,7 @@ package final class DaemonHarness: @unchecked Sendable {
     /// Starts the daemon (again). `extraArguments`: its arguments from now on; by default the ones
     /// it was last started with (the harness's `init`'s), so a restart is the same daemon.
     package func start(extraArguments: [String]? = nil) throws {
+        recordIfCrashed()
         if let extraArguments { self.extraArguments = extraArguments }
         let p = Process()
         let daemon = Self.binDirectory + "/localauthd"
@@ -120,6 +121,7 @@ package final class DaemonHarness: @unchecked Sendable {
         unlink(socketPath)
         try p.run()
         process = p
+        crashRecorded = false
         let deadline = Date().addingTimeInterval(15)
         while Date() < deadline {
             if (try? DaemonConnection(socketPath: socketPath, clientName: "harness", timeoutMs: 1000)) != nil { return }
@@ -134,6 +136,7 @@ package final class DaemonHarness: @unchecked Sendable {
     /// SIGTERM and wait; returns the exit status.
     @discardableResult
     package func stop() -> Int32 {
+        recordIfCrashed()
         guard let p = process, p.isRunning else { return process?.terminationStatus ?? -1 }
         p.terminate()
         // Bounded: a daemon that ignores SIGTERM fails the test instead of hanging the whole run.
@@ -145,8 +148,25 @@ package final class DaemonHarness: @unchecked Sendable {
             Issue.record("localauthd did not exit within 15 s of SIGTERM:\n\(daemonLog)")
             return -1
         }
+        recordIfCrashed()  // while it stopped
         return p.terminationStatus
     }
+
+    /// Signals by which a daemon dies only of its own fault: a Swift trap (SIGILL on x86-64,
+    /// SIGTRAP on arm64), an abort, a bad access. No test sends these.
+    static let crashSignals: Set<Int32> = [SIGILL, SIGTRAP, SIGABRT, SIGSEGV, SIGBUS, SIGFPE]
+
+    /// A daemon that died of a crash fails the test that ran it, with its log (its "Fatal error" line),
+    /// whatever the test's own checks saw: a client only sees "closed the connection".
+    private func recordIfCrashed() {
+        guard let p = process, !p.isRunning, p.terminationReason == .uncaughtSignal,
+            Self.crashSignals.contains(p.terminationStatus), !crashRecorded
+        else { return }
+        crashRecorded = true
+        Issue.record(
+            "localauthd (pid \(p.processIdentifier)) crashed with signal \(p.terminationStatus):\n\(daemonLog)")
+    }
+    private var crashRecorded = false
 
     package func kill9() {
         guard let p = process, p.isRunning else { return }
@@ -156,6 +176,10 @@ package final class DaemonHarness: @unchecked Sendable {
 
     deinit {
         stop()
+        // For hunting a flaky test: every daemon's log kept, named by its pid, in that directory.
+        if let keep = ProcessInfo.processInfo.environment["LOCALAUTH_TEST_KEEP_LOGS"], let p = process {
+            try? FileManager.default.copyItem(atPath: stderrPath, toPath: "\(keep)/daemon-\(p.processIdentifier).log")
+        }
         TemporaryDirectory.remove(directory)
     }
 
