@@ -20,6 +20,8 @@ packages+=(gettext locales)
 packages+=(dbus-bin)
 # Touch ID for ssh (make test-ssh): OpenSSH's sshd on 127.0.0.1, and ssh, ssh-add, ssh-keygen through the agent.
 packages+=(openssh-server openssh-client)
+# strace: Tests/IntegrationTests/ClientDescriptorTests traces the client's close() calls (a descriptor closed twice).
+packages+=(strace)
 packages+=("$@")
 missing=()
 for p in "${packages[@]}"; do

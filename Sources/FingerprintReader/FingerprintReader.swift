@@ -316,10 +316,11 @@ public final class FingerprintReader: Sendable {
 
     /// Opens the reader now if it is closed (`fp_device_open`) and keeps it open for the linger period; for the
     /// simulator, because libfprint's virtual drivers bind their socket only at open. Never waits behind a running
-    /// operation (which holds the reader open): it returns once the reader is open, or `.busy` after 2 s.
-    public func ensureOpen(deviceID: String) async throws(ReaderFailure) {
+    /// operation (which holds the reader open): it returns once the reader is open, or `.busy` after
+    /// `patienceMs` (2 s unless said) while an operation opens or closes it.
+    public func ensureOpen(deviceID: String, patienceMs: Int = 2000) async throws(ReaderFailure) {
         await enumerated()
-        try await registry.slot(deviceID).ensureOpen().get()
+        try await registry.slot(deviceID).ensureOpen(patienceMs: patienceMs).get()
     }
 
     /// What a serialised print says about itself (`fp_print_deserialize`): its driver, device id, finger

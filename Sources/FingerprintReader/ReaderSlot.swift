@@ -45,9 +45,9 @@ final class ReaderSlot: Sendable {
 
     /// Opens the device without queueing behind a running operation: that operation holds the
     /// device open, or is opening it, so waiting for it to finish would wait for nothing (and
-    /// deadlock a caller that must feed it, like the simulator). Bounded to 2 s.
-    func ensureOpen() async -> Result<Void, ReaderFailure> {
-        for _ in 0..<200 {
+    /// deadlock a caller that must feed it, like the simulator). Bounded to `patienceMs`.
+    func ensureOpen(patienceMs: Int = 2000) async -> Result<Void, ReaderFailure> {
+        for _ in 0..<max(1, patienceMs / 10) {
             if !queue.isBusy { return await withOpenDevice { _ in .success(()) } }
             if isOpen { return .success(()) }
             try? await Task.sleep(for: .milliseconds(10))

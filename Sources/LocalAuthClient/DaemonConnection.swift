@@ -84,23 +84,17 @@ public final class DaemonConnection: @unchecked Sendable {
         }
         self.fd = fd
         self.serverName = ""
-        do {
-            let owner = try Self.peerUID(fd)
-            guard owner == 0 || owner == getuid() else { throw ClientError.untrustedDaemon(uid: owner) }
-            try send(Hello(client: clientName).frame)
-            let deadline = Self.now() + Int64(timeoutMs)
-            switch try receive(deadline: deadline) {
-            case .welcome: break
-            case .error(_, let message): throw ClientError.refused(code: -1, message: message)
-            // English: a protocol detail
-            default: throw ClientError.protocolError("expected WELCOME")
-            }
-        } catch let error as ClientError {
-            Glibc.close(fd)
-            throw error
-        } catch {
-            Glibc.close(fd)
-            throw .protocolError("\(error)")
+        // Every stored property is set: from here a throw releases the instance and `deinit` closes
+        // `fd`. Closing it here as well closed the number twice, and the second close took whatever
+        // another thread had opened under that number meanwhile (an app's file, another connection).
+        let owner = try Self.peerUID(fd)
+        guard owner == 0 || owner == getuid() else { throw .untrustedDaemon(uid: owner) }
+        try send(Hello(client: clientName).frame)
+        switch try receive(deadline: Self.now() + Int64(timeoutMs)) {
+        case .welcome: break
+        case .error(_, let message): throw .refused(code: -1, message: message)
+        // English: a protocol detail
+        default: throw .protocolError("expected WELCOME")
         }
     }
 

@@ -34,13 +34,16 @@ struct Simulator {
         let control = VirtualReaderControl(socketPath: socket)
         let send = { @Sendable () async in
             await Task.detached {
-                Result { () throws(VirtualReaderControl.Failure) in try control.send(command) }
+                // 30 s: a bound on a driver that never reads its command, not on a slow one.
+                Result { () throws(VirtualReaderControl.Failure) in try control.send(command, timeoutMs: 30_000) }
             }
             .value
         }
         var outcome = await send()
         if case .failure(.unreachable) = outcome, let reader = parts.reader, let device = await parts.currentDevice() {
-            try? await reader.ensureOpen(deviceID: device.id)
+            // 30 s: this only bounds a hang (an open or close that never ends); a loaded machine's
+            // slow open must not fail a test's touch (the 2 s default did, as "did not take").
+            try? await reader.ensureOpen(deviceID: device.id, patienceMs: 30_000)
             outcome = await send()
         }
         if case .failure(let error) = outcome {

@@ -112,7 +112,7 @@ struct DaemonIntegrationTests {
         #expect(d.stop() == 0)
         var final: RequestResult?
         while final == nil {
-            if case .result(let r) = try c.receive(deadline: DaemonConnection.now() + 5000) { final = r }
+            if case .result(let r) = try c.receive(deadline: DaemonConnection.now() + 30_000) { final = r }
         }
         let result = try #require(final)
         #expect(result.resultCode == .systemCancel, "\(result.message)")
@@ -168,7 +168,7 @@ struct HostileInputTests {
         try c.send(Request.devices.frame)
         var sawError = false
         while true {
-            guard let m = try? c.receive(deadline: DaemonConnection.now() + 3000) else { break }
+            guard let m = try? c.receive(deadline: DaemonConnection.now() + 30_000) else { break }
             if case .error(let code, _) = m { sawError = code == ProtocolErrorCode.unexpectedMessage.rawValue }
         }
         #expect(sawError)

@@ -84,7 +84,7 @@ struct PolicyIntegrationTests {
         let c = try d.connect()
         try c.send(Request.evaluate(Self.biometrics()).frame)
         reading: while true {
-            switch try c.receive(deadline: DaemonConnection.now() + 5000) {
+            switch try c.receive(deadline: DaemonConnection.now() + 30_000) {
             case .event(let e) where e.kind == .noMatch || e.kind == .biometryLocked: break reading
             case .result(let r): Issue.record("the failure was not revealed before the result: \(r.message)")
             default: continue

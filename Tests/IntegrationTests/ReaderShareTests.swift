@@ -28,7 +28,7 @@ struct ReaderShareTests {
             try c.send(Request.evaluate(Self.owner(timeoutMs: 60_000)).frame)
             pending.append(c)
         }
-        guard case .event(let asked) = try pending[0].receive(deadline: DaemonConnection.now() + 5000) else {
+        guard case .event(let asked) = try pending[0].receive(deadline: DaemonConnection.now() + 30_000) else {
             Issue.record("the first request asked for nothing")
             return
         }

@@ -275,14 +275,12 @@ struct RightHolderTests {
         try d.simulate("touch", "owner-1")
         _ = try holder.finish()
 
-        let setuid = Task.detached {
-            try d.ctl(["verify", "--timeout", "10", "--user", Self.owner], setuidBy: Self.ownerUID)
-        }
-        usleep(500_000)
+        // Returned once it shows its finger prompt: its request holds the reader.
+        let setuid = try d.ctlStarted(["verify", "--timeout", "30", "--user", Self.owner], setuidBy: Self.ownerUID)
         let second = try d.ctl(["verify", "--timeout", "5"], asUser: Self.ownerUID)
         #expect(second.err.contains("the reader is in use by localauthctl for nobody"), "\(second.err)")
         try d.simulate("touch", "owner-1")
-        let verified = try await setuid.value
+        let verified = try setuid.finish()
         #expect(verified.status == 0, "\(verified.out) \(verified.err)")
     }
 
@@ -294,16 +292,15 @@ struct RightHolderTests {
         try await d.enroll(user: Self.owner, printID: "owner-1")
         let helper = d.directory + "/localauthctl-polkit-agent-helper-1"
         try #require(Self.copyFile(from: DaemonHarness.binDirectory + "/localauthctl", to: helper))
-        let setuid = Task.detached {
-            try d.ctl(["verify", "--timeout", "10", "--user", Self.owner], setuidBy: Self.ownerUID, program: helper)
-        }
-        usleep(1_000_000)  // the helper's request holds the reader
+        // Returned once it shows its finger prompt: the helper's request holds the reader.
+        let setuid = try d.ctlStarted(
+            ["verify", "--timeout", "30", "--user", Self.owner], setuidBy: Self.ownerUID, program: helper)
         let second = try d.ctl(["verify", "--timeout", "5"], asUser: Self.ownerUID)
         #expect(
             second.err.contains("the reader is in use by localauthctl-polkit-agent-helper-1 for nobody"),
             "\(second.err)")
         try d.simulate("touch", "owner-1")
-        let verified = try await setuid.value
+        let verified = try setuid.finish()
         #expect(verified.status == 0, "\(verified.out) \(verified.err)")
     }
 

@@ -228,19 +228,26 @@ struct RightOwnershipTests {
         let save = Request.rightSave(user: nil, identifier: "vault", requirement: .biometryAny, secret: nil)
         #expect(try RightHolderTests.relay(save, d, executable: app)?.isSuccess == true)
 
-        // Started before the upgrade, it connects after it.
+        // Started before the upgrade, it connects after it: it waits for its input, which comes
+        // after the upgrade.
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         p.arguments = [
             "--reuid=\(Self.ownerUID)", "--regid=\(Self.ownerUID)", "--clear-groups", app, "-c",
-            "import time\ntime.sleep(1.5)\n" + FrameRelay.script, d.socketPath, "", "",
+            "import select, sys\nselect.select([sys.stdin], [], [])\n" + FrameRelay.script, d.socketPath, "", "",
         ]
         let input = Pipe()
         let output = Pipe()
         p.standardInput = input
         p.standardOutput = output
         try p.run()
-        usleep(300_000)  // it runs the old file now
+        // It runs the old file once setpriv has executed it (the same process).
+        let file = try #require(RightHolderTests.realPath(app))
+        let deadline = Date().addingTimeInterval(30)
+        while (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(p.processIdentifier)/exe")) != file {
+            try #require(Date() < deadline && p.isRunning, "the relay never ran \(file)")
+            usleep(5000)
+        }
         // The upgrade: a new file renamed over the path, as dpkg does.
         #expect(RightHolderTests.copyFile(from: "/usr/bin/python3", to: app + ".new"))
         #expect(rename(app + ".new", app) == 0)

@@ -20,7 +20,7 @@ struct TouchCountingTests {
         let c = try d.connect()
         try c.send(Request.evaluate(biometrics).frame)
         while true {
-            switch try c.receive(deadline: DaemonConnection.now() + 5000) {
+            switch try c.receive(deadline: DaemonConnection.now() + 30_000) {
             case .event(let e) where e.kind == .placeFinger: return c
             case .result(let r): throw HarnessError.setup("the verify ended before the prompt: \(r.message)")
             default: continue

@@ -103,9 +103,9 @@ struct InProcessDoor {
         try #require(result.isSuccess, "enrol: \(result.message)")
     }
 
-    /// Waits until `member` has been signalled `count` times (at most ~5 s).
+    /// Waits until `member` has been signalled `count` times (at most ~30 s: a hang's bound only).
     func waitFor(_ member: String, count: Int = 1) async {
-        for _ in 0..<500 where bus.signals(member).count < count {
+        for _ in 0..<3000 where bus.signals(member).count < count {
             try? await Task.sleep(for: .milliseconds(10))
         }
     }

@@ -10,8 +10,20 @@ import Testing
 @_silgen_name("syscall")
 private func syscall3(_ number: Int, _ a: Int, _ b: Int, _ c: Int) -> Int
 
-/// `pidfd_open(pid, 0)` (434 on every architecture).
-private func pidfdOpen(_ pid: pid_t) -> Int32 { Int32(truncatingIfNeeded: syscall3(434, Int(pid), 0, 0)) }
+/// `pidfd_open(pid, 0)` (434 on every architecture), at a high number (`aboveTheOthers`).
+private func pidfdOpen(_ pid: pid_t) -> Int32 {
+    aboveTheOthers(Int32(truncatingIfNeeded: syscall3(434, Int(pid), 0, 0)))
+}
+
+/// `fd` moved to a number from 900 up. The tests run on many threads at once, each given the lowest
+/// free number: checked right after the refusal, a low number closed by it was often another test's
+/// already (a flaky "still open"). No thread of the test process comes near 900.
+private func aboveTheOthers(_ fd: Int32) -> Int32 {
+    guard fd >= 0 else { return fd }
+    let high = fcntl(fd, F_DUPFD_CLOEXEC, 900)
+    close(fd)
+    return high
+}
 
 private func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) >= 0 }
 
@@ -60,7 +72,7 @@ private func refusal(_ result: Result<PeerProcess, RequesterRefusal>) -> Request
     }
 
     @Test func requester_whoseDescriptorIsNoPidfd_isRefused_andTheDescriptorClosed() {
-        let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        let fd = aboveTheOthers(open("/dev/null", O_RDONLY | O_CLOEXEC))
         #expect(refusal(PeerProcess.requester(pidfd: fd, callerUID: getuid())) == .notAPidfd)
         #expect(!isOpen(fd))
     }

@@ -24,9 +24,10 @@ import Testing
         var all: [String] { entries.withLock { $0 } }
     }
 
-    /// Waits (bounded) until `condition` holds: the queue has no event to await from outside.
+    /// Waits (bounded: 30,000 sleeps of 1 ms, a hang's bound only) until `condition` holds: the
+    /// queue has no event to await from outside.
     static func eventually(_ condition: () -> Bool) async throws {
-        for _ in 0..<5000 {
+        for _ in 0..<30_000 {
             if condition() { return }
             try await Task.sleep(for: .milliseconds(1))
         }

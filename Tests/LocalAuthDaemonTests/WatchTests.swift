@@ -134,7 +134,10 @@ struct WatchTests {
         while !finished.value && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         let done = finished.value
         #expect(done, "the stop waited for the watch")
-        close(fd)
+        // The watcher goes (its descriptor is closed once, by the defer: a second close here took
+        // whatever another test had opened under the number meanwhile, a daemon connection of
+        // LARightTests or libfprint's virtual-device listener).
+        shutdown(fd, Int32(SHUT_RDWR))
         await stopped.value
         await server.shutdown()
     }

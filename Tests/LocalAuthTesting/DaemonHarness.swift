@@ -104,9 +104,14 @@ package final class DaemonHarness: @unchecked Sendable {
         if let extraArguments { self.extraArguments = extraArguments }
         let p = Process()
         let daemon = Self.binDirectory + "/localauthd"
+        // The reader stays open between requests unless the test says otherwise (`--linger-ms`): a
+        // touch given before a request then waits in the virtual device for it, however long a
+        // loaded machine takes to send the request. With the default 2 s linger the reader could
+        // close first and the touch was lost (the request then timed out waiting for a finger).
+        let linger = self.extraArguments.contains("--linger-ms") ? [] : ["--linger-ms", "-1"]
         let arguments =
             ["--socket", socketPath, "--state-dir", stateDirectory] + (virtualReader ? ["--virtual-reader"] : [])
-            + self.extraArguments
+            + linger + self.extraArguments
         p.executableURL = URL(fileURLWithPath: launcher.first ?? daemon)
         p.arguments = launcher.isEmpty ? arguments : Array(launcher.dropFirst()) + [daemon] + arguments
         // A clean environment: the test process may carry other FP_VIRTUAL_* variables.
@@ -204,7 +209,8 @@ package final class DaemonHarness: @unchecked Sendable {
     /// for the finger (its first placeFinger), as a person would. A touch given before the request
     /// waits in the virtual device only while the reader stays open: on a loaded machine the reader's
     /// linger (2 s) ran out between such a touch and the request's scan, and the scan then waited for
-    /// a finger until its timeout.
+    /// a finger until its timeout. (The harness keeps the reader open unless a test sets
+    /// `--linger-ms`; this way needs neither.)
     package func perform(_ request: Request, touching printID: String) throws -> (RequestResult, [Event]) {
         var touched: Result<Void, Error>?
         let outcome = try perform(request) { [self] e in
@@ -220,7 +226,8 @@ package final class DaemonHarness: @unchecked Sendable {
         let c = try connect()
         try c.send(
             Request.evaluate(EvaluateOptions(policy: .deviceOwnerAuthenticationWithBiometrics, user: user)).frame)
-        guard case .event(let prompt) = try c.receive(deadline: DaemonConnection.now() + 5000) else {
+        // 30 s bounds a hang only: a prompt late on a loaded machine is still a prompt.
+        guard case .event(let prompt) = try c.receive(deadline: DaemonConnection.now() + 30_000) else {
             throw HarnessError.setup("expected a prompt")
         }
         return (c, prompt)
@@ -283,6 +290,25 @@ package final class DaemonHarness: @unchecked Sendable {
     ) throws -> (
         status: Int32, out: String, err: String
     ) {
+        try ctlProcess(arguments, asUser: asUser, setuidBy: setuidBy, environment: environment, program: program)
+            .runToEnd(stdin: stdin)
+    }
+
+    /// `localauthctl` as `ctl` runs it, started with its standard output on a pseudo-terminal (so
+    /// each line shows as it is printed), returned once it has printed `marker` — by default the
+    /// finger prompt, which comes once the daemon holds the reader for its request. `finish()` waits
+    /// for it as `ctl` does.
+    package func ctlStarted(
+        _ arguments: [String], asUser: String? = nil, setuidBy: String? = nil, program: String? = nil,
+        until marker: String = " on the reader"
+    ) throws -> StartedCtl {
+        let p = try ctlProcess(arguments, asUser: asUser, setuidBy: setuidBy, environment: [:], program: program)
+        return try StartedCtl(p, until: marker)
+    }
+
+    private func ctlProcess(
+        _ arguments: [String], asUser: String?, setuidBy: String?, environment: [String: String], program: String?
+    ) throws -> Process {
         let p = Process()
         let ctl = program ?? Self.binDirectory + "/localauthctl"
         if let setuidBy {
@@ -297,10 +323,11 @@ package final class DaemonHarness: @unchecked Sendable {
             p.arguments = arguments
         }
         p.environment = ["LOCALAUTHD_SOCKET": socketPath, "PATH": "/usr/bin:/bin"].merging(environment) { $1 }
-        return try p.runToEnd(stdin: stdin)
+        return p
     }
 
-    /// Raw bytes on a fresh socket; returns what the daemon sent until it closed (or 2 s passed).
+    /// Raw bytes on a fresh socket; returns what the daemon sent until it closed (or 30 s passed
+    /// without a byte: a hang's bound, not a wait the daemon is expected to use).
     package func raw(_ bytes: [UInt8]) throws -> [UInt8] {
         guard let fd = UnixSocket.connect(socketPath) else { throw HarnessError.setup("connect failed") }
         defer { close(fd) }
@@ -309,12 +336,48 @@ package final class DaemonHarness: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pfd, 1, 2000) > 0 else { break }
+            guard poll(&pfd, 1, 30_000) > 0 else { break }
             let n = recv(fd, &buffer, buffer.count, 0)
             if n <= 0 { break }
             reply += buffer[0..<n]
         }
         return reply
+    }
+}
+
+/// A `localauthctl` started by `DaemonHarness.ctlStarted`, its standard output a pseudo-terminal.
+package final class StartedCtl: @unchecked Sendable {
+    private let process: Process
+    private let terminal: PseudoTerminal
+    private let errors = Pipe()
+    /// What it printed up to the marker.
+    package let printed: String
+
+    init(_ p: Process, until marker: String) throws {
+        process = p
+        terminal = try PseudoTerminal()
+        let side = FileHandle(fileDescriptor: terminal.secondary, closeOnDealloc: false)
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = side
+        p.standardError = errors
+        try p.run()
+        terminal.closeSecondary()
+        do {
+            printed = try terminal.read(until: marker)
+        } catch {
+            if p.isRunning { p.terminate() }
+            p.waitUntilExit()
+            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            throw HarnessError.setup("\(error); it said on standard error: \(said)")
+        }
+    }
+
+    /// Waits for it to exit: its status, all it printed, and its standard error.
+    package func finish() throws -> (status: Int32, out: String, err: String) {
+        let rest = try terminal.readToEnd()
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, printed + rest, said)
     }
 }
 

@@ -44,7 +44,7 @@ package final class MockLogind: @unchecked Sendable {
     @discardableResult
     package func send(_ command: String) throws -> String {
         try input.fileHandleForWriting.write(contentsOf: Data((command + "\n").utf8))
-        let answer = try line(timeout: 10)
+        let answer = try line(timeout: 30)  // a hang's bound: dbusmock answers in its own time
         guard answer == "ok" || answer.hasPrefix(command.split(separator: " ")[0] + " ") || answer == command else {
             throw HarnessError.setup("logind mock answered \(answer) to \(command)")
         }
@@ -53,17 +53,17 @@ package final class MockLogind: @unchecked Sendable {
 
     /// The bus's messages so far (`monitor.log`, dbus-monitor's profile lines): a mark for
     /// `visits(since:)`.
-    package func messageCount() -> Int { monitorLines().count }
+    package func messageCount() throws -> Int { try caughtUp().count }
 
     /// What clients asked logind since `mark`: each question (`member path`, e.g. `GetSessionByPID
     /// /org/freedesktop/login1`) and the round trips they waited for — a question sent before the
     /// answers to the ones before it came back goes in the same round trip.
-    package func visits(since mark: Int) -> (questions: [String], roundTrips: Int) {
+    package func visits(since mark: Int) throws -> (questions: [String], roundTrips: Int) {
         var questions: [String] = []
         var roundTrips = 0
         var answered = true
         var callers: Set<Substring> = []
-        for line in monitorLines().dropFirst(mark) {
+        for line in try caughtUp().dropFirst(mark) {
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
             guard f.count >= 5 else { continue }
             if f[0] == "mc", f[4] == "org.freedesktop.login1", f.count >= 8 {
@@ -78,6 +78,27 @@ package final class MockLogind: @unchecked Sendable {
         return (questions, roundTrips)
     }
 
+    /// The monitor's lines once it has written every message the bus routed before this call:
+    /// dbus-monitor writes them in the bus's order, in its own time, so the mock asks the bus a
+    /// question of its own (`sync`) and this waits for that question's line. (Before, a test slept
+    /// 300 ms for the monitor to catch up.)
+    private func caughtUp() throws -> [Substring] {
+        let isSync = { (line: Substring) in line.hasPrefix("mc\t") && line.hasSuffix("\tGetId") }
+        let before = monitorLines().filter(isSync).count
+        try send("sync")
+        // A bound on a hang only: the line comes as soon as dbus-monitor is scheduled.
+        let deadline = Date().addingTimeInterval(30)
+        while true {
+            let lines = monitorLines()
+            // Up to the sync's line: any after it may still be half written.
+            if lines.filter(isSync).count > before, let last = lines.lastIndex(where: isSync) {
+                return Array(lines[...last])
+            }
+            guard Date() < deadline else { throw HarnessError.setup("dbus-monitor never wrote the sync's GetId") }
+            usleep(5000)
+        }
+    }
+
     private func monitorLines() -> [Substring] {
         let text = (try? String(contentsOfFile: directory + "/monitor.log", encoding: .utf8)) ?? ""
         return text.split(separator: "\n")
@@ -85,7 +106,7 @@ package final class MockLogind: @unchecked Sendable {
 
     /// Waits until logind's inhibitors are exactly `expected` (`who:what:mode`).
     package func waitForInhibitors(_ expected: [String], log d: DaemonHarness) throws {
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(30)  // a hang's bound only
         var last = ""
         while Date() < deadline {
             last = try send("inhibitors")

@@ -309,14 +309,15 @@ def journey_b(m, args):
     mark, s, _ = run_at_console(m, "sudo -k; sudo whoami", PROMPT, "the finger prompt")
     t0 = time.monotonic()
     m.keys("C-c")
-    m.wait_for(SUDO_PROMPT, "sudo's password prompt after Ctrl-C", since=mark, timeout=10)
+    m.wait_for(SUDO_PROMPT, "sudo's password prompt after Ctrl-C", since=mark, timeout=30)
     figure("sudo: Ctrl-C in the finger wait -> sudo's password prompt", time.monotonic() - t0)
     m.keys("C-c")
     s, _ = prompt_back(m, mark)
     show("sudo whoami, Ctrl-C, Ctrl-C", s)
     check(not has_line(s, r"^root$") and rc_of(s) == 1, "sudo: Ctrl-C ends the wait, a second ends sudo", s)
     # (A record of the sudo before may land after the cursor: journald stores a moment late.)
-    recs = [r.get("LOCALAUTH_RESULT") for r in evaluations_after(m, cursor)]
+    recs = [r.get("LOCALAUTH_RESULT") for r in evaluations_after(
+        m, cursor, lambda recs: any(r.get("LOCALAUTH_RESULT") == "systemCancel" for r in recs))]
     check(recs and recs[-1] == "systemCancel" and recs.count("systemCancel") == 1,
           "the journal: the cancelled wait is one systemCancel record, no miss", recs)
 
@@ -333,7 +334,8 @@ def journey_b(m, args):
     show("su bob -c whoami (alice at her console), Ctrl-C", s)
     check(PROMPT.replace(ALICE, BOB) not in s and not has_line(s, r"^%s$" % BOB),
           "su bob: no finger offered for another account", s)
-    recs = [r for r in evaluations_after(m, cursor) if r.get("LOCALAUTH_USER") == BOB]
+    recs = [r for r in evaluations_after(m, cursor, lambda recs: any(r.get("LOCALAUTH_USER") == BOB for r in recs))
+            if r.get("LOCALAUTH_USER") == BOB]
     check(len(recs) == 1 and recs[0].get("LOCALAUTH_RESULT") != "success",
           "the journal: bob's su refused (%s)" % (recs[0].get("LOCALAUTH_RESULT") if recs else "no record"),
           [(r.get("LOCALAUTH_RESULT"), r.get("MESSAGE")) for r in recs])
@@ -441,7 +443,7 @@ LOGIN1 = "org.freedesktop.login1"
 SESSION_QUESTIONS = ("GetSessionByPID", "GetAll", "ListSessions")
 
 
-def touch_when_listening(m, finger, timeout=20):
+def touch_when_listening(m, finger, timeout=60):
     """A finger once the reader waits for one (root's `localauthctl simulate touch` fails before)."""
     deadline = time.monotonic() + timeout
     while m.sh("localauthctl simulate touch %s --quiet" % finger, check=False).returncode != 0:
@@ -464,16 +466,37 @@ def login1_calls(m, body):
     mon = subprocess.Popen(m.argv("echo $$ > /root/login1.pid; exec stdbuf -oL dbus-monitor --system --profile "
                                   "\"type='method_call',destination='%s'\" > /root/login1.log 2>&1" % LOGIN1),
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(100):
-        if os.path.exists(m.root + "/root/login1.log") and os.path.getsize(m.root + "/root/login1.log") > 0:
-            break
-        time.sleep(0.05)
-    time.sleep(0.3)
+
+    def pings():
+        try:
+            with open(m.root + "/root/login1.log") as f:
+                return sum(1 for l in f if l.rstrip("\n").endswith("\tPing"))
+        except OSError:
+            return 0
+
+    def ping_seen(what, ping_again):
+        """Pings logind (root's busctl: a call the monitor's match takes, from no name of the daemon's)
+        until the monitor has written a ping it had not: it writes calls in the bus's order, so every
+        call routed before is in its log then. Before, sleeps of 0.3 s stood for this."""
+        seen = pings()
+        deadline = time.monotonic() + 30
+        while True:
+            m.sh("busctl call %s /org/freedesktop/login1 org.freedesktop.DBus.Peer Ping" % LOGIN1, check=False)
+            for _ in range(10 if ping_again else 1500):
+                if pings() > seen:
+                    return
+                if time.monotonic() > deadline:
+                    raise AssertionError("dbus-monitor never logged logind's ping (%s)" % what)
+                time.sleep(0.02)
+
     names = daemon_bus_names(m)
     try:
+        # The monitor takes calls once it is one (BecomeMonitor): a ping sent before is not logged,
+        # so pings go on until one is.
+        ping_seen("the monitor's start", ping_again=True)
         body()
+        ping_seen("the calls during the journey", ping_again=False)
     finally:
-        time.sleep(0.3)
         m.sh("kill $(cat /root/login1.pid)", check=False)
         mon.wait(timeout=10)
     calls = []
@@ -601,7 +624,8 @@ def journey_logind(m, args):
 
     # bob's session in front on seat0 (a seat without VTs: the newest session is the active one).
     m.sh("setsid su -s /bin/sh -c 'exec sleep 600' %s </dev/null >/dev/null 2>&1 &" % BOB)
-    for _ in range(50):
+    deadline = time.monotonic() + 30  # a bound on a hang: logind and su in their own time
+    while time.monotonic() < deadline:
         bob = session_of(m, BOB)
         if bob and bob.get("Active") == "yes" and m.sh("pgrep -u %s -x sleep" % BOB, check=False).returncode == 0:
             break
@@ -665,13 +689,20 @@ def journey_logind(m, args):
 def journey_pkexec(m):
     """pkexec through polkit's own text agent, registered for alice's shell from a second
     terminal in her session (a tmux inside the container, started from her login shell)."""
+    def registered():
+        return [l for l in m.out("journalctl -b -q --no-pager -o cat -g 'Registered Authentication Agent'",
+                                 check=False).splitlines() if "pkttyagent" in l]
+    before = len(registered())
     mark, s, _ = run_at_console(m, 'tmux new-session -d -s agent -x 150 -y 30 "pkttyagent --process $$"')
     check(rc_of(s) == 0, "a second terminal in alice's session runs pkttyagent --process <her shell>", s)
     uid = int(m.out("id -u %s" % ALICE))
 
     def agent():
         return m.out("tmux -S /tmp/tmux-%d/default capture-pane -p -J -t agent" % uid, user=ALICE, check=False)
-    time.sleep(0.5)
+    # pkexec finds no agent until polkitd has registered this one: its journal line says so
+    # (before, a 0.5 s sleep stood for it).
+    m.wait_for(lambda a: len(a.splitlines()) > before, "polkitd's \"Registered Authentication Agent\" for pkttyagent",
+               screen=lambda: "\n".join(registered()), timeout=30)
     mark, s, _ = run_at_console(m, "pkexec whoami", lambda s: True)
     a, took = m.wait_for(lambda a: re.search(r"(?i)(finger|place|touch)", a), "the agent's finger message",
                          screen=agent, timeout=30)
@@ -747,9 +778,10 @@ def last_cursor(m):
     return recs[-1]["__CURSOR"] if recs else ""
 
 
-def evaluations_after(m, cursor, expect=1, timeout=5):
+def evaluations_after(m, cursor, until=lambda recs: len(recs) >= 1, timeout=30):
     """The evaluation records after cursor; waits (journald stores them a moment after the
-    daemon sent them) until there are expect of them, or timeout."""
+    daemon sent them) until until(records) holds, or timeout (a bound on a hang only: the caller
+    checks what it got)."""
     import json
     t0 = time.monotonic()
     while True:
@@ -758,7 +790,7 @@ def evaluations_after(m, cursor, expect=1, timeout=5):
         out = m.out("journalctl -o json --no-pager --after-cursor='%s'" % cursor, check=False)
         recs = [r for r in (json.loads(l) for l in out.splitlines() if l.startswith("{"))
                 if r.get("_SYSTEMD_UNIT") == "localauthd.service" and r.get("LOCALAUTH_OPERATION") == "evaluate"]
-        if len(recs) >= expect or time.monotonic() - t0 > timeout:
+        if until(recs) or time.monotonic() - t0 > timeout:
             return recs
         time.sleep(0.1)
 
@@ -834,7 +866,8 @@ def journey_c(m, args):
     show("localauthctl verify, then systemctl restart localauthd", s)
     check(rc_of(s) is not None, "systemctl restart during a verify: nothing hangs", s)
     check(rc_of(s) == 1 and re.search(r"(?i)cancel", s), "the waiting verify is told it was cancelled (exit 1)", s, fatal=False)
-    for _ in range(50):  # journald stores the stopped daemon's last record a moment later
+    deadline = time.monotonic() + 30  # journald stores the stopped daemon's last record a moment later
+    while time.monotonic() < deadline:
         recs = [r for r in evaluations(m) if r.get("_PID") == pid]
         if recs and recs[-1].get("LOCALAUTH_RESULT") == "systemCancel":
             break
@@ -999,7 +1032,8 @@ def journey_desktop(m, args):
     m.sh("useradd --system -M -s /usr/sbin/nologin greeter")
     m.sh("XDG_SESSION_CLASS=greeter setsid su -s /bin/sh -c 'exec sleep 600' greeter </dev/null >/dev/null 2>&1 &")
     greeter = None
-    for _ in range(50):
+    deadline = time.monotonic() + 30  # a bound on a hang: logind and su in their own time
+    while time.monotonic() < deadline:
         # The session exists once su opened it; its process (su's child) a moment later.
         greeter = session_of(m, "greeter")
         if greeter and m.sh("pgrep -u greeter -x sleep", check=False).returncode == 0:
@@ -1024,7 +1058,7 @@ def journey_desktop(m, args):
     rest, _ = worker.communicate(timeout=30)
     out += rest
     show("pamtester gdm-fingerprint alice authenticate, root in the greeter's session", out)
-    recs = evaluations_after(m, cursor)
+    recs = evaluations_after(m, cursor, lambda recs: any(r.get("LOCALAUTH_RESULT") == "success" for r in recs))
     check(worker.returncode == 0 and "successfully authenticated" in out and recs
           and recs[-1].get("LOCALAUTH_RESULT") == "success",
           "pam/examples/gdm-fingerprint from a greeter-class session: alice's finger logs her in", (out, recs))

@@ -19,6 +19,8 @@ removes DIRECTORY when its input ends (or at `quit`):
   set-active ID yes|no     the session's Active property (it comes to the front, or goes behind)
   sleep | wake             emit PrepareForSleep(true | false)
   inhibitors               `inhibitors WHO:WHAT:MODE …` (ListInhibitors)
+  sync                     asks the bus itself (GetId), answered once that is done: with --monitor,
+                           monitor.log has every message routed before once its line for GetId is there
   quit
 
 With --greeter, every process starts out in session c1: class greeter, active on seat0, local —
@@ -185,6 +187,9 @@ def main():
                 place("slow-ms", words[1] if words[1] != "0" else None)
             elif words in (["sleep"], ["wake"]):
                 mock.EmitSignal(MANAGER, "PrepareForSleep", "b", [words[0] == "sleep"])
+            elif words == ["sync"]:
+                bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId",
+                                  "", [])
             elif words == ["inhibitors"]:
                 held = dbus.Interface(manager, MANAGER).ListInhibitors()
                 print("inhibitors " + " ".join(f"{who}:{what}:{mode}" for what, who, _, mode, _, _ in held),

@@ -46,6 +46,10 @@ WRAPPER_MODULES = "/usr/lib/x86_64-linux-gnu/pam_wrapper"
 PAM_MODULES = os.path.join(os.path.dirname(WRAPPER_MODULES), "security")
 
 PAM_SUCCESS, PAM_CONV_ERR, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL = 0, 19, 7, 9
+# "At once": no wait for a finger, which the services here give 30 s (the module's default). The
+# bound leaves a loaded machine's start-up room: with pamtester (the ASan run) the measured time
+# begins before the process starts. (Was 0.5 or 1 s: a loaded ASan run took 0.86 s for one.)
+AT_ONCE_S = 3.0
 PAM_USER_UNKNOWN, PAM_MAXTRIES, PAM_SILENT, PAM_INCOMPLETE = 10, 11, 0x8000, 31
 # What the module shows a caller without a terminal to find out whether it can show messages.
 PROBE = "Checking for a fingerprint"
@@ -132,8 +136,12 @@ class RealDaemon:
         self.sock = os.path.join(ctx.mkdir("run"), "socket")
         self.state = ctx.mkdir("state")
         self.bin = ARGS.bin
+        # The reader stays open between requests (--linger-ms -1): a touch given before the module's
+        # request reaches the scan waits for it in the virtual device however slow the machine; with
+        # the 2 s linger the reader could close first and lose it (verify_with_touches touches 0.5 s
+        # after the module starts, with no prompt to wait for in pypamtest).
         self.proc = ctx.spawn([os.path.join(self.bin, "localauthd"), "--socket", self.sock,
-                               "--state-dir", self.state, "--virtual-reader"], env=seat.env(),
+                               "--state-dir", self.state, "--virtual-reader", "--linger-ms", "-1"], env=seat.env(),
                               stdout=subprocess.DEVNULL, stderr=open(ctx.path("localauthd.log"), "w"))
         deadline = time.monotonic() + 15
         while True:
@@ -161,16 +169,19 @@ class RealDaemon:
         self.ctl("simulate", "touch", print_id)
 
     def enroll(self, user, print_id="finger-1"):
+        """Five touches once the daemon has asked for the finger (its prompt, the first line), and
+        not one more: a touch left queued in the virtual reader would answer the next verify.
+        (Before, a touch every 0.3 s until it ended: early ones could queue up on a slow machine.)"""
         env = dict(os.environ, LOCALAUTHD_SOCKET=self.sock)
-        p = subprocess.Popen([os.path.join(self.bin, "localauthctl"), "enroll", "--user", user,
+        p = subprocess.Popen(["stdbuf", "-oL", os.path.join(self.bin, "localauthctl"), "enroll", "--user", user,
                               "--finger", "right-index-finger"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        for _ in range(20):
-            time.sleep(0.3)
-            if p.poll() is not None:
-                break
+        self.ctx.children.append(p)
+        first = p.stdout.readline()
+        check("finger" in first.lower(), "enroll %s: no prompt: %r" % (user, first))
+        for _ in range(5):
             self.touch(print_id)
-        out = p.communicate(timeout=10)[0]
+        out = first + p.communicate(timeout=60)[0]
         check(p.returncode == 0, "enroll %s: %s" % (user, out))
 
     def set_passcode(self, user, passcode):
@@ -472,7 +483,7 @@ def no_daemon_is_authinfo_unavail_at_once(ctx):
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
     check(res["info"] == [PROBE, "Fingerprint not used: localauthd is not running"]
           and res["errors"] == [], "the person is told why: %s" % res)
-    check(res["end"] - res["start"] < 0.5, "fast: %.3f s" % (res["end"] - res["start"]))
+    check(res["end"] - res["start"] < AT_ONCE_S, "fast: %.3f s" % (res["end"] - res["start"]))
 
 
 @case()
@@ -857,7 +868,9 @@ def timeout_is_honoured_when_the_daemon_stalls(ctx):
                       PAM_AUTHINFO_UNAVAIL)
         took = res["end"] - res["start"]
         expect_code(res, PAM_AUTHINFO_UNAVAIL)
-        check(1.9 <= took < 2.8, "%s: returned after %.2f s, timeout=2" % (where, took))
+        # At its timeout, not at the stalled daemon's 30 s; under 3.5 s (was 2.8): the module's and
+        # pam_wrapper's start on a slow machine is inside the measured time too.
+        check(1.9 <= took < 3.5, "%s: returned after %.2f s, timeout=2" % (where, took))
 
 
 @case()
@@ -869,7 +882,7 @@ def evaluate_goes_out_behind_hello_without_waiting_for_welcome(ctx):
                       handshake=False)
     res = ctx.pam(ctx.service("socket=%s timeout=3" % fake.sock), "nobody")
     expect_code(res, PAM_SUCCESS)
-    check(res["end"] - res["start"] < 1, "took %.2f s" % (res["end"] - res["start"]))
+    check(res["end"] - res["start"] < 2, "took %.2f s" % (res["end"] - res["start"]))
     check([f["frame"] for f in fake.frames()] == [lawire.HELLO, lawire.EVALUATE],
           str(fake.frames()))
     # A daemon that refuses the HELLO is still not believed, whatever it sends after.
@@ -936,7 +949,7 @@ def user_name_too_long_is_said_at_once_without_connecting(ctx):
     # Not "localauthd does not answer" (issue 13, L5).
     check(res["info"] == ["Fingerprint not used: the user name is too long "
                           "(2000 bytes, at most 1024)"], "told why: %s" % res)
-    check(fake.connections() == 0 and res["end"] - res["start"] < 0.5, str(res))
+    check(fake.connections() == 0 and res["end"] - res["start"] < AT_ONCE_S, str(res))
 
 
 @case()
@@ -996,7 +1009,7 @@ def password_first_typed_password_becomes_authtok_without_asking_the_daemon(ctx)
     res = ctx.conv(ctx.service("socket=%s password_first" % fake.sock, name="alone"), "nobody",
                    answers=["correct horse"])
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
-    check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
+    check(res["end"] - res["start"] < AT_ONCE_S, "at once: %.3f s" % (res["end"] - res["start"]))
 
 
 @case()
@@ -1028,7 +1041,7 @@ def password_first_failed_conversation_is_conv_err_without_the_daemon(ctx):
     svc = ctx.service("socket=%s password_first" % fake.sock)
     res = ctx.conv(svc, "nobody", fail=["echo_off"])
     expect_code(res, PAM_CONV_ERR)
-    check(fake.connections() == 0 and res["end"] - res["start"] < 0.5, str(res))
+    check(fake.connections() == 0 and res["end"] - res["start"] < AT_ONCE_S, str(res))
     # Without password_first the same application is not asked a question at all.
     expect_code(ctx.conv(ctx.service("socket=%s" % fake.sock, name="plain"), "nobody",
                          fail=["echo_off"]), PAM_SUCCESS)
@@ -1050,7 +1063,7 @@ def no_terminal_and_a_conversation_that_cannot_show_messages_is_not_interactive(
         res = ctx.conv(svc, "nobody", fail=["info", "error"], items=items)
         expect_code(res, PAM_AUTHINFO_UNAVAIL)
         check(flags_sent(fake) & FLAG_INTERACTION_NOT_ALLOWED, "tty %r: flag sent" % tty)
-        check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
+        check(res["end"] - res["start"] < AT_ONCE_S, "at once: %.3f s" % (res["end"] - res["start"]))
 
 
 @case()
@@ -1264,7 +1277,7 @@ def real_lockout_after_five_misses(ctx):
     res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL)
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
     check("Too many attempts: use your password" in res["errors"], "lockout said: %s" % res)
-    check(res["end"] - res["start"] < 1, "no waiting for a finger when locked")
+    check(res["end"] - res["start"] < AT_ONCE_S, "no waiting for a finger when locked")
 
 
 @case(needs_daemon=True)
@@ -1289,7 +1302,7 @@ def real_nothing_enrolled(ctx):
     d = RealDaemon(ctx)
     res = ctx.pam(ctx.service("socket=%s" % d.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
-    check(res["errors"] == [] and res["end"] - res["start"] < 1, str(res))
+    check(res["errors"] == [] and res["end"] - res["start"] < AT_ONCE_S, str(res))
 
 
 @case(needs_daemon=True)
@@ -1313,7 +1326,9 @@ def real_timeout_honoured(ctx):
     res = ctx.pam(ctx.service("socket=%s timeout=2" % d.sock), "nobody", PAM_AUTHINFO_UNAVAIL)
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
     took = res["end"] - res["start"]
-    check(1.5 <= took < 2.8, "returned after %.2f s with timeout=2" % took)
+    # At its timeout, not the daemon's 30 s wait for a finger; under 3.5 s (was 2.8): the module's
+    # and pam_wrapper's start on a slow machine is inside the measured time too.
+    check(1.5 <= took < 3.5, "returned after %.2f s with timeout=2" % took)
 
 
 @case(needs_daemon=True)
@@ -1332,7 +1347,7 @@ def real_password_first_enter_alone_then_finger(ctx):
     expect_code(res, PAM_SUCCESS)
     res = ctx.pam(svc, "nobody", PAM_AUTHINFO_UNAVAIL, answers=["a typed password"])
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
-    check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
+    check(res["end"] - res["start"] < AT_ONCE_S, "at once: %.3f s" % (res["end"] - res["start"]))
 
 
 @case(needs_daemon=True)
@@ -1340,7 +1355,7 @@ def real_not_interactive_is_refused_at_once(ctx):
     d, svc = nobody_with_a_finger(ctx)
     res = ctx.conv(svc, "nobody", fail=["info", "error"])
     expect_code(res, PAM_AUTHINFO_UNAVAIL)
-    check(res["end"] - res["start"] < 0.5, "at once: %.3f s" % (res["end"] - res["start"]))
+    check(res["end"] - res["start"] < AT_ONCE_S, "at once: %.3f s" % (res["end"] - res["start"]))
     audit = open(ctx.path("localauthd.log")).read()
     check("result=notInteractive" in audit, "the daemon decided and audited it: %s" % audit[-500:])
     # The finger still works for the same account when the caller can show messages.
