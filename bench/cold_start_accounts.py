@@ -33,7 +33,8 @@ def prepare(root, accounts):
     """root/state (alice and accounts-1 others) and root/state-key; returns the state's path."""
     os.makedirs(root)
     with tarfile.open(FIXTURE) as t:
-        t.extractall(root, filter="fully_trusted")
+        # `filter` is from Python 3.11.4 (and 3.8.17 ...); this machine's 3.11.2 has no tarfile.data_filter.
+        t.extractall(root, **({"filter": "fully_trusted"} if hasattr(tarfile, "data_filter") else {}))
     state, key = os.path.join(root, "state"), os.path.join(root, "state-key")
     os.rename(os.path.join(root, "var/lib/localauthd"), state)
     os.rename(os.path.join(root, "var/lib/localauthd-key"), key)

@@ -53,10 +53,20 @@ public enum BootClock {
             ?? bootIDPaths(
                 startedBySystemd: startedBySystemd,
                 ownPathIsProcfs: startedBySystemd && isOnProcfs(Self.bootIDPath))
-        guard let id = paths.lazy.compactMap({ readBootID($0) }).first else { return nil }
+        guard let id = firstBootID(in: paths) else { return nil }
         var ts = timespec()
         clock_gettime(CLOCK_BOOTTIME, &ts)
         return BootInstant(bootID: id, bootMs: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000, wallMs: wallMs)
+    }
+
+    /// The first of `paths` that holds a boot id, each read once. (`paths.lazy.compactMap(read).first`
+    /// read the found file a second time and force-unwrapped that second answer: a file rewritten
+    /// in between, as a test's private boot id is, killed the daemon with SIGILL.)
+    static func firstBootID(in paths: [String], read: (String) -> String? = readBootID) -> String? {
+        for path in paths {
+            if let id = read(path) { return id }
+        }
+        return nil
     }
 
     /// The kernel's UUID (`8-4-4-4-12` lowercase hex and a newline) as 32 hex digits; nil for

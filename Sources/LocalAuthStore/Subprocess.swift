@@ -37,10 +37,24 @@ enum Subprocess {
         // The child gets nothing else of ours: not the daemon's sockets, not a test's pipes (a
         // long-lived child holding a pipe's write end keeps its reader from ever seeing EOF).
         closeInheritedDescriptors(&actions)
+        // Nor the daemon's signal mask: its threads block every stop signal (libdispatch's workers
+        // do), which the child would inherit, and then only SIGKILL would stop a hung systemd-creds.
+        // It starts with nothing blocked and every signal at its default action (SIGPIPE is ignored
+        // by the daemon, and an ignored signal stays ignored across exec).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
         guard spawned == 0 else { throw .io("run \(path)", errno: spawned) }
         for index in [0, 1] {
             Sys.close([toChild[0], fromChild[1]][index])
@@ -67,11 +81,12 @@ enum Subprocess {
             repeat { waited = waitpid(pid, &status, 0) } while waited == -1 && errno == EINTR
             return Outcome(status: -1, output: [], errorText: "\(path) did not finish in \(timeoutMs) ms")
         }
-        // WIFEXITED / WEXITSTATUS are macros: spelled out.
+        // WIFEXITED / WEXITSTATUS / WTERMSIG are macros: spelled out.
         let exited = status & 0x7f == 0
-        return Outcome(
-            status: exited ? (status >> 8) & 0xff : -1, output: output,
-            errorText: String(decoding: errorBytes.prefix(2048), as: UTF8.self))
+        var errorText = String(decoding: errorBytes.prefix(2048), as: UTF8.self)
+        // Ended by a signal (a stop of the service reaches its child too): its last line says so.
+        if !exited { errorText += "\n\(path) was ended by signal \(status & 0x7f)" }
+        return Outcome(status: exited ? (status >> 8) & 0xff : -1, output: output, errorText: errorText)
     }
 
     /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which the Glibc module does not

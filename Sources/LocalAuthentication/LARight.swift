@@ -401,8 +401,8 @@ enum RightText {
     static var rightGone: String { tr("The right this belongs to no longer exists") }
     // TRANSLATORS: an app read an LARight's secret (LASecret) before authorizing the right.
     static var notAuthorized: String { tr("The right is not authorized: authorize it before reading its secret") }
-    // TRANSLATORS: an app used an LARight's private key (LAPrivateKey) before authorizing the right.
     static var keyNotAuthorized: String {
+        // TRANSLATORS: an app used an LARight's private key (LAPrivateKey) before authorizing the right.
         tr("The right is not authorized: authorize it before using its private key")
     }
     // TRANSLATORS: an app read the secret (LASecret) of an LARight saved without one.

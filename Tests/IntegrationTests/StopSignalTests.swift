@@ -132,8 +132,8 @@ struct StopSignalTests {
     /// SIGTERM, SIGINT and SIGHUP in turn, at stepped moments 0–60 ms after the start (the
     /// libraries loading, the state directory, libfprint starting, the socket; from a Python spawn
     /// a debug daemon took the signals over after 20 ms, median of 30, 12–88 ms, at load 8): each ends the
-    /// daemon within 5 s, cleanly once the daemon has taken the signal over, by its default action
-    /// before.
+    /// daemon within 5 s, cleanly once the daemon has taken the signal over (saying so), by its
+    /// default action before, having logged and written nothing.
     @Test func stopSignal_atSteppedMomentsOfTheStart_alwaysEndsTheDaemon() throws {
         var outcomes: [String: Int] = [:]
         let starts = 150
@@ -156,8 +156,64 @@ struct StopSignalTests {
             #expect(
                 status == 0 || status == 128 + sig,
                 "start \(i): \(Self.names[sig]!): exit \(String(describing: status))")
+            // Ended by the default action, it had written nothing: the handler is installed before
+            // the configuration is read and the state directory made. A clean stop says so.
+            let log = (try? String(contentsOfFile: directory + "/daemon.log", encoding: .utf8)) ?? ""
+            if status == 128 + sig {
+                #expect(!FileManager.default.fileExists(atPath: directory + "/state"), "start \(i): state written")
+                #expect(log.isEmpty, "start \(i): \(log)")
+            } else if status == 0 {
+                #expect(log.contains("stopping on signal \(sig) (\(Self.names[sig]!))"), "start \(i): \(log)")
+            }
         }
         print("stop signals at stepped moments of \(done) starts: \(outcomes)")
+    }
+
+    /// A stop while `systemd-creds` hangs at the start (`sealing = tpm2`, a TPM that does not
+    /// answer): systemd sends SIGTERM to every process of the unit, the daemon and its child. The
+    /// child ends at once, and so does the daemon's start, saying why. Before, the child inherited
+    /// the daemon's thread mask (SIGTERM blocked) and ran on, and the daemon with it, 60 s. The
+    /// daemon runs in a private mount namespace where `/usr/bin/systemd-creds` is a script that
+    /// writes its pid and sleeps.
+    @Test func sigterm_whileSystemdCredsHangs_endsItAndTheStartAtOnce() throws {
+        let directory = try TemporaryDirectory.make("la-stop")
+        defer { TemporaryDirectory.remove(directory) }
+        let pids = directory + "/systemd-creds.pid"
+        let fake = directory + "/systemd-creds"
+        try "#!/bin/sh\necho $$ > '\(pids)'\nexec sleep 60\n".write(toFile: fake, atomically: true, encoding: .utf8)
+        chmod(fake, 0o755)
+        try "sealing = tpm2\n".write(toFile: directory + "/localauthd.conf", atomically: true, encoding: .utf8)
+        let log = directory + "/daemon.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        // unshare execs the shell, which execs the daemon: the process is the daemon's pid.
+        let daemon = try SpawnedProcess(
+            [
+                "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+                "mount --bind \"$0\" /usr/bin/systemd-creds && exec \"$@\"", fake,
+                DaemonHarness.binDirectory + "/localauthd", "--socket", directory + "/socket", "--state-dir",
+                directory + "/state", "--config", directory + "/localauthd.conf",
+            ], stderrPath: log, fd3: nil,
+            environment: ["PATH=/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/localauth-no-bus"])
+        defer { daemon.terminateAndWait() }
+        var child: pid_t?
+        let deadline = Date().addingTimeInterval(10)
+        while child == nil && Date() < deadline {
+            child = (try? String(contentsOfFile: pids, encoding: .utf8)).flatMap { pid_t($0.filter(\.isNumber)) }
+            if child == nil { usleep(10_000) }  // the script's pid file: no event to wait on
+        }
+        let creds = try #require(
+            child, "systemd-creds never ran:\n\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        defer { kill(creds, SIGKILL) }
+        while Self.command(of: creds) != "sleep" && Date() < deadline { usleep(1_000) }  // its exec: no event either
+        kill(daemon.pid, SIGTERM)
+        kill(creds, SIGTERM)
+        let started = Date()
+        let status = Self.exitStatus(daemon, within: 70)
+        let seconds = Date().timeIntervalSince(started)
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(
+            seconds < 5, "the daemon ended \(seconds) s after the stop (exit \(String(describing: status)))\n\(text)")
+        #expect(text.contains("systemd-creds was ended by signal 15"), "\(text)")
     }
 
     /// Started ignoring SIGHUP (`nohup`, here a shell's `trap '' HUP`), the daemon leaves it

@@ -20,6 +20,20 @@ import Testing
         }
     }
 
+    /// Each file is read once: the lazy `compactMap(…).first` it replaced read the found file twice and
+    /// force-unwrapped the second read, and a boot id file rewritten in between (the integration
+    /// tests' private boot id) killed the daemon (SIGILL, CI of 2026-11-28).
+    @Test func firstBootID_readsEachPathOnce_andTakesTheFirstThatHoldsAnID() {
+        var reads: [String: Int] = [:]
+        let id = BootClock.firstBootID(in: ["/a", "/b", "/c"]) { path in
+            reads[path, default: 0] += 1
+            return path == "/a" ? nil : "233832624eb445ba9b0ce29b283aabcf" + path
+        }
+        #expect(id == "233832624eb445ba9b0ce29b283aabcf/b")
+        #expect(reads == ["/a": 1, "/b": 1])
+        #expect(BootClock.firstBootID(in: ["/a"]) { _ in nil } == nil)
+    }
+
     @Test func now_readsThisBootsIDAndAMonotonicBootClock_andNilWithoutABootID() throws {
         let first = try #require(BootClock.now(wallMs: 5))
         let second = try #require(BootClock.now(wallMs: 6))
