@@ -56,14 +56,15 @@ public struct RequestIO: Sendable {
     /// `ClientSignals` directly, as the socket does.
     public init(
         send: @escaping @Sendable (Event) -> Void, signals stream: AsyncStream<ClientSignal>,
-        scanStarted: (@Sendable (ScanStart) -> Void)? = nil
+        scanStarted: (@Sendable (ScanStart) -> Void)? = nil,
+        whenAnswered: (@Sendable (@escaping @Sendable () -> Void) -> Void)? = nil
     ) {
         let signals = ClientSignals()
         Task {
             for await signal in stream { _ = signals.offer(signal) }
             signals.finish()
         }
-        self.init(send: send, signals: signals, scanStarted: scanStarted)
+        self.init(send: send, signals: signals, scanStarted: scanStarted, whenAnswered: whenAnswered)
     }
 }
 

@@ -69,10 +69,14 @@ struct InProcessDaemon {
         let (events, eventSink) = AsyncStream.makeStream(of: Event.self)
         let (signals, signalSink) = AsyncStream.makeStream(of: ClientSignal.self)
         let daemon = self.daemon
+        // What the daemon leaves for after the answer waits, as the socket door makes it wait for the
+        // RESULT's write, until the test says it is done (`daemon.finishAfterAnswer()`, `storedState()`)
+        // or the next request begins: a test reads the store as the client knew it at the answer.
+        // Started at once instead, it raced the test's own reading ("3 steps" for "1" in a loaded CI).
+        let io = RequestIO(send: { eventSink.yield($0) }, signals: signals, whenAnswered: { _ in })
         let task = Task {
-            let result = await daemon.handle(
-                request, caller: caller, io: RequestIO(send: { eventSink.yield($0) }, signals: signals)
-            ).result  // as the socket says it (LocalAuthSocketDoor's WireEncoding)
+            // As the socket says it (LocalAuthSocketDoor's WireEncoding).
+            let result = await daemon.handle(request, caller: caller, io: io).result
             eventSink.finish()
             return result
         }
