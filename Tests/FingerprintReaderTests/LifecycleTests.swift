@@ -111,6 +111,8 @@ struct LifecycleTests {
     /// `fp_context_get_devices` on its way out (4 of 17 runs of the LocalAuthentication suites, 2026-11-28).
     @Test func shutdown_whileLookingForReadersAgain_endsCleanly() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            // No virtual device, whatever the parent process exported for its own tests.
+            for name in ["FP_VIRTUAL_DEVICE", "FP_VIRTUAL_DEVICE_STORAGE", "FP_VIRTUAL_IMAGE"] { unsetenv(name) }
             for round in 0..<40 {
                 let reader = try await FingerprintReader(lingerMs: nil)
                 require(await reader.devices().isEmpty, 40, "a reader on a machine without one")

@@ -104,14 +104,12 @@ package final class DaemonHarness: @unchecked Sendable {
         if let extraArguments { self.extraArguments = extraArguments }
         let p = Process()
         let daemon = Self.binDirectory + "/localauthd"
-        // The reader stays open between requests unless the test says otherwise (`--linger-ms`): a
-        // touch given before a request then waits in the virtual device for it, however long a
-        // loaded machine takes to send the request. With the default 2 s linger the reader could
-        // close first and the touch was lost (the request then timed out waiting for a finger).
-        let linger = self.extraArguments.contains("--linger-ms") ? [] : ["--linger-ms", "-1"]
+        // The daemon's own linger (2 s) unless the test gives `--linger-ms`: the reader closes and
+        // opens again between requests as on a user's machine. A touch given before its request
+        // waits for it all the same (the daemon keeps the virtual reader open until a scan took it).
         let arguments =
             ["--socket", socketPath, "--state-dir", stateDirectory] + (virtualReader ? ["--virtual-reader"] : [])
-            + linger + self.extraArguments
+            + self.extraArguments
         p.executableURL = URL(fileURLWithPath: launcher.first ?? daemon)
         p.arguments = launcher.isEmpty ? arguments : Array(launcher.dropFirst()) + [daemon] + arguments
         // A clean environment: the test process may carry other FP_VIRTUAL_* variables.
@@ -207,10 +205,9 @@ package final class DaemonHarness: @unchecked Sendable {
 
     /// One request on a fresh connection, answered by a touch of `printID` given once the daemon asks
     /// for the finger (its first placeFinger), as a person would. A touch given before the request
-    /// waits too: the daemon keeps the virtual reader open until a scan has taken it (and the harness
-    /// keeps the reader open unless a test sets `--linger-ms`). Before both, a loaded machine outran
-    /// the reader's linger (2 s) between such a touch and the request's scan, which then waited for
-    /// a finger until its timeout.
+    /// waits too: the daemon keeps the virtual reader open until a scan has taken it. Before that, a
+    /// loaded machine outran the reader's linger (2 s) between such a touch and the request's scan,
+    /// which then waited for a finger until its timeout.
     package func perform(_ request: Request, touching printID: String) throws -> (RequestResult, [Event]) {
         var touched: Result<Void, Error>?
         let outcome = try perform(request) { [self] e in

@@ -136,12 +136,12 @@ class RealDaemon:
         self.sock = os.path.join(ctx.mkdir("run"), "socket")
         self.state = ctx.mkdir("state")
         self.bin = ARGS.bin
-        # The reader stays open between requests (--linger-ms -1): a touch given before the module's
-        # request reaches the scan waits for it in the virtual device however slow the machine; with
-        # the 2 s linger the reader could close first and lose it (verify_with_touches touches 0.5 s
-        # after the module starts, with no prompt to wait for in pypamtest).
+        # The daemon's own linger: a touch given before the module's request reaches the scan
+        # (verify_with_touches touches 0.5 s after the module starts, with no prompt to wait for in
+        # pypamtest) waits for it however slow the machine: a simulated touch keeps the virtual
+        # reader open until a scan took it.
         self.proc = ctx.spawn([os.path.join(self.bin, "localauthd"), "--socket", self.sock,
-                               "--state-dir", self.state, "--virtual-reader", "--linger-ms", "-1"], env=seat.env(),
+                               "--state-dir", self.state, "--virtual-reader"], env=seat.env(),
                               stdout=subprocess.DEVNULL, stderr=open(ctx.path("localauthd.log"), "w"))
         deadline = time.monotonic() + 15
         while True:
